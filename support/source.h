@@ -1,0 +1,48 @@
+// Source files and positions. Every AST node, DAG node and diagnostic carries a SourceRange,
+// so any message the tools print can point at the text the user wrote.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orch {
+
+// 1-based line and column; column counts bytes. A range is [begin, end) on one or more lines.
+struct SourcePos {
+  uint32_t line = 0;
+  uint32_t col = 0;
+};
+
+struct SourceRange {
+  uint32_t file = 0;  // index into SourceManager; 0 is "no file"
+  SourcePos begin;
+  SourcePos end;
+
+  bool valid() const { return file != 0 && begin.line != 0; }
+};
+
+struct SourceFile {
+  std::string path;
+  std::string text;
+  std::vector<uint32_t> line_starts;  // byte offset of each line's first character
+};
+
+// Owns the text of every file a compilation read, so ranges stay cheap (ids, not strings).
+class SourceManager {
+ public:
+  SourceManager();
+  uint32_t add(std::string path, std::string text);
+  const SourceFile& file(uint32_t id) const { return files_.at(id); }
+  const std::string& path(uint32_t id) const { return files_.at(id).path; }
+  // The text of a 1-based line without its newline; empty if out of range.
+  std::string_view line_text(uint32_t file, uint32_t line) const;
+  // "path:line:col" for messages; "<unknown>" for an invalid range.
+  std::string describe(const SourceRange& range) const;
+
+ private:
+  std::vector<SourceFile> files_;
+};
+
+}  // namespace orch
