@@ -1,0 +1,54 @@
+// Per-architecture limits and supported node kinds, read from targets/<name>.yaml, so that
+// `orchc --check` needs no GPU to know what a launch or a graph may do on the target.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/diagnostics.h"
+
+namespace orch {
+
+struct TargetProfile {
+  std::string name;        // "sm_90"
+  std::string arch;        // NVRTC arch, "sm_90" (CUBIN) / "compute_90" (PTX) derive from it
+  uint32_t compute_capability = 0;  // 90
+  // Launch limits (cudaDeviceProp names in comments).
+  uint32_t max_threads_per_block = 1024;         // maxThreadsPerBlock
+  uint32_t max_block_dim[3] = {1024, 1024, 64};  // maxThreadsDim
+  uint64_t max_grid_dim[3] = {2147483647, 65535, 65535};  // maxGridSize
+  uint64_t max_shared_bytes_per_block = 49152;   // sharedMemPerBlock (without opt-in)
+  uint64_t max_shared_bytes_per_block_optin = 232448;  // sharedMemPerBlockOptin
+  // Device graph launch limits (CUDA programming guide, "Device Graph Launch").
+  uint32_t max_fire_and_forget_launches = 120;
+  uint32_t max_tail_launches = 255;
+  uint32_t max_self_tail_launches = 1;
+  // Largest dense SWITCH body table the compiler will build from sparse case values.
+  uint32_t max_switch_cases = 1024;
+  // Node kinds the target's driver must support.
+  bool supports_if = true;
+  bool supports_if_else = true;
+  bool supports_while = true;
+  bool supports_switch = true;
+  bool supports_device_launch = true;
+};
+
+// Where profiles live: the directory given, else $ORCH_TARGETS_DIR, else the install's
+// share/orch/targets, else the source tree's targets/ (compiled in).
+std::vector<std::string> target_search_dirs(const std::string& explicit_dir = "");
+
+// Loads a profile by name ("sm_90") from the search dirs, or by path if `name_or_path` ends in
+// .yaml. Problems (missing file, bad YAML, missing or mistyped keys) are E0111 diagnostics at
+// `where` (the `target` line or no location for --target) and return nullopt.
+std::optional<TargetProfile> load_target_profile(const std::string& name_or_path,
+                                                 const std::vector<std::string>& search_dirs,
+                                                 SourceRange where, DiagnosticEngine& diags);
+
+// Parses profile YAML text; `origin` names it in messages.
+std::optional<TargetProfile> parse_target_profile(const std::string& yaml_text,
+                                                  const std::string& origin, SourceRange where,
+                                                  DiagnosticEngine& diags);
+
+}  // namespace orch
