@@ -1,0 +1,414 @@
+#include <filesystem>
+#include <fstream>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "compiler/checker.h"
+#include "compiler/dag.h"
+#include "grammar/parse.h"
+
+namespace orch {
+
+namespace detail {
+
+namespace {
+const char* kind_name(SymbolKind k) {
+  switch (k) {
+    case SymbolKind::Param: return "a param";
+    case SymbolKind::Buffer: return "a buffer";
+    case SymbolKind::Comm: return "a comm";
+    case SymbolKind::Kernel: return "a kernel";
+    case SymbolKind::Graph: return "a graph";
+    case SymbolKind::Builtin: return "a built-in";
+  }
+  return "a name";
+}
+ir::ScalarType out_type_of(const ir::Param& p) { return p.type; }
+}  // namespace
+
+void add_access(std::vector<ir::BufferAccess>& set, int buffer, bool read, bool write) {
+  if (buffer < 0) return;
+  for (ir::BufferAccess& a : set) {
+    if (a.buffer == buffer) {
+      a.read |= read;
+      a.write |= write;
+      return;
+    }
+  }
+  set.push_back({buffer, read, write});
+}
+
+Checker::Checker(const ast::Module& module, SourceManager& sources, const CheckOptions& options,
+                 DiagnosticEngine& diags)
+    : module_(module), sources_(sources), options_(options), diags_(diags) {}
+
+std::unique_ptr<ir::Program> Checker::run() {
+  program_ = std::make_unique<ir::Program>();
+  program_->name = module_.pipeline.name;
+  program_->file = module_.file;
+  declare("rank", SymbolKind::Builtin, -1, {});
+  declare("world_size", SymbolKind::Builtin, -1, {});
+  load_target();
+  check_params();
+  check_buffers();
+  check_comms();
+  check_kernels();
+  check_graph_headers();
+  for (size_t g = 0; g < program_->graphs.size(); ++g) build_graph(static_cast<int>(g));
+  compute_footprints();
+  for (ir::Graph& g : program_->graphs) derive_edges(g.body);
+  check_device_graphs();
+  check_budgets();
+  check_launch_ordering();
+  return std::move(program_);
+}
+
+const Symbol* Checker::lookup(const std::string& name) const {
+  auto it = symbols_.find(name);
+  return it == symbols_.end() ? nullptr : &it->second;
+}
+
+void Checker::declare(const std::string& name, SymbolKind kind, int index, SourceRange loc) {
+  if (name.empty()) return;
+  auto [it, inserted] = symbols_.emplace(name, Symbol{kind, index, loc});
+  if (inserted) return;
+  const Symbol& prev = it->second;
+  if (prev.kind == SymbolKind::Builtin) {
+    diags_.error("E0102", loc, "`" + name + "` is a built-in name and cannot be redeclared");
+    return;
+  }
+  Diagnostic& d = diags_.error("E0102", loc,
+                               "`" + name + "` is already declared as " + kind_name(prev.kind));
+  diags_.add_note(d, prev.loc, "previous declaration of `" + name + "` is here");
+}
+
+void Checker::load_target() {
+  std::string name = options_.target_override;
+  SourceRange where;
+  if (name.empty() && !module_.targets.empty()) {
+    name = module_.targets.front().name;
+    where = module_.targets.front().loc;
+  }
+  if (name.empty()) name = "sm_90";  // the default arch when a pipeline names none
+  auto dirs = target_search_dirs(options_.targets_dir);
+  if (auto profile = load_target_profile(name, dirs, where, diags_)) program_->profile = *profile;
+  // Every `target` line names an arch to build for; --target replaces them all.
+  if (!options_.target_override.empty()) {
+    program_->targets.push_back(program_->profile.name.empty() ? name : program_->profile.name);
+  } else if (module_.targets.empty()) {
+    program_->targets.push_back(name);
+  } else {
+    for (const ast::Ident& t : module_.targets) {
+      if (&t != &module_.targets.front())
+        load_target_profile(t.name, dirs, t.loc, diags_);  // reports unknown archs
+      program_->targets.push_back(t.name);
+    }
+  }
+}
+
+void Checker::check_params() {
+  for (const ast::Param& p : module_.params) {
+    ir::Param out;
+    out.name = p.name.name;
+    out.loc = p.loc;
+    auto type = ir::parse_scalar_type(p.type.name);
+    if (!type) diags_.error("E0106", p.type.loc, "unknown type `" + p.type.name + "`");
+    out.type = type.value_or(ir::ScalarType::U32);
+    bool broken = !type;
+    // Declared after its default is checked, so a default cannot read its own param.
+    if (p.default_value) {
+      out.default_value = expr(*p.default_value, ExprContext::ParamDefault, nullptr);
+      if (!out.default_value) broken = true;
+    }
+    int index = static_cast<int>(program_->params.size());
+    program_->params.push_back(std::move(out));
+    param_broken_.push_back(broken);
+    if (!broken && program_->params.back().default_value) {
+      auto v = evaluate(*program_->params.back().default_value);
+      std::string why;
+      if (!v) {
+        param_broken_.back() = true;
+      } else if (!value_fits(*v, out_type_of(program_->params.back()), &why)) {
+        diags_.error("E0115", p.default_value->loc,
+                     "default of param `" + p.name.name + "` does not fit its type: " + why);
+        param_broken_.back() = true;
+      } else {
+        program_->params.back().default_evaluated = v;
+      }
+    }
+    declare(p.name.name, SymbolKind::Param, index, p.name.loc);
+  }
+}
+
+void Checker::check_buffers() {
+  for (const ast::Buffer& b : module_.buffers) {
+    ir::Buffer out;
+    out.name = b.name.name;
+    out.loc = b.loc;
+    out.host = b.host;
+    auto type = ir::parse_scalar_type(b.elem_type.name);
+    if (!type) diags_.error("E0106", b.elem_type.loc, "unknown type `" + b.elem_type.name + "`");
+    out.elem = type.value_or(ir::ScalarType::U8);
+    if (b.size) {
+      out.count = expr(*b.size, ExprContext::Size, nullptr);
+      if (out.count && ir::is_float(out.count->type) && !out.count->is_literal) {
+        diags_.error("E0115", b.size->loc, "size of buffer `" + b.name.name +
+                                               "` must be an integer, not a floating-point value");
+      } else if (out.count && out.count->value.is_float) {
+        diags_.error("E0115", b.size->loc, "size of buffer `" + b.name.name +
+                                               "` must be an integer, not a floating-point value");
+      } else if (out.count) {
+        if (auto v = evaluate(*out.count); v && v->i <= 0)
+          diags_.error("E0115", b.size->loc,
+                       "buffer `" + b.name.name + "` has " + std::to_string(v->i) +
+                           " elements" + default_values_note(*out.count) +
+                           "; a buffer needs at least one");
+      }
+      if (!out.count) out.count = ir::Expr{ir::ExprKind::Const, ir::ScalarType::U64, true, {false, 1, 0}, -1, "", {}, b.size->loc};
+    }
+    declare(b.name.name, SymbolKind::Buffer, static_cast<int>(program_->buffers.size()),
+            b.name.loc);
+    program_->buffers.push_back(std::move(out));
+  }
+}
+
+void Checker::check_comms() {
+  for (const ast::Comm& c : module_.comms) {
+    declare(c.name.name, SymbolKind::Comm, static_cast<int>(program_->comms.size()), c.name.loc);
+    program_->comms.push_back({c.name.name, c.loc});
+  }
+}
+
+void Checker::check_kernels() {
+  for (const ast::Kernel& k : module_.kernels) {
+    ir::Kernel out;
+    check_kernel(k, out);
+    declare(k.name.name, SymbolKind::Kernel, static_cast<int>(program_->kernels.size()),
+            k.name.loc);
+    program_->kernels.push_back(std::move(out));
+  }
+}
+
+void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
+  out.name = k.name.name;
+  out.loc = k.loc;
+  out.entry = k.entry ? k.entry->name : k.name.name;
+  for (const SourceRange& r : k.duplicate_clauses)
+    diags_.error("E0110", r, "kernel `" + k.name.name + "` has more than one source or entry");
+  if (k.inline_source) {
+    out.inline_source = true;
+    out.source = k.inline_source->name;
+    out.source_file = module_.file;
+    out.source_first_line = k.inline_first_line;
+    out.source_first_col = k.inline_first_col;
+  } else if (k.from_file) {
+    namespace fs = std::filesystem;
+    fs::path base = fs::path(sources_.path(module_.file)).parent_path();
+    fs::path path = base / k.from_file->name;
+    std::ifstream in(path, std::ios::binary);
+    if (!in || fs::is_directory(path)) {
+      diags_.error("E0110", k.from_file->loc,
+                   "cannot read kernel source `" + k.from_file->name + "` (looked for " +
+                       path.string() + ")");
+    } else {
+      std::ostringstream text;
+      text << in.rdbuf();
+      out.source = text.str();
+      out.source_path = path.string();
+      out.source_file = sources_.add(path.string(), out.source);
+    }
+  } else {
+    diags_.error("E0110", k.name.loc,
+                 "kernel `" + k.name.name +
+                     "` has no code; add `from \"file.cu\"` or `source \"\"\"...\"\"\"`");
+  }
+
+  std::map<std::string, SourceRange> seen;
+  for (const ast::KernelParam& p : k.params) {
+    ir::KernelParam param;
+    param.name = p.name.name;
+    param.loc = p.loc;
+    if (auto [it, inserted] = seen.emplace(p.name.name, p.name.loc); !inserted) {
+      Diagnostic& d = diags_.error("E0102", p.name.loc,
+                                   "kernel `" + k.name.name + "` has two parameters named `" +
+                                       p.name.name + "`");
+      diags_.add_note(d, it->second, "first one is here");
+    }
+    param.access = static_cast<ir::Access>(p.access);
+    switch (p.kind) {
+      case ast::KernelParamKind::Cond:
+        param.kind = ir::KernelParamKind::Cond;
+        out.uses_device_runtime = true;
+        break;
+      case ast::KernelParamKind::Graph:
+        param.kind = ir::KernelParamKind::Graph;
+        out.uses_device_runtime = true;
+        break;
+      case ast::KernelParamKind::GraphFamily:
+        param.kind = ir::KernelParamKind::GraphFamily;
+        out.uses_device_runtime = true;
+        if (auto n = constant_uint(*p.family_size, "the size of a graph family")) {
+          if (*n == 0)
+            diags_.error("E0115", p.family_size->loc, "a graph family has at least one member");
+          param.family_size = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
+        }
+        break;
+      case ast::KernelParamKind::Data: {
+        auto type = ir::parse_scalar_type(p.elem_type.name);
+        if (!type)
+          diags_.error("E0106", p.elem_type.loc, "unknown type `" + p.elem_type.name + "`");
+        param.elem = type.value_or(ir::ScalarType::U8);
+        if (p.is_array) {
+          param.kind = ir::KernelParamKind::Array;
+          if (p.access == ast::Access::None)
+            diags_.error("E0110", p.loc,
+                         "array parameter `" + p.name.name +
+                             "` needs an access mode (`in`, `out` or `inout`): the compiler "
+                             "orders statements by what they read and write");
+        } else {
+          param.kind = p.access == ast::Access::None ? ir::KernelParamKind::Value
+                                                     : ir::KernelParamKind::Scalar;
+        }
+        break;
+      }
+    }
+    if (p.kind != ast::KernelParamKind::Data && p.access != ast::Access::None)
+      diags_.error("E0110", p.loc,
+                   "parameter `" + p.name.name + "` is a " +
+                       (p.kind == ast::KernelParamKind::Cond ? "`cond`" : "`graph`") +
+                       " and takes no access mode");
+    out.params.push_back(std::move(param));
+  }
+
+  // Launch budgets: one per graph parameter, each within what one graph execution may do.
+  const TargetProfile& prof = program_->profile;
+  std::vector<bool> budgeted(out.params.size(), false);
+  for (const ast::LaunchBudget& b : k.budgets) {
+    ir::LaunchBudget budget;
+    budget.mode = static_cast<ir::LaunchMode>(b.mode);
+    budget.loc = b.loc;
+    for (size_t i = 0; i < out.params.size(); ++i)
+      if (out.params[i].name == b.param.name) budget.param = static_cast<int>(i);
+    if (budget.param < 0) {
+      diags_.error("E0605", b.param.loc,
+                   "kernel `" + k.name.name + "` has no parameter `" + b.param.name + "`");
+      continue;
+    }
+    const ir::KernelParam& p = out.params[budget.param];
+    if (p.kind != ir::KernelParamKind::Graph && p.kind != ir::KernelParamKind::GraphFamily) {
+      Diagnostic& d = diags_.error("E0605", b.param.loc,
+                                   "launch budget names `" + b.param.name +
+                                       "`, which is not a `graph` parameter");
+      diags_.add_note(d, p.loc, "`" + b.param.name + "` is declared here");
+      continue;
+    }
+    budgeted[budget.param] = true;
+    auto limit = constant_uint(*b.limit, "a launch budget");
+    if (!limit) continue;
+    budget.limit = *limit;
+    if (budget.mode == ir::LaunchMode::Tail && budget.limit > prof.max_tail_launches) {
+      diags_.error("E0602", b.loc,
+                   "kernel `" + k.name.name + "` may leave " + std::to_string(budget.limit) +
+                       " tail launches pending, but one graph execution allows at most " +
+                       std::to_string(prof.max_tail_launches));
+    } else if (budget.mode != ir::LaunchMode::Tail &&
+               budget.limit > prof.max_fire_and_forget_launches) {
+      diags_.error("E0601", b.loc,
+                   "kernel `" + k.name.name + "` may make " + std::to_string(budget.limit) +
+                       " fire-and-forget launches, but one graph execution allows at most " +
+                       std::to_string(prof.max_fire_and_forget_launches));
+    }
+    out.budgets.push_back(budget);
+  }
+  for (size_t i = 0; i < out.params.size(); ++i) {
+    const ir::KernelParam& p = out.params[i];
+    if ((p.kind == ir::KernelParamKind::Graph || p.kind == ir::KernelParamKind::GraphFamily) &&
+        !budgeted[i])
+      diags_.error("E0605", p.loc,
+                   "graph parameter `" + p.name + "` of kernel `" + k.name.name +
+                       "` has no launch budget; declare one, e.g. `launches " + p.name +
+                       " tail <= 1`");
+  }
+}
+
+void Checker::check_graph_headers() {
+  for (const ast::Graph& g : module_.graphs) {
+    ir::Graph out;
+    out.name = g.name.name;
+    out.device = g.device;
+    out.loc = g.loc;
+    if (g.family_index) {
+      out.family_index = g.family_index->name;
+      if (!g.device)
+        diags_.error("E0504", g.name.loc,
+                     "graph family `" + g.name.name +
+                         "` must be a device graph: families exist to be launched from the GPU");
+      if (auto n = constant_uint(*g.family_size, "the size of a graph family")) {
+        if (*n == 0 || *n > 65536)
+          diags_.error("E0115", g.family_size->loc,
+                       "graph family `" + g.name.name + "` must have 1 to 65536 members, not " +
+                           std::to_string(*n));
+        else
+          out.family_size = static_cast<uint32_t>(*n);
+      }
+      if (out.family_size == 0) out.family_size = 1;
+      if (lookup(g.family_index->name))
+        diags_.error("E0102", g.family_index->loc,
+                     "family index `" + g.family_index->name + "` hides a declaration of the same name");
+    }
+    if (g.device && !program_->profile.supports_device_launch)
+      diags_.error("E0505", g.name.loc,
+                   "target " + program_->profile.name + " does not support graphs launched from the device");
+    declare(g.name.name, SymbolKind::Graph, static_cast<int>(program_->graphs.size()),
+            g.name.loc);
+    program_->graphs.push_back(std::move(out));
+    graph_asts_.push_back(&g);
+  }
+  footprints_.resize(program_->graphs.size());
+  const Symbol* main = lookup("main");
+  if (!main || main->kind != SymbolKind::Graph) {
+    diags_.error("E0112", module_.pipeline.loc,
+                 "pipeline `" + module_.pipeline.name +
+                     "` has no `graph main`, the graph the application launches");
+    return;
+  }
+  program_->main_graph = main->index;
+  const ir::Graph& g = program_->graphs[main->index];
+  if (g.device || !g.family_index.empty())
+    diags_.error("E0112", g.loc,
+                 "`graph main` is launched from the host; it cannot be a device graph or a family");
+}
+
+}  // namespace detail
+
+std::unique_ptr<ir::Program> check_module(const ast::Module& module, SourceManager& sources,
+                                          const CheckOptions& options, DiagnosticEngine& diags) {
+  detail::Checker checker(module, sources, options, diags);
+  return checker.run();
+}
+
+CheckResult check_text(const std::string& path, std::string text, SourceManager& sources,
+                       const CheckOptions& options, DiagnosticEngine& diags) {
+  CheckResult result;
+  uint32_t file = sources.add(path, std::move(text));
+  result.module = parse_module(sources, file, diags);
+  // Syntax errors leave a partial tree; checking it would only report their echoes.
+  if (diags.has_errors()) return result;
+  result.program = check_module(*result.module, sources, options, diags);
+  return result;
+}
+
+CheckResult check_file(const std::string& path, SourceManager& sources,
+                       const CheckOptions& options, DiagnosticEngine& diags) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path)) {
+    diags.error("E0004", {}, "cannot read `" + path + "`: " + (std::filesystem::is_directory(path) ? "it is a directory" : std::strerror(errno)));
+    return {};
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return check_text(path, text.str(), sources, options, diags);
+}
+
+}  // namespace orch

@@ -1,0 +1,229 @@
+// Rules that need every graph built: what each graph touches when launched, launch budgets
+// per graph execution, the ordering of work launched from the device, and device graphs.
+#include <functional>
+
+#include "compiler/checker.h"
+
+namespace orch::detail {
+
+namespace {
+
+// Graphs a node launches, with the mode: kernel graph arguments by their budgets, and
+// `launch` statements.
+struct Launch {
+  int graph;
+  ir::LaunchMode mode;
+  uint64_t count;
+  bool self;
+};
+
+std::vector<Launch> launches_of(const ir::Program& p, const ir::Node& n, int current_graph) {
+  std::vector<Launch> out;
+  if (n.kind == ir::NodeKind::LaunchGraph) {
+    out.push_back({n.graph, n.mode, 1, n.graph == current_graph});
+  } else if (n.kind == ir::NodeKind::Kernel && n.kernel >= 0) {
+    const ir::Kernel& k = p.kernels[n.kernel];
+    if (n.args.size() != k.params.size()) return out;
+    for (const ir::LaunchBudget& b : k.budgets) {
+      const ir::KernelArg& arg = n.args[b.param];
+      if (arg.kind != ir::ArgKind::Graph && arg.kind != ir::ArgKind::GraphFamily) continue;
+      out.push_back({arg.ref, b.mode, b.limit, arg.ref == current_graph});
+    }
+  }
+  return out;
+}
+
+// Node args may be fewer than the kernel's params when an argument failed to check.
+bool args_complete(const ir::Program& p, const ir::Node& n) {
+  return n.kind != ir::NodeKind::Kernel || n.args.size() == p.kernels[n.kernel].params.size();
+}
+
+void for_each_node(ir::Region& r, const std::function<void(ir::Node&)>& f) {
+  for (ir::Node& n : r.nodes) {
+    for (ir::Region& b : n.bodies) for_each_node(b, f);
+    f(n);  // after the bodies, so containers see their children's updates
+  }
+}
+
+bool conflicts(const std::vector<ir::BufferAccess>& a, const std::vector<ir::BufferAccess>& b,
+               int* buffer) {
+  for (const ir::BufferAccess& x : a)
+    for (const ir::BufferAccess& y : b)
+      if (x.buffer == y.buffer && (x.write || y.write)) {
+        *buffer = x.buffer;
+        return true;
+      }
+  return false;
+}
+
+}  // namespace
+
+void Checker::compute_footprints() {
+  ir::Program& p = *program_;
+  const size_t n = p.graphs.size();
+  footprints_.assign(n, {});
+  std::vector<std::vector<int>> launched(n);
+  for (size_t g = 0; g < n; ++g) {
+    for_each_node(p.graphs[g].body, [&](ir::Node& node) {
+      for (const ir::BufferAccess& a : node.accesses)
+        add_access(footprints_[g], a.buffer, a.read, a.write);
+      if (!args_complete(p, node)) return;
+      for (const Launch& l : launches_of(p, node, static_cast<int>(g)))
+        launched[g].push_back(l.graph);
+    });
+  }
+  // What a graph touches includes what the graphs it launches touch: iterate to a fixpoint
+  // (graphs may launch each other, and themselves).
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t g = 0; g < n; ++g) {
+      for (int l : launched[g]) {
+        for (const ir::BufferAccess& a : footprints_[l]) {
+          size_t before = footprints_[g].size();
+          bool had_read = false, had_write = false;
+          for (const ir::BufferAccess& x : footprints_[g])
+            if (x.buffer == a.buffer) had_read = x.read, had_write = x.write;
+          add_access(footprints_[g], a.buffer, a.read, a.write);
+          if (footprints_[g].size() != before || (a.read && !had_read) || (a.write && !had_write))
+            changed = true;
+        }
+      }
+    }
+  }
+  // A launching node is ordered as if it did the launched work itself, so that everything
+  // before it that the launched graph needs is finished when it runs.
+  for (size_t g = 0; g < n; ++g) {
+    for_each_node(p.graphs[g].body, [&](ir::Node& node) {
+      if (args_complete(p, node))
+        for (const Launch& l : launches_of(p, node, static_cast<int>(g)))
+          for (const ir::BufferAccess& a : footprints_[l.graph])
+            add_access(node.accesses, a.buffer, a.read, a.write);
+      if (!node.bodies.empty()) {
+        std::vector<ir::BufferAccess> merged = node.accesses;
+        for (ir::Region& r : node.bodies)
+          for (ir::Node& child : r.nodes)
+            for (const ir::BufferAccess& a : child.accesses)
+              add_access(merged, a.buffer, a.read, a.write);
+        node.accesses = std::move(merged);
+      }
+    });
+  }
+}
+
+void Checker::check_device_graphs() {
+  for (ir::Graph& g : program_->graphs) {
+    if (!g.device) continue;
+    bool has_work = false;
+    for (const ir::Node& n : g.body.nodes)
+      has_work |= n.kind == ir::NodeKind::Kernel || n.kind == ir::NodeKind::Copy ||
+                  n.kind == ir::NodeKind::Fill || n.kind == ir::NodeKind::ScalarUpdate ||
+                  n.kind == ir::NodeKind::LaunchGraph;
+    if (!has_work && !g.body.nodes.empty()) continue;  // its statements were reported
+    if (!has_work)
+      diags_.error("E0502", g.loc,
+                   "device graph `" + g.name + "` is empty; a graph launched from the device "
+                                               "needs at least one kernel, copy or fill");
+  }
+}
+
+void Checker::check_budgets() {
+  const TargetProfile& prof = program_->profile;
+  ir::Program& p = *program_;
+  for (size_t gi = 0; gi < p.graphs.size(); ++gi) {
+    ir::Graph& g = p.graphs[gi];
+    bool reported_ff = false, reported_tail = false, reported_self = false;
+    std::vector<SourceRange> ff_sites, tail_sites;
+    // Launches inside conditional bodies are errors of their own (E0402/E0604): count the
+    // graph's top level only.
+    for (const ir::Node& node : g.body.nodes) {
+      if (!args_complete(p, node)) continue;
+      for (const Launch& l : launches_of(p, node, static_cast<int>(gi))) {
+        bool over_alone;
+        if (l.mode == ir::LaunchMode::Tail) {
+          g.tail_launches += l.count;
+          tail_sites.push_back(node.loc);
+          if (l.self) g.self_tail_launches += l.count;
+          over_alone = l.count > prof.max_tail_launches;  // reported at the kernel's budget
+          if (!reported_tail && !over_alone && g.tail_launches > prof.max_tail_launches) {
+            reported_tail = true;
+            Diagnostic& d = diags_.error(
+                "E0602", node.loc,
+                "one execution of `" + g.name + "` may leave " + std::to_string(g.tail_launches) +
+                    " tail launches pending; " + prof.name + " allows at most " +
+                    std::to_string(prof.max_tail_launches));
+            for (size_t i = 0; i + 1 < tail_sites.size(); ++i)
+              diags_.add_note(d, tail_sites[i], "tail launches are also made here");
+          }
+          if (!reported_self && g.self_tail_launches > prof.max_self_tail_launches) {
+            reported_self = true;
+            diags_.error("E0603", node.loc,
+                         "one execution of `" + g.name + "` may leave " +
+                             std::to_string(g.self_tail_launches) +
+                             " self tail launches pending; at most " +
+                             std::to_string(prof.max_self_tail_launches) + " is allowed");
+          }
+        } else {
+          g.fire_and_forget_launches += l.count;
+          ff_sites.push_back(node.loc);
+          over_alone = l.count > prof.max_fire_and_forget_launches;
+          if (!reported_ff && !over_alone &&
+              g.fire_and_forget_launches > prof.max_fire_and_forget_launches) {
+            reported_ff = true;
+            Diagnostic& d = diags_.error(
+                "E0601", node.loc,
+                "one execution of `" + g.name + "` may make " +
+                    std::to_string(g.fire_and_forget_launches) +
+                    " fire-and-forget launches; " + prof.name + " allows at most " +
+                    std::to_string(prof.max_fire_and_forget_launches));
+            for (size_t i = 0; i + 1 < ff_sites.size(); ++i)
+              diags_.add_note(d, ff_sites[i], "fire-and-forget launches are also made here");
+          }
+        }
+      }
+    }
+  }
+}
+
+void Checker::check_launch_ordering() {
+  ir::Program& p = *program_;
+  for (size_t gi = 0; gi < p.graphs.size(); ++gi) {
+    const ir::Region& body = p.graphs[gi].body;
+    for (size_t i = 0; i < body.nodes.size(); ++i) {
+      const ir::Node& launcher = body.nodes[i];
+      if (!args_complete(p, launcher)) continue;
+      for (const Launch& l : launches_of(p, launcher, static_cast<int>(gi))) {
+        const std::vector<ir::BufferAccess>& launched = footprints_[l.graph];
+        const std::string& name = p.graphs[l.graph].name;
+        for (size_t j = i + 1; j < body.nodes.size(); ++j) {
+          const ir::Node& later = body.nodes[j];
+          int buffer = -1;
+          // The launching node's own accesses include the launched footprint; compare the
+          // later node's accesses only.
+          if (!conflicts(later.accesses, launched, &buffer)) continue;
+          const std::string& buf = p.buffers[buffer].name;
+          if (l.mode == ir::LaunchMode::Tail) {
+            Diagnostic& d = diags_.error(
+                "E0607", later.loc,
+                "this statement uses `" + buf + "`, which `" + name +
+                    "` also uses; `" + name +
+                    "` is tail-launched, so it runs after this whole graph, not before this "
+                    "statement");
+            diags_.add_note(d, launcher.loc, "`" + name + "` is tail-launched here");
+          } else {
+            Diagnostic& d = diags_.error(
+                "E0606", later.loc,
+                "this statement uses `" + buf + "`, which `" + name + "` also uses; `" + name +
+                    "` is launched " + ir::to_string(l.mode) +
+                    ", so nothing orders its work before this statement");
+            diags_.add_note(d, launcher.loc,
+                            "`" + name + "` is launched " + std::string(ir::to_string(l.mode)) +
+                                " here; a tail launch would run after this graph instead");
+          }
+          break;  // one report per launch: the first statement that races
+        }
+      }
+    }
+  }
+}
+
+}  // namespace orch::detail

@@ -1,0 +1,920 @@
+#include <algorithm>
+#include <map>
+
+#include "compiler/checker.h"
+
+namespace orch::detail {
+
+namespace {
+
+ir::Expr constant(int64_t v, const SourceRange& loc = {}) {
+  ir::Expr e;
+  e.kind = ir::ExprKind::Const;
+  e.is_literal = true;
+  e.value.i = v;
+  e.loc = loc;
+  return e;
+}
+
+ir::Expr binary(const char* op, ir::Expr a, ir::Expr b) {
+  ir::Expr e;
+  e.kind = ir::ExprKind::Binary;
+  e.op = op;
+  e.loc = a.loc;
+  e.type = op[0] == '<' || op[0] == '>' || op[0] == '=' ? ir::ScalarType::Bool : ir::ScalarType::U64;
+  e.operands.push_back(std::move(a));
+  e.operands.push_back(std::move(b));
+  return e;
+}
+
+void collect_device_reads(const ir::Expr& e, std::vector<ir::BufferAccess>& out) {
+  if (e.kind == ir::ExprKind::DeviceScalar) add_access(out, e.ref, true, false);
+  for (const ir::Expr& o : e.operands) collect_device_reads(o, out);
+}
+
+bool has_family_index(const ir::Expr& e) {
+  if (e.kind == ir::ExprKind::FamilyIndex) return true;
+  for (const ir::Expr& o : e.operands)
+    if (has_family_index(o)) return true;
+  return false;
+}
+
+const char* dim_name(int i) { return i == 0 ? "x" : i == 1 ? "y" : "z"; }
+
+const std::string& kernel_name(const ir::Program& p, const ir::Node& n) {
+  return p.kernels[n.kernel].name;
+}
+
+}  // namespace
+
+ir::Node Checker::make_node(ir::NodeKind kind, const ast::Stmt& s, const BodyContext& ctx) const {
+  ir::Node node;
+  node.kind = kind;
+  node.loc = s.loc;
+  node.call_stack = ctx.call_stack;
+  return node;
+}
+
+void Checker::build_graph(int g) {
+  const ast::Graph& ast_graph = *graph_asts_[g];
+  ir::Graph& out = program_->graphs[g];
+  BodyContext ctx;
+  ctx.graph = g;
+  ctx.device = out.device;
+  ctx.family_index = out.family_index;
+  ctx.family_size = out.family_size;
+  ctx.inlining = {g};
+  block(ast_graph.body, ctx, out.body);
+}
+
+void Checker::block(const ast::Block& b, BodyContext& ctx, ir::Region& out) {
+  for (const ast::Stmt& s : b) stmt(s, ctx, out);
+}
+
+void Checker::stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out) {
+  if (auto* n = std::get_if<ast::KernelLaunch>(&s.node)) return kernel_launch(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::Copy>(&s.node)) return copy(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::Fill>(&s.node)) return fill(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::Assign>(&s.node)) return assign(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::If>(&s.node)) return if_stmt(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::While>(&s.node)) return while_stmt(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::Switch>(&s.node)) return switch_stmt(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::Call>(&s.node)) return call(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::LaunchGraph>(&s.node)) return launch_graph(s, *n, ctx, out);
+  if (auto* n = std::get_if<ast::Collective>(&s.node)) return collective(s, *n, ctx, out);
+}
+
+int Checker::buffer_ref(const ast::Ident& name, const char* role) {
+  const Symbol* sym = lookup(name.name);
+  if (!sym) {
+    diags_.error("E0101", name.loc, "buffer `" + name.name + "` is not declared");
+    return -1;
+  }
+  if (sym->kind != SymbolKind::Buffer) {
+    Diagnostic& d = diags_.error("E0104", name.loc,
+                                 "the " + std::string(role) + " must be a buffer, but `" +
+                                     name.name + "` is not one");
+    if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + name.name + "` is declared here");
+    return -1;
+  }
+  return sym->index;
+}
+
+void Checker::device_launch_placement(const SourceRange& where, const std::string& what,
+                                      const BodyContext& ctx) {
+  if (ctx.loop_depth > 0) {
+    Diagnostic& d = diags_.error(
+        "E0604", where,
+        what + " inside a `while` loop: the loop has no trip bound, so neither have the launches "
+               "one graph execution makes");
+    diags_.add_note(d, ctx.loop_loc, "the loop is here");
+  } else if (ctx.conditional_depth > 0) {
+    Diagnostic& d = diags_.error(
+        "E0402", where,
+        what + " inside a conditional body: an executable graph that holds both conditional "
+               "nodes and device graph launches hangs, and a conditional body cannot be split "
+               "into separate graphs");
+    diags_.add_note(d, ctx.conditional_loc, "the conditional is here");
+  }
+}
+
+// ---- kernel launches ---------------------------------------------------------------------
+
+bool Checker::launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3],
+                           BodyContext& ctx) {
+  if (!e) return false;
+  std::vector<const ast::Expr*> dims;
+  if (e->kind == ast::ExprKind::Call && e->text == "dim3") {
+    if (e->operands.empty() || e->operands.size() > 3) {
+      diags_.error("E0109", e->loc, "`dim3` takes 1 to 3 dimensions");
+      return false;
+    }
+    for (const auto& o : e->operands) dims.push_back(o.get());
+  } else {
+    dims.push_back(e);
+  }
+  bool ok = true;
+  for (int i = 0; i < 3; ++i) {
+    if (i >= static_cast<int>(dims.size())) {
+      out[i] = constant(1, e->loc);
+      continue;
+    }
+    auto x = expr(*dims[i], ExprContext::Host, &ctx);
+    if (!x) {
+      ok = false;
+      continue;
+    }
+    if (ir::is_float(x->type)) {
+      diags_.error("E0109", dims[i]->loc,
+                   std::string("the ") + what + " must be an integer, not a floating-point value");
+      ok = false;
+      continue;
+    }
+    out[i] = std::move(*x);
+  }
+  return ok;
+}
+
+void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
+                                 const BodyContext& ctx) {
+  const TargetProfile& prof = program_->profile;
+  const std::string& kname = kernel_name(*program_, node);
+  // Family members may shape their launches by their index: check every member.
+  bool by_member = false;
+  for (int i = 0; i < 3; ++i)
+    by_member |= has_family_index(node.grid[i]) || has_family_index(node.block[i]);
+  by_member |= has_family_index(node.shared_bytes);
+  uint32_t members = by_member ? std::max<uint32_t>(ctx.family_size, 1) : 1;
+
+  struct Limit {
+    const char* code;
+    std::string message;
+    ir::Expr value;  // must be <= max
+    uint64_t max;
+    int64_t min;
+    SourceRange loc;
+  };
+  std::vector<Limit> limits;
+  ir::Expr threads = binary("*", binary("*", node.block[0], node.block[1]), node.block[2]);
+  threads.loc = node.block[0].loc;
+  for (int i = 0; i < 3; ++i) {
+    limits.push_back({"E0202",
+                      "block of `" + kname + "` has {} threads in " + dim_name(i) + "; " +
+                          prof.name + " allows at most " + std::to_string(prof.max_block_dim[i]),
+                      node.block[i], prof.max_block_dim[i], 1, node.block[i].loc});
+  }
+  limits.insert(limits.begin(),
+                Limit{"E0201",
+                      "block of `" + kname + "` has {} threads; " + prof.name +
+                          " allows at most " + std::to_string(prof.max_threads_per_block) +
+                          " per block",
+                      threads, prof.max_threads_per_block, 1, node.block[0].loc});
+  for (int i = 0; i < 3; ++i)
+    limits.push_back({"E0203",
+                      "grid of `" + kname + "` has {} blocks in " + dim_name(i) + "; " +
+                          prof.name + " allows at most " + std::to_string(prof.max_grid_dim[i]),
+                      node.grid[i], prof.max_grid_dim[i], 1, node.grid[i].loc});
+  limits.push_back({"E0204",
+                    "launch of `" + kname + "` asks for {} bytes of dynamic shared memory; " +
+                        prof.name + " allows at most " +
+                        std::to_string(prof.max_shared_bytes_per_block_optin) + " per block",
+                    node.shared_bytes, prof.max_shared_bytes_per_block_optin, 0,
+                    node.shared_bytes.loc.valid() ? node.shared_bytes.loc : s.loc});
+
+  bool block_reported = false;
+  for (const Limit& l : limits) {
+    bool dynamic = ir::depends_on_host_values(l.value);
+    if (std::string(l.code) == "E0202" && block_reported) continue;
+    for (uint32_t m = 0; m < members; ++m) {
+      auto v = evaluate(l.value, by_member ? std::optional<uint32_t>(m) : std::nullopt);
+      if (!v) break;
+      int64_t n = v->i;
+      std::string message = l.message;
+      message.replace(message.find("{}"), 2, std::to_string(n));
+      if (n < l.min) {
+        std::string what = l.code == std::string("E0203") ? "grid" : "block";
+        diags_.error("E0205", l.loc,
+                     what + " of `" + kname + "` is empty (" + std::to_string(n) + ")" +
+                         default_values_note(l.value));
+        if (what == "block") block_reported = true;
+        break;
+      }
+      if (static_cast<uint64_t>(n) > l.max) {
+        std::string member = by_member ? " for member " + std::to_string(m) : "";
+        diags_.error(l.code, l.loc, message + member + default_values_note(l.value));
+        if (l.code == std::string("E0201")) block_reported = true;
+        break;
+      }
+    }
+    if (dynamic) {
+      std::string message = l.message;
+      message.replace(message.find("{}"), 2, "too many");
+      program_->bind_checks.push_back(
+          {l.code, message,
+           binary("&&", binary(">=", l.value, constant(l.min)),
+                  binary("<=", l.value, constant(static_cast<int64_t>(l.max)))),
+           l.loc});
+    }
+  }
+}
+
+std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir::Kernel& k,
+                                                 const ir::KernelParam& p, BodyContext& ctx) {
+  ir::KernelArg out;
+  out.loc = arg.loc;
+  const bool is_name = arg.kind == ast::ExprKind::Name;
+  const Symbol* sym = is_name ? lookup(arg.text) : nullptr;
+  auto param_desc = [&]() {
+    return "parameter `" + p.name + "` of `" + k.name + "`";
+  };
+  auto note_param = [&](Diagnostic& d) { diags_.add_note(d, p.loc, "`" + p.name + "` is declared here"); };
+
+  switch (p.kind) {
+    case ir::KernelParamKind::Value: {
+      if (sym && sym->kind == SymbolKind::Buffer && !program_->buffers[sym->index].is_scalar()) {
+        Diagnostic& d = diags_.error("E0104", arg.loc,
+                                     "`" + arg.text + "` is an array buffer, but " + param_desc() +
+                                         " takes a " + ir::to_string(p.elem) + " value");
+        note_param(d);
+        return std::nullopt;
+      }
+      if (sym && (sym->kind == SymbolKind::Graph || sym->kind == SymbolKind::Kernel ||
+                  sym->kind == SymbolKind::Comm)) {
+        Diagnostic& d = diags_.error("E0104", arg.loc,
+                                     "`" + arg.text + "` is not a value, but " + param_desc() +
+                                         " takes a " + ir::to_string(p.elem) + " value");
+        note_param(d);
+        return std::nullopt;
+      }
+      auto x = expr(arg, ExprContext::Host, &ctx);
+      if (!x) return std::nullopt;
+      if (ir::is_float(x->type) && !ir::is_float(p.elem)) {
+        Diagnostic& d = diags_.error("E0104", arg.loc,
+                                     param_desc() + " is " + ir::to_string(p.elem) +
+                                         ", but the argument is a floating-point value");
+        note_param(d);
+        return std::nullopt;
+      }
+      if (x->kind == ir::ExprKind::Const || !ir::depends_on_host_values(*x)) {
+        std::string why;
+        if (auto v = evaluate(*x); v && !value_fits(*v, p.elem, &why)) {
+          Diagnostic& d = diags_.error("E0104", arg.loc,
+                                       "argument does not fit " + param_desc() + ": " + why);
+          note_param(d);
+          return std::nullopt;
+        }
+      }
+      out.kind = ir::ArgKind::Value;
+      out.value = std::move(*x);
+      return out;
+    }
+    case ir::KernelParamKind::Scalar:
+    case ir::KernelParamKind::Array: {
+      std::string type = std::string(ir::to_string(p.access)) + " " + ir::to_string(p.elem) +
+                         (p.kind == ir::KernelParamKind::Array ? "[]" : "");
+      if (!is_name) {
+        Diagnostic& d = diags_.error("E0105", arg.loc,
+                                     param_desc() + " is `" + type +
+                                         "`, so its argument must be a buffer");
+        note_param(d);
+        return std::nullopt;
+      }
+      if (!sym) {
+        diags_.error("E0101", arg.loc, "buffer `" + arg.text + "` is not declared");
+        return std::nullopt;
+      }
+      if (sym->kind != SymbolKind::Buffer) {
+        std::string what = sym->kind == SymbolKind::Param ? "a param, passed by value" : "not a buffer";
+        Diagnostic& d = diags_.error("E0105", arg.loc,
+                                     "`" + arg.text + "` is " + what + "; " + param_desc() +
+                                         " is `" + type + "`, so it needs a buffer");
+        note_param(d);
+        return std::nullopt;
+      }
+      const ir::Buffer& b = program_->buffers[sym->index];
+      if (p.kind == ir::KernelParamKind::Array && b.is_scalar()) {
+        Diagnostic& d = diags_.error("E0104", arg.loc,
+                                     "`" + arg.text + "` is a device scalar, but " + param_desc() +
+                                         " takes an array (" + type + ")");
+        note_param(d);
+        return std::nullopt;
+      }
+      if (p.kind == ir::KernelParamKind::Scalar && !b.is_scalar()) {
+        Diagnostic& d = diags_.error("E0104", arg.loc,
+                                     "`" + arg.text + "` is an array buffer, but " + param_desc() +
+                                         " takes a device scalar (" + type + ")");
+        note_param(d);
+        return std::nullopt;
+      }
+      if (b.elem != p.elem) {
+        Diagnostic& d = diags_.error("E0104", arg.loc,
+                                     "`" + arg.text + "` holds " + ir::to_string(b.elem) + ", but " +
+                                         param_desc() + " takes " + ir::to_string(p.elem));
+        note_param(d);
+        return std::nullopt;
+      }
+      out.kind = ir::ArgKind::Buffer;
+      out.ref = sym->index;
+      return out;
+    }
+    case ir::KernelParamKind::Cond: {
+      if (!is_name || arg.text != "cond") {
+        Diagnostic& d = diags_.error("E0104", arg.loc,
+                                     param_desc() + " is a `cond`; pass `cond`, the condition of "
+                                                    "the enclosing `while kernel`");
+        note_param(d);
+        return std::nullopt;
+      }
+      if (ctx.while_kernel_depth == 0) {
+        diags_.error("E0113", arg.loc,
+                     "`cond` is the condition of an enclosing `while kernel`, and there is none here");
+        return std::nullopt;
+      }
+      if (ctx.cond_used) *ctx.cond_used = true;
+      out.kind = ir::ArgKind::Cond;
+      return out;
+    }
+    case ir::KernelParamKind::Graph:
+    case ir::KernelParamKind::GraphFamily: {
+      bool family = p.kind == ir::KernelParamKind::GraphFamily;
+      if (is_name && arg.text == "self" && (!sym || sym->kind != SymbolKind::Graph)) {
+        if (family) {
+          Diagnostic& d = diags_.error("E0504", arg.loc,
+                                       param_desc() + " takes a family of " +
+                                           std::to_string(p.family_size) + " graphs, not `self`");
+          note_param(d);
+          return std::nullopt;
+        }
+        if (!ctx.device) {
+          diags_.error("E0113", arg.loc,
+                       "`self` is the device graph being executed, but `" +
+                           program_->graphs[ctx.graph].name + "` is launched from the host");
+          return std::nullopt;
+        }
+        out.kind = ir::ArgKind::Graph;
+        out.ref = ctx.graph;
+        out.self = true;
+        return out;
+      }
+      if (!is_name || !sym || sym->kind != SymbolKind::Graph) {
+        if (is_name && !sym) {
+          diags_.error("E0101", arg.loc, "graph `" + arg.text + "` is not declared");
+          return std::nullopt;
+        }
+        Diagnostic& d = diags_.error("E0104", arg.loc, param_desc() + " takes a graph");
+        note_param(d);
+        return std::nullopt;
+      }
+      const ir::Graph& g = program_->graphs[sym->index];
+      if (!g.device) {
+        Diagnostic& d = diags_.error("E0504", arg.loc,
+                                     "`" + g.name + "` is not a device graph; kernels launch only "
+                                                    "graphs declared `device`");
+        diags_.add_note(d, g.loc, "`" + g.name + "` is declared here");
+        return std::nullopt;
+      }
+      bool is_family = !g.family_index.empty();
+      if (family != is_family || (family && g.family_size != p.family_size)) {
+        std::string want = family ? "a family of " + std::to_string(p.family_size) + " graphs"
+                                  : "one graph";
+        std::string have = is_family ? "a family of " + std::to_string(g.family_size) + " graphs"
+                                     : "one graph";
+        Diagnostic& d = diags_.error("E0504", arg.loc,
+                                     param_desc() + " takes " + want + ", but `" + g.name +
+                                         "` is " + have);
+        note_param(d);
+        return std::nullopt;
+      }
+      out.kind = family ? ir::ArgKind::GraphFamily : ir::ArgKind::Graph;
+      out.ref = sym->index;
+      out.self = sym->index == ctx.graph;
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, BodyContext& ctx,
+                            ir::Region& out) {
+  const Symbol* sym = lookup(n.kernel.name);
+  if (!sym) {
+    diags_.error("E0101", n.kernel.loc, "kernel `" + n.kernel.name + "` is not declared");
+    return;
+  }
+  if (sym->kind != SymbolKind::Kernel) {
+    Diagnostic& d = diags_.error("E0109", n.kernel.loc, "`" + n.kernel.name + "` is not a kernel");
+    if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + n.kernel.name + "` is declared here");
+    return;
+  }
+  const ir::Kernel& k = program_->kernels[sym->index];
+  ir::Node node = make_node(ir::NodeKind::Kernel, s, ctx);
+  node.kernel = sym->index;
+  bool shape_ok = launch_shape(n.grid.get(), "grid", node.grid, ctx);
+  shape_ok &= launch_shape(n.block.get(), "block", node.block, ctx);
+  node.shared_bytes = constant(0, s.loc);
+  if (n.shared_bytes) {
+    if (auto x = expr(*n.shared_bytes, ExprContext::Host, &ctx)) {
+      node.shared_bytes = std::move(*x);
+    } else {
+      shape_ok = false;
+    }
+  }
+  if (n.args.size() != k.params.size()) {
+    Diagnostic& d = diags_.error(
+        "E0103", s.loc,
+        "kernel `" + k.name + "` takes " + std::to_string(k.params.size()) + " argument" +
+            (k.params.size() == 1 ? "" : "s") + ", but " + std::to_string(n.args.size()) +
+            (n.args.size() == 1 ? " was" : " were") + " given");
+    diags_.add_note(d, k.loc, "`" + k.name + "` is declared here");
+  } else {
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const ir::KernelParam& p = k.params[i];
+      auto arg = kernel_arg(*n.args[i], k, p, ctx);
+      if (!arg) continue;
+      if (arg->kind == ir::ArgKind::Buffer)
+        add_access(node.accesses, arg->ref, p.access != ir::Access::Out,
+                   p.access != ir::Access::In);
+      node.args.push_back(std::move(*arg));
+    }
+  }
+  if (shape_ok) check_shape_limits(s, node, ctx);
+  if (!k.budgets.empty())
+    device_launch_placement(s.loc, "kernel `" + k.name + "` launches graphs and is launched", ctx);
+  out.nodes.push_back(std::move(node));
+}
+
+// ---- copies, fills, scalar updates -------------------------------------------------------
+
+void Checker::copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir::Region& out) {
+  int src = buffer_ref(n.src, "copy's source");
+  int dst = buffer_ref(n.dst, "copy's destination");
+  if (src < 0 || dst < 0) return;
+  const ir::Buffer& a = program_->buffers[src];
+  const ir::Buffer& b = program_->buffers[dst];
+  if (src == dst) {
+    diags_.error("E0304", s.loc, "copy from `" + a.name + "` to itself");
+    return;
+  }
+  if (a.elem != b.elem) {
+    Diagnostic& d = diags_.error("E0301", s.loc,
+                                 "copy from `" + a.name + "` (" + ir::to_string(a.elem) + ") to `" +
+                                     b.name + "` (" + ir::to_string(b.elem) +
+                                     "): element types differ");
+    diags_.add_note(d, a.loc, "`" + a.name + "` is declared here");
+    diags_.add_note(d, b.loc, "`" + b.name + "` is declared here");
+  } else {
+    ir::Expr src_count = a.count ? *a.count : constant(1);
+    ir::Expr dst_count = b.count ? *b.count : constant(1);
+    auto x = evaluate(src_count), y = evaluate(dst_count);
+    if (x && y && x->i > y->i) {
+      Diagnostic& d = diags_.error(
+          "E0302", s.loc,
+          "copy from `" + a.name + "` (" + std::to_string(x->i) + " elements) to `" + b.name +
+              "` (" + std::to_string(y->i) + " elements): the destination is smaller" +
+              default_values_note(binary("+", src_count, dst_count)));
+      diags_.add_note(d, b.loc, "`" + b.name + "` is declared here");
+    }
+    if ((ir::depends_on_host_values(src_count) || ir::depends_on_host_values(dst_count)) &&
+        !ir::same_expr(src_count, dst_count))
+      program_->bind_checks.push_back({"E0302",
+                                       "copy from `" + a.name + "` to `" + b.name +
+                                           "`: the destination is smaller",
+                                       binary("<=", src_count, dst_count), s.loc});
+  }
+  if (ctx.device && a.host && b.host) {
+    diags_.error("E0503", s.loc,
+                 "copy from `" + a.name + "` to `" + b.name +
+                     "` is between two host buffers; a device graph copies only to or from "
+                     "device memory");
+  }
+  ir::Node node = make_node(ir::NodeKind::Copy, s, ctx);
+  node.src = src;
+  node.dst = dst;
+  add_access(node.accesses, src, true, false);
+  add_access(node.accesses, dst, false, true);
+  out.nodes.push_back(std::move(node));
+}
+
+void Checker::fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir::Region& out) {
+  int dst = buffer_ref(n.dst, "fill's destination");
+  auto value = expr(*n.value, ExprContext::Host, &ctx);
+  if (dst < 0 || !value) return;
+  const ir::Buffer& b = program_->buffers[dst];
+  std::string why;
+  if (auto v = evaluate(*value); v && !value_fits(*v, b.elem, &why)) {
+    diags_.error("E0303", n.value->loc,
+                 "cannot fill `" + b.name + "` (" + ir::to_string(b.elem) + ") with " +
+                     ir::to_string(*value, *program_) + ": " + why);
+    return;
+  }
+  if (ir::is_float(value->type) && !ir::is_float(b.elem)) {
+    diags_.error("E0303", n.value->loc,
+                 "cannot fill `" + b.name + "` (" + ir::to_string(b.elem) +
+                     ") with a floating-point value");
+    return;
+  }
+  ir::Node node = make_node(ir::NodeKind::Fill, s, ctx);
+  node.dst = dst;
+  node.value = std::move(*value);
+  add_access(node.accesses, dst, false, true);
+  out.nodes.push_back(std::move(node));
+}
+
+void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
+                     ir::Region& out) {
+  const Symbol* sym = lookup(n.target.name);
+  if (!sym) {
+    diags_.error("E0101", n.target.loc, "`" + n.target.name + "` is not declared");
+    return;
+  }
+  if (sym->kind != SymbolKind::Buffer || !program_->buffers[sym->index].is_scalar()) {
+    std::string what = sym->kind == SymbolKind::Param    ? "a param, set by the host"
+                       : sym->kind == SymbolKind::Buffer ? "an array buffer"
+                                                         : "not a buffer";
+    std::string hint = sym->kind == SymbolKind::Buffer ? "; write arrays with a kernel or `fill`"
+                                                       : "";
+    Diagnostic& d = diags_.error("E0107", n.target.loc,
+                                 "cannot assign to `" + n.target.name + "`: it is " + what +
+                                     "; a graph assigns only device scalars (buffers without a "
+                                     "size)" + hint);
+    if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + n.target.name + "` is declared here");
+    return;
+  }
+  auto value = expr(*n.value, ExprContext::Device, &ctx);
+  if (!value) return;
+  const ir::Buffer& b = program_->buffers[sym->index];
+  if (ir::is_float(value->type) && !ir::is_float(b.elem)) {
+    diags_.error("E0104", n.value->loc,
+                 "cannot assign a floating-point value to `" + b.name + "` (" +
+                     ir::to_string(b.elem) + ")");
+    return;
+  }
+  ir::Node node = make_node(ir::NodeKind::ScalarUpdate, s, ctx);
+  node.dst = sym->index;
+  if (n.op != "=") {
+    ir::Expr target;
+    target.kind = ir::ExprKind::DeviceScalar;
+    target.ref = sym->index;
+    target.type = b.elem;
+    target.loc = n.target.loc;
+    ir::Expr combined = binary(n.op.substr(0, 1).c_str(), std::move(target), std::move(*value));
+    combined.type = b.elem;
+    combined.loc = s.loc;
+    value = std::move(combined);
+  }
+  collect_device_reads(*value, node.accesses);
+  add_access(node.accesses, sym->index, false, true);
+  node.value = std::move(*value);
+  out.nodes.push_back(std::move(node));
+}
+
+// ---- control flow ------------------------------------------------------------------------
+
+std::optional<ir::Expr> Checker::condition(const ast::Expr& e, BodyContext& ctx) {
+  return expr(e, ExprContext::Device, &ctx);
+}
+
+namespace {
+
+void refresh_container_accesses(ir::Node& node) {
+  std::vector<ir::BufferAccess> accesses;
+  if (node.cond) collect_device_reads(*node.cond, accesses);
+  for (ir::Region& r : node.bodies)
+    for (ir::Node& n : r.nodes)
+      for (const ir::BufferAccess& a : n.accesses) add_access(accesses, a.buffer, a.read, a.write);
+  node.accesses = std::move(accesses);
+}
+
+// A device graph may hold no conditional node at all.
+void forbid_in_device_graph(DiagnosticEngine& diags, const ir::Program& p, const BodyContext& ctx,
+                            const SourceRange& where, const std::string& what) {
+  if (!ctx.device) return;
+  Diagnostic& d = diags.error("E0501", where,
+                              "a device graph cannot hold " + what +
+                                  "; graphs launched from the device hold only kernels, copies, "
+                                  "fills and child graphs");
+  diags.add_note(d, p.graphs[ctx.graph].loc,
+                 "`" + p.graphs[ctx.graph].name + "` is a device graph");
+}
+
+}  // namespace
+
+void Checker::if_stmt(const ast::Stmt& s, const ast::If& n, BodyContext& ctx, ir::Region& out) {
+  forbid_in_device_graph(diags_, *program_, ctx, s.loc, "an `if`");
+  const TargetProfile& prof = program_->profile;
+  if (!prof.supports_if || (n.has_else && !prof.supports_if_else))
+    diags_.error("E0407", s.loc,
+                 std::string("target ") + prof.name + " does not support " +
+                     (n.has_else ? "IF/ELSE" : "IF") + " conditional nodes");
+  ir::Node node = make_node(ir::NodeKind::If, s, ctx);
+  node.cond = condition(*n.cond, ctx);
+  BodyContext inner = ctx;
+  inner.conditional_depth++;
+  inner.conditional_loc = s.loc;
+  node.bodies.emplace_back();
+  block(n.then_body, inner, node.bodies.back());
+  if (n.has_else) {
+    node.bodies.emplace_back();
+    block(n.else_body, inner, node.bodies.back());
+  }
+  if (!node.cond) return;
+  refresh_container_accesses(node);
+  out.nodes.push_back(std::move(node));
+}
+
+void Checker::while_stmt(const ast::Stmt& s, const ast::While& n, BodyContext& ctx,
+                         ir::Region& out) {
+  forbid_in_device_graph(diags_, *program_, ctx, s.loc, "a `while` loop");
+  if (!program_->profile.supports_while)
+    diags_.error("E0407", s.loc,
+                 "target " + program_->profile.name + " does not support WHILE conditional nodes");
+  ir::Node node = make_node(ir::NodeKind::While, s, ctx);
+  bool cond_ok = true;
+  if (n.cond) {
+    node.cond = condition(*n.cond, ctx);
+    cond_ok = node.cond.has_value();
+  }
+  bool cond_used = false;
+  BodyContext inner = ctx;
+  inner.conditional_depth++;
+  inner.conditional_loc = s.loc;
+  inner.loop_depth++;
+  inner.loop_loc = s.loc;
+  if (!n.cond) {
+    inner.while_kernel_depth++;
+    inner.cond_used = &cond_used;
+  }
+  node.bodies.emplace_back();
+  block(n.body, inner, node.bodies.back());
+  if (!n.cond && !cond_used)
+    diags_.error("E0405", s.loc,
+                 "no kernel in this `while kernel` body takes `cond`, so nothing sets the loop's "
+                 "condition");
+  if (!cond_ok) return;
+  refresh_container_accesses(node);
+  out.nodes.push_back(std::move(node));
+}
+
+void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext& ctx,
+                          ir::Region& out) {
+  forbid_in_device_graph(diags_, *program_, ctx, s.loc, "a `switch`");
+  const TargetProfile& prof = program_->profile;
+  if (!prof.supports_switch)
+    diags_.error("E0407", s.loc,
+                 "target " + prof.name + " does not support SWITCH conditional nodes");
+  ir::Node node = make_node(ir::NodeKind::Switch, s, ctx);
+  node.cond = condition(*n.subject, ctx);
+  if (node.cond && ir::is_float(node.cond->type)) {
+    diags_.error("E0406", n.subject->loc, "a switch subject must be an integer");
+    node.cond.reset();
+  }
+  BodyContext inner = ctx;
+  inner.conditional_depth++;
+  inner.conditional_loc = s.loc;
+  std::map<int64_t, SourceRange> seen;
+  for (const ast::SwitchCase& c : n.cases) {
+    auto x = expr(*c.value, ExprContext::Constant, &ctx);
+    auto v = x ? evaluate(*x) : std::nullopt;
+    if (x && (!v || v->is_float)) {
+      diags_.error("E0403", c.value->loc, "a case value must be an integer constant");
+    } else if (v) {
+      if (auto [it, inserted] = seen.emplace(v->i, c.loc); !inserted) {
+        Diagnostic& d = diags_.error("E0403", c.value->loc,
+                                     "case " + std::to_string(v->i) + " appears twice");
+        diags_.add_note(d, it->second, "first case " + std::to_string(v->i) + " is here");
+      }
+    }
+    node.case_values.push_back(v ? v->i : 0);
+    node.bodies.emplace_back();
+    block(c.body, inner, node.bodies.back());
+  }
+  if (n.default_body) {
+    node.has_default = true;
+    node.bodies.emplace_back();
+    block(*n.default_body, inner, node.bodies.back());
+  }
+  if (node.bodies.size() > prof.max_switch_cases)
+    diags_.error("E0404", s.loc,
+                 "switch has " + std::to_string(node.bodies.size()) + " bodies; " + prof.name +
+                     " profile allows at most " + std::to_string(prof.max_switch_cases));
+  if (!node.cond) return;
+  refresh_container_accesses(node);
+  out.nodes.push_back(std::move(node));
+}
+
+// ---- calls and launches ------------------------------------------------------------------
+
+void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir::Region& out) {
+  const Symbol* sym = lookup(n.graph.name);
+  if (!sym) {
+    diags_.error("E0101", n.graph.loc, "graph `" + n.graph.name + "` is not declared");
+    return;
+  }
+  if (sym->kind != SymbolKind::Graph) {
+    diags_.error("E0109", n.graph.loc, "`" + n.graph.name + "` is not a graph");
+    return;
+  }
+  const ir::Graph& callee = program_->graphs[sym->index];
+  if (!callee.family_index.empty()) {
+    diags_.error("E0504", n.graph.loc,
+                 "cannot call the graph family `" + callee.name + "`; families are launched");
+    return;
+  }
+  auto cycle = std::find(ctx.inlining.begin(), ctx.inlining.end(), sym->index);
+  if (cycle != ctx.inlining.end()) {
+    std::string path;
+    for (auto it = cycle; it != ctx.inlining.end(); ++it) path += program_->graphs[*it].name + " -> ";
+    path += callee.name;
+    Diagnostic& d = diags_.error("E0801", s.loc, "`call " + callee.name + "` makes a cycle: " + path);
+    for (const SourceRange& r : ctx.call_stack) diags_.add_note(d, r, "called from here");
+    return;
+  }
+  BodyContext inner = ctx;
+  inner.inlining.push_back(sym->index);
+  inner.call_stack.push_back(s.loc);
+  block(graph_asts_[sym->index]->body, inner, out);
+}
+
+void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyContext& ctx,
+                           ir::Region& out) {
+  const Symbol* sym = lookup(n.graph.name);
+  if (!sym) {
+    diags_.error("E0101", n.graph.loc, "graph `" + n.graph.name + "` is not declared");
+    return;
+  }
+  if (sym->kind != SymbolKind::Graph || !program_->graphs[sym->index].device) {
+    Diagnostic& d = diags_.error("E0504", n.graph.loc,
+                                 "`" + n.graph.name + "` is not a device graph; only graphs "
+                                                      "declared `device` can be launched");
+    if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + n.graph.name + "` is declared here");
+    return;
+  }
+  const ir::Graph& g = program_->graphs[sym->index];
+  ir::Node node = make_node(ir::NodeKind::LaunchGraph, s, ctx);
+  node.graph = sym->index;
+  node.mode = static_cast<ir::LaunchMode>(n.mode);
+  if (!g.family_index.empty()) {
+    if (!n.index) {
+      diags_.error("E0504", n.graph.loc,
+                   "`" + g.name + "` is a family of " + std::to_string(g.family_size) +
+                       " graphs; launch one member, e.g. `launch " + g.name + "[0] " +
+                       ir::to_string(node.mode) + "`");
+      return;
+    }
+    auto x = expr(*n.index, ExprContext::Host, &ctx);
+    if (!x) return;
+    if (auto v = evaluate(*x); v && (v->is_float || v->i < 0 || v->i >= g.family_size)) {
+      diags_.error("E0504", n.index->loc,
+                   "`" + g.name + "` has members 0 to " + std::to_string(g.family_size - 1) +
+                       "; " + ir::to_string(*x, *program_) + " is not one");
+      return;
+    }
+    node.family_member = std::move(*x);
+  } else if (n.index) {
+    diags_.error("E0504", n.index->loc, "`" + g.name + "` is one graph, not a family");
+    return;
+  }
+  device_launch_placement(s.loc, "`launch " + g.name + "`", ctx);
+  out.nodes.push_back(std::move(node));
+}
+
+void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyContext& ctx,
+                         ir::Region& out) {
+  ir::Node node = make_node(ir::NodeKind::Collective, s, ctx);
+  node.collective = static_cast<ir::CollectiveKind>(n.kind);
+  const std::string kind = ir::to_string(node.collective);
+  bool ok = true;
+  if (ctx.device) {
+    Diagnostic& d = diags_.error("E0703", s.loc,
+                                 "`" + kind + "` cannot run in a device graph: NCCL work is "
+                                              "launched from the host's graph");
+    diags_.add_note(d, program_->graphs[ctx.graph].loc,
+                    "`" + program_->graphs[ctx.graph].name + "` is a device graph");
+    ok = false;
+  } else if (ctx.conditional_depth > 0) {
+    Diagnostic& d = diags_.error("E0401", s.loc,
+                                 "`" + kind + "` inside a conditional body: ranks could take "
+                                              "different branches and hang, and NCCL cannot "
+                                              "run in a graph with conditional nodes");
+    diags_.add_note(d, ctx.conditional_loc, "the conditional is here");
+    ok = false;
+  }
+  const Symbol* comm = lookup(n.comm.name);
+  if (!comm) {
+    diags_.error("E0101", n.comm.loc, "comm `" + n.comm.name + "` is not declared");
+    ok = false;
+  } else if (comm->kind != SymbolKind::Comm) {
+    diags_.error("E0109", n.comm.loc, "`" + n.comm.name + "` is not a comm");
+    ok = false;
+  } else {
+    node.comm = comm->index;
+  }
+  if (n.kind == ast::CollectiveKind::AllReduce || n.kind == ast::CollectiveKind::ReduceScatter) {
+    static const char* ops[] = {"sum", "prod", "min", "max", "avg"};
+    if (std::find_if(std::begin(ops), std::end(ops), [&](const char* o) { return n.op.name == o; }) ==
+        std::end(ops)) {
+      diags_.error("E0704", n.op.loc,
+                   "unknown reduction `" + n.op.name + "`; use sum, prod, min, max or avg");
+      ok = false;
+    }
+    node.reduce_op = n.op.name;
+  }
+  int src = buffer_ref(n.src, ("`" + kind + "` source").c_str());
+  int dst = n.dst ? buffer_ref(*n.dst, ("`" + kind + "` destination").c_str()) : src;
+  if (src < 0 || dst < 0) return;
+  node.src = src;
+  node.dst = dst;
+  const ir::Buffer& a = program_->buffers[src];
+  const ir::Buffer& b = program_->buffers[dst];
+  for (const ir::Buffer* buf : {&a, &b}) {
+    if (buf->host) {
+      Diagnostic& d = diags_.error("E0705", s.loc,
+                                   "`" + kind + "` on `" + buf->name +
+                                       "`, a host buffer; collectives work on device memory");
+      diags_.add_note(d, buf->loc, "`" + buf->name + "` is declared here");
+      ok = false;
+      break;
+    }
+  }
+  if (a.elem != b.elem) {
+    diags_.error("E0701", s.loc,
+                 "`" + kind + "` from `" + a.name + "` (" + ir::to_string(a.elem) + ") to `" +
+                     b.name + "` (" + ir::to_string(b.elem) + "): element types differ");
+    ok = false;
+  } else {
+    static const ir::ScalarType unsupported[] = {ir::ScalarType::I16, ir::ScalarType::U16,
+                                                 ir::ScalarType::Bool};
+    if (std::find(std::begin(unsupported), std::end(unsupported), a.elem) != std::end(unsupported)) {
+      diags_.error("E0701", s.loc,
+                   std::string("NCCL has no ") + ir::to_string(a.elem) + " type for `" + kind + "`");
+      ok = false;
+    }
+  }
+  if (n.root) {
+    node.root = expr(*n.root, ExprContext::Host, &ctx);
+    if (!node.root) ok = false;
+  }
+  // Sizes: in-place and same-size collectives are checked now when possible; the ones that
+  // involve world_size wait for the communicator at bind time.
+  ir::Expr src_count = a.count ? *a.count : constant(1);
+  ir::Expr dst_count = b.count ? *b.count : constant(1);
+  ir::Expr world;
+  world.kind = ir::ExprKind::WorldSize;
+  world.type = ir::ScalarType::U32;
+  if (ok && src != dst) {
+    if (node.collective == ir::CollectiveKind::AllReduce ||
+        node.collective == ir::CollectiveKind::Broadcast) {
+      auto x = evaluate(src_count), y = evaluate(dst_count);
+      if (x && y && x->i != y->i) {
+        diags_.error("E0702", s.loc,
+                     "`" + kind + "` from `" + a.name + "` (" + std::to_string(x->i) +
+                         " elements) to `" + b.name + "` (" + std::to_string(y->i) +
+                         " elements): sizes differ");
+        ok = false;
+      } else if ((ir::depends_on_host_values(src_count) ||
+                  ir::depends_on_host_values(dst_count)) &&
+                 !ir::same_expr(src_count, dst_count)) {
+        program_->bind_checks.push_back({"E0702", "`" + kind + "` buffers have equal sizes",
+                                         binary("==", src_count, dst_count), s.loc});
+      }
+    } else if (node.collective == ir::CollectiveKind::AllGather) {
+      program_->bind_checks.push_back(
+          {"E0702", "`allgather` destination `" + b.name + "` holds world_size times `" + a.name + "`",
+           binary("==", dst_count, binary("*", src_count, world)), s.loc});
+    } else {
+      program_->bind_checks.push_back(
+          {"E0702", "`reduce_scatter` source `" + a.name + "` holds world_size times `" + b.name + "`",
+           binary("==", src_count, binary("*", dst_count, world)), s.loc});
+    }
+  } else if (ok && (node.collective == ir::CollectiveKind::AllGather ||
+                    node.collective == ir::CollectiveKind::ReduceScatter)) {
+    diags_.error("E0702", s.loc, "`" + kind + "` needs separate source and destination buffers");
+    ok = false;
+  }
+  if (!ok) return;
+  add_access(node.accesses, src, true, src == dst);
+  add_access(node.accesses, dst, src == dst, true);
+  out.nodes.push_back(std::move(node));
+}
+
+}  // namespace orch::detail

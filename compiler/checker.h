@@ -1,0 +1,123 @@
+// Internal to compiler/: the state of one check_module() run, split by area over
+// check_decls.cpp, check_expr.cpp, check_stmts.cpp and check_rules.cpp.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/check.h"
+
+namespace orch::detail {
+
+enum class SymbolKind { Param, Buffer, Comm, Kernel, Graph, Builtin };
+
+struct Symbol {
+  SymbolKind kind;
+  int index = -1;
+  SourceRange loc;
+};
+
+// What an expression may read, by where it appears.
+enum class ExprContext {
+  Constant,      // literals only: case values, budgets, family sizes
+  ParamDefault,  // literals and earlier params
+  Size,          // literals, params, world_size: buffer sizes
+  Host,          // + rank and the family index: launch shapes, value arguments
+  Device,        // + device scalars: conditions and scalar updates (evaluated on the GPU)
+};
+
+struct BodyContext {
+  int graph = -1;  // the graph whose body is being built
+  bool device = false;
+  std::string family_index;
+  uint32_t family_size = 0;
+  int conditional_depth = 0;
+  SourceRange conditional_loc;  // innermost if/while/switch
+  int loop_depth = 0;
+  SourceRange loop_loc;  // innermost while
+  int while_kernel_depth = 0;  // `cond` is meaningful inside `while kernel`
+  bool* cond_used = nullptr;   // set when a kernel in the innermost `while kernel` takes `cond`
+  std::vector<SourceRange> call_stack;
+  std::vector<int> inlining;  // graphs being inlined by `call`, to catch cycles
+};
+
+class Checker {
+ public:
+  Checker(const ast::Module& module, SourceManager& sources, const CheckOptions& options,
+          DiagnosticEngine& diags);
+  std::unique_ptr<ir::Program> run();
+
+  // ---- check_decls.cpp
+  void load_target();
+  void declare(const std::string& name, SymbolKind kind, int index, SourceRange loc);
+  void check_params();
+  void check_buffers();
+  void check_comms();
+  void check_kernels();
+  void check_kernel(const ast::Kernel& k, ir::Kernel& out);
+  void check_graph_headers();
+  const Symbol* lookup(const std::string& name) const;
+
+  // ---- check_expr.cpp
+  std::optional<ir::Expr> expr(const ast::Expr& e, ExprContext ctx, const BodyContext* body);
+  std::optional<ir::Value> evaluate(const ir::Expr& e, std::optional<uint32_t> member = {});
+  // A constant non-negative integer (E0115 otherwise), e.g. a budget or a family size.
+  std::optional<uint64_t> constant_uint(const ast::Expr& e, const std::string& what);
+  std::string default_values_note(const ir::Expr& e);
+
+  // ---- check_stmts.cpp
+  void build_graph(int g);
+  void block(const ast::Block& b, BodyContext& ctx, ir::Region& out);
+  void stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out);
+  void kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, BodyContext& ctx,
+                     ir::Region& out);
+  bool launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3], BodyContext& ctx);
+  void check_shape_limits(const ast::Stmt& s, const ir::Node& node, const BodyContext& ctx);
+  std::optional<ir::KernelArg> kernel_arg(const ast::Expr& arg, const ir::Kernel& k,
+                                          const ir::KernelParam& p, BodyContext& ctx);
+  void copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir::Region& out);
+  void fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir::Region& out);
+  void assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx, ir::Region& out);
+  void if_stmt(const ast::Stmt& s, const ast::If& n, BodyContext& ctx, ir::Region& out);
+  void while_stmt(const ast::Stmt& s, const ast::While& n, BodyContext& ctx, ir::Region& out);
+  void switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext& ctx,
+                   ir::Region& out);
+  void call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir::Region& out);
+  void launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyContext& ctx,
+                    ir::Region& out);
+  void collective(const ast::Stmt& s, const ast::Collective& n, BodyContext& ctx,
+                  ir::Region& out);
+  std::optional<ir::Expr> condition(const ast::Expr& e, BodyContext& ctx);
+  int buffer_ref(const ast::Ident& name, const char* role);
+  void device_launch_placement(const SourceRange& where, const std::string& what,
+                               const BodyContext& ctx);
+  ir::Node make_node(ir::NodeKind kind, const ast::Stmt& s, const BodyContext& ctx) const;
+
+  // ---- check_rules.cpp (after every graph is built)
+  void compute_footprints();
+  void check_budgets();
+  void check_launch_ordering();
+  void check_device_graphs();
+
+  const ast::Module& module_;
+  SourceManager& sources_;
+  const CheckOptions& options_;
+  DiagnosticEngine& diags_;
+  std::unique_ptr<ir::Program> program_;
+  std::map<std::string, Symbol> symbols_;
+  std::vector<const ast::Graph*> graph_asts_;
+  // Buffers each graph reads and writes in one execution, including graphs it launches.
+  std::vector<std::vector<ir::BufferAccess>> footprints_;
+  // Params whose defaults failed to evaluate (already reported): checks skip them quietly.
+  std::vector<bool> param_broken_;
+};
+
+// Whether a constant fits a scalar type (a fill value, a default); `why` says what is wrong.
+bool value_fits(const ir::Value& v, ir::ScalarType t, std::string* why);
+
+// Adds (buffer, read, write) to a set of accesses, merging with an existing entry.
+void add_access(std::vector<ir::BufferAccess>& set, int buffer, bool read, bool write);
+
+}  // namespace orch::detail

@@ -1,0 +1,139 @@
+#include "compiler/dag.h"
+
+#include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+#include <iterator>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace orch {
+
+namespace {
+
+using DepGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
+                                       boost::no_property, ir::Edge>;
+
+// Every ordering the sequential meaning needs, before reduction: for each buffer, the last
+// writer and the readers since, as a single pass in program order.
+std::vector<ir::Edge> dependencies(const ir::Region& region) {
+  struct BufferState {
+    int last_writer = -1;
+    std::vector<int> readers;
+  };
+  std::unordered_map<int, BufferState> state;
+  std::vector<ir::Edge> edges;
+  for (int j = 0; j < static_cast<int>(region.nodes.size()); ++j) {
+    for (const ir::BufferAccess& a : region.nodes[j].accesses) {
+      BufferState& s = state[a.buffer];
+      if (a.read && s.last_writer >= 0)
+        edges.push_back({s.last_writer, j, a.buffer, ir::DepKind::RAW});
+      if (a.write) {
+        for (int r : s.readers)
+          if (r != j) edges.push_back({r, j, a.buffer, ir::DepKind::WAR});
+        // With readers in between, the writer is already ordered through them.
+        if (s.readers.empty() && !a.read && s.last_writer >= 0)
+          edges.push_back({s.last_writer, j, a.buffer, ir::DepKind::WAW});
+      }
+    }
+    for (const ir::BufferAccess& a : region.nodes[j].accesses) {
+      BufferState& s = state[a.buffer];
+      if (a.write) {
+        s.last_writer = j;
+        s.readers.clear();
+      } else if (a.read) {
+        s.readers.push_back(j);
+      }
+    }
+  }
+  // One edge per pair: the first reason found labels it.
+  std::stable_sort(edges.begin(), edges.end(), [](const ir::Edge& a, const ir::Edge& b) {
+    return std::tie(a.to, a.from) < std::tie(b.to, b.from);
+  });
+  edges.erase(std::unique(edges.begin(), edges.end(),
+                          [](const ir::Edge& a, const ir::Edge& b) {
+                            return a.from == b.from && a.to == b.to;
+                          }),
+              edges.end());
+  return edges;
+}
+
+}  // namespace
+
+void derive_edges(ir::Region& region) {
+  for (ir::Node& n : region.nodes)
+    for (ir::Region& body : n.bodies) derive_edges(body);
+
+  const int n = static_cast<int>(region.nodes.size());
+  DepGraph g(n);
+  for (const ir::Edge& e : dependencies(region)) boost::add_edge(e.from, e.to, e, g);
+
+  // Edges only point forward in program order, so the graph is acyclic by construction;
+  // the sort is the structural check that it stays so.
+  std::vector<DepGraph::vertex_descriptor> order;
+  try {
+    boost::topological_sort(g, std::back_inserter(order));
+  } catch (const boost::not_a_dag&) {
+    throw std::logic_error("orch internal error: dependency graph has a cycle");
+  }
+
+  // Transitive reduction. Node indices are a topological order. For each node v, visit its
+  // direct predecessors latest first; one that is already an ancestor of a later kept
+  // predecessor is redundant. The backward search never goes below the earliest predecessor,
+  // which keeps the work proportional to the window a node's dependencies span.
+  std::vector<int> mark(n, -1);
+  std::vector<int> stack;
+  std::vector<ir::Edge> kept;
+  kept.reserve(boost::num_edges(g));
+  for (int v = 0; v < n; ++v) {
+    std::vector<std::pair<int, ir::Edge>> preds;
+    for (auto [it, end] = boost::in_edges(v, g); it != end; ++it)
+      preds.push_back({static_cast<int>(boost::source(*it, g)), g[*it]});
+    if (preds.empty()) continue;
+    std::sort(preds.begin(), preds.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    const int floor = preds.back().first;
+    for (const auto& [u, edge] : preds) {
+      if (mark[u] == v) continue;  // reachable through a later predecessor
+      kept.push_back(edge);
+      stack.push_back(u);
+      while (!stack.empty()) {
+        int x = stack.back();
+        stack.pop_back();
+        for (auto [it, end] = boost::in_edges(x, g); it != end; ++it) {
+          int w = static_cast<int>(boost::source(*it, g));
+          if (w >= floor && mark[w] != v) {
+            mark[w] = v;
+            stack.push_back(w);
+          }
+        }
+      }
+    }
+  }
+  std::sort(kept.begin(), kept.end(), [](const ir::Edge& a, const ir::Edge& b) {
+    return std::tie(a.from, a.to) < std::tie(b.from, b.to);
+  });
+  region.edges = std::move(kept);
+}
+
+bool is_ordered(const ir::Region& region, int from, int to) {
+  if (from == to) return false;
+  std::vector<std::vector<int>> succ(region.nodes.size());
+  for (const ir::Edge& e : region.edges) succ[e.from].push_back(e.to);
+  std::vector<bool> seen(region.nodes.size(), false);
+  std::vector<int> stack{from};
+  while (!stack.empty()) {
+    int x = stack.back();
+    stack.pop_back();
+    for (int y : succ[x]) {
+      if (y == to) return true;
+      if (!seen[y]) {
+        seen[y] = true;
+        stack.push_back(y);
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace orch

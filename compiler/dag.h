@@ -1,0 +1,16 @@
+// Dependencies within a graph body: statements are in program order, and an edge is kept
+// only where a read-after-write, write-after-read or write-after-write on some buffer needs
+// it and no other path already orders the two (transitive reduction).
+#pragma once
+
+#include "compiler/program.h"
+
+namespace orch {
+
+// Fills region.edges (and the edges of every nested body) from the nodes' accesses.
+void derive_edges(ir::Region& region);
+
+// True if `from` must finish before `to` starts: a path of edges leads from one to the other.
+bool is_ordered(const ir::Region& region, int from, int to);
+
+}  // namespace orch

@@ -1,0 +1,183 @@
+#include <yaml-cpp/yaml.h>
+
+#include <sstream>
+
+#include "compiler/emit.h"
+
+namespace orch {
+
+namespace {
+
+std::string location(const SourceManager& sources, const SourceRange& r) {
+  return sources.describe(r);
+}
+
+std::string value_text(const ir::Value& v) {
+  std::ostringstream s;
+  if (v.is_float) s << v.f;
+  else s << v.i;
+  return s.str();
+}
+
+void accesses(YAML::Emitter& out, const ir::Program& p, const ir::Node& n) {
+  std::vector<std::string> reads, writes;
+  for (const ir::BufferAccess& a : n.accesses) {
+    if (a.read) reads.push_back(p.buffers[a.buffer].name);
+    if (a.write) writes.push_back(p.buffers[a.buffer].name);
+  }
+  out << YAML::Key << "reads" << YAML::Value << YAML::Flow << reads;
+  out << YAML::Key << "writes" << YAML::Value << YAML::Flow << writes;
+}
+
+void region(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources,
+            const ir::Region& r);
+
+void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources,
+          const ir::Node& n, size_t id) {
+  out << YAML::BeginMap;
+  out << YAML::Key << "id" << YAML::Value << id;
+  out << YAML::Key << "kind" << YAML::Value << ir::to_string(n.kind);
+  out << YAML::Key << "what" << YAML::Value << describe_node(p, n);
+  out << YAML::Key << "at" << YAML::Value << location(sources, n.loc);
+  if (!n.call_stack.empty()) {
+    out << YAML::Key << "inlined_from" << YAML::Value << YAML::BeginSeq;
+    for (const SourceRange& r : n.call_stack) out << location(sources, r);
+    out << YAML::EndSeq;
+  }
+  accesses(out, p, n);
+  if (n.kind == ir::NodeKind::Kernel) {
+    out << YAML::Key << "kernel" << YAML::Value << p.kernels[n.kernel].name;
+    out << YAML::Key << "args" << YAML::Value << YAML::BeginSeq;
+    for (const ir::KernelArg& a : n.args) {
+      switch (a.kind) {
+        case ir::ArgKind::Value: out << ir::to_string(a.value, p); break;
+        case ir::ArgKind::Buffer: out << p.buffers[a.ref].name; break;
+        case ir::ArgKind::Cond: out << "cond"; break;
+        case ir::ArgKind::Graph:
+        case ir::ArgKind::GraphFamily:
+          out << (a.self ? "self" : p.graphs[a.ref].name);
+          break;
+      }
+    }
+    out << YAML::EndSeq;
+  }
+  if (n.kind == ir::NodeKind::Switch) {
+    out << YAML::Key << "cases" << YAML::Value << YAML::Flow << n.case_values;
+    out << YAML::Key << "default" << YAML::Value << n.has_default;
+  }
+  if (!n.bodies.empty()) {
+    out << YAML::Key << "bodies" << YAML::Value << YAML::BeginSeq;
+    for (const ir::Region& b : n.bodies) region(out, p, sources, b);
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+}
+
+void region(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources,
+            const ir::Region& r) {
+  out << YAML::BeginMap;
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (size_t i = 0; i < r.nodes.size(); ++i) node(out, p, sources, r.nodes[i], i);
+  out << YAML::EndSeq;
+  out << YAML::Key << "edges" << YAML::Value << YAML::BeginSeq;
+  for (const ir::Edge& e : r.edges) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "from" << YAML::Value << e.from
+        << YAML::Key << "to" << YAML::Value << e.to << YAML::Key << "buffer" << YAML::Value
+        << p.buffers[e.buffer].name << YAML::Key << "kind" << YAML::Value << ir::to_string(e.kind)
+        << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "pipeline" << YAML::Value << p.name;
+  out << YAML::Key << "targets" << YAML::Value << YAML::Flow << p.targets;
+  out << YAML::Key << "params" << YAML::Value << YAML::BeginSeq;
+  for (const ir::Param& x : p.params) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << x.name
+        << YAML::Key << "type" << YAML::Value << ir::to_string(x.type);
+    if (x.default_value)
+      out << YAML::Key << "default" << YAML::Value << ir::to_string(*x.default_value, p);
+    if (x.default_evaluated)
+      out << YAML::Key << "value" << YAML::Value << value_text(*x.default_evaluated);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "buffers" << YAML::Value << YAML::BeginSeq;
+  for (const ir::Buffer& b : p.buffers) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << b.name
+        << YAML::Key << "type" << YAML::Value << ir::to_string(b.elem);
+    if (b.count) out << YAML::Key << "count" << YAML::Value << ir::to_string(*b.count, p);
+    out << YAML::Key << "memory" << YAML::Value << (b.host ? "host" : "device") << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "comms" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const ir::Comm& c : p.comms) out << c.name;
+  out << YAML::EndSeq;
+  out << YAML::Key << "kernels" << YAML::Value << YAML::BeginSeq;
+  for (const ir::Kernel& k : p.kernels) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << k.name << YAML::Key << "entry"
+        << YAML::Value << k.entry << YAML::Key << "source" << YAML::Value
+        << (k.inline_source ? std::string("inline") : k.source_path) << YAML::Key
+        << "device_runtime" << YAML::Value << k.uses_device_runtime;
+    out << YAML::Key << "params" << YAML::Value << YAML::BeginSeq;
+    for (const ir::KernelParam& q : k.params) {
+      std::string type;
+      switch (q.kind) {
+        case ir::KernelParamKind::Value: type = ir::to_string(q.elem); break;
+        case ir::KernelParamKind::Scalar:
+          type = std::string(ir::to_string(q.access)) + " " + ir::to_string(q.elem);
+          break;
+        case ir::KernelParamKind::Array:
+          type = std::string(ir::to_string(q.access)) + " " + ir::to_string(q.elem) + "[]";
+          break;
+        case ir::KernelParamKind::Cond: type = "cond"; break;
+        case ir::KernelParamKind::Graph: type = "graph"; break;
+        case ir::KernelParamKind::GraphFamily:
+          type = "graph[" + std::to_string(q.family_size) + "]";
+          break;
+      }
+      out << q.name + ": " + type;
+    }
+    out << YAML::EndSeq;
+    if (!k.budgets.empty()) {
+      out << YAML::Key << "launches" << YAML::Value << YAML::BeginSeq;
+      for (const ir::LaunchBudget& b : k.budgets)
+        out << k.params[b.param].name + " " + ir::to_string(b.mode) + " <= " +
+                   std::to_string(b.limit);
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "graphs" << YAML::Value << YAML::BeginSeq;
+  for (const ir::Graph& g : p.graphs) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name;
+    out << YAML::Key << "device" << YAML::Value << g.device;
+    if (g.family_size) out << YAML::Key << "family" << YAML::Value << g.family_size;
+    out << YAML::Key << "launches_per_execution" << YAML::Value << YAML::Flow << YAML::BeginMap
+        << YAML::Key << "fire_and_forget" << YAML::Value << g.fire_and_forget_launches
+        << YAML::Key << "tail" << YAML::Value << g.tail_launches << YAML::Key << "self_tail"
+        << YAML::Value << g.self_tail_launches << YAML::EndMap;
+    out << YAML::Key << "body" << YAML::Value;
+    region(out, p, sources, g.body);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "bind_checks" << YAML::Value << YAML::BeginSeq;
+  for (const ir::BindCheck& c : p.bind_checks) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "code" << YAML::Value << c.code
+        << YAML::Key << "check" << YAML::Value << ir::to_string(c.condition, p) << YAML::Key
+        << "at" << YAML::Value << location(sources, c.loc) << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace orch
