@@ -1,6 +1,7 @@
 // Rules that need every graph built: what each graph touches when launched, launch budgets
 // per graph execution, the ordering of work launched from the device, and device graphs.
 #include <functional>
+#include <optional>
 
 #include "compiler/checker.h"
 
@@ -45,15 +46,21 @@ void for_each_node(ir::Region& r, const std::function<void(ir::Node&)>& f) {
   }
 }
 
-bool conflicts(const std::vector<ir::BufferAccess>& a, const std::vector<ir::BufferAccess>& b,
-               int* buffer) {
-  for (const ir::BufferAccess& x : a)
-    for (const ir::BufferAccess& y : b)
-      if (x.buffer == y.buffer && (x.write || y.write)) {
-        *buffer = x.buffer;
-        return true;
-      }
-  return false;
+// A conflict between a statement's accesses and a launched graph's: which buffer, and what
+// each side does with it ("reads"/"writes").
+struct Conflict {
+  int buffer = -1;
+  const char* statement_does = "";
+  const char* graph_does = "";
+};
+
+std::optional<Conflict> conflict(const std::vector<ir::BufferAccess>& statement,
+                                 const std::vector<ir::BufferAccess>& graph) {
+  for (const ir::BufferAccess& x : statement)
+    for (const ir::BufferAccess& y : graph)
+      if (x.buffer == y.buffer && (x.write || y.write))
+        return Conflict{x.buffer, x.write ? "writes" : "reads", y.write ? "writes" : "reads"};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -196,24 +203,23 @@ void Checker::check_launch_ordering() {
         const std::string& name = p.graphs[l.graph].name;
         for (size_t j = i + 1; j < body.nodes.size(); ++j) {
           const ir::Node& later = body.nodes[j];
-          int buffer = -1;
           // The launching node's own accesses include the launched footprint; compare the
           // later node's accesses only.
-          if (!conflicts(later.accesses, launched, &buffer)) continue;
-          const std::string& buf = p.buffers[buffer].name;
+          auto c = conflict(later.accesses, launched);
+          if (!c) continue;
+          const std::string& buf = p.buffers[c->buffer].name;
+          std::string what = "this statement " + std::string(c->statement_does) + " `" + buf +
+                             "`, which `" + name + "` " + c->graph_does;
           if (l.mode == ir::LaunchMode::Tail) {
             Diagnostic& d = diags_.error(
                 "E0607", later.loc,
-                "this statement uses `" + buf + "`, which `" + name +
-                    "` also uses; `" + name +
-                    "` is tail-launched, so it runs after this whole graph, not before this "
-                    "statement");
+                what + ", but `" + name + "` is tail-launched: it runs after this whole graph, "
+                       "not before this statement");
             diags_.add_note(d, launcher.loc, "`" + name + "` is tail-launched here");
           } else {
             Diagnostic& d = diags_.error(
                 "E0606", later.loc,
-                "this statement uses `" + buf + "`, which `" + name + "` also uses; `" + name +
-                    "` is launched " + ir::to_string(l.mode) +
+                what + "; `" + name + "` is launched " + ir::to_string(l.mode) +
                     ", so nothing orders its work before this statement");
             diags_.add_note(d, launcher.loc,
                             "`" + name + "` is launched " + std::string(ir::to_string(l.mode)) +
