@@ -1,0 +1,243 @@
+#include "lowering/kernel_cache.h"
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <thread>
+
+namespace orch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'O', 'R', 'C', 'H', 'K', 'R', 'N', '1'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderSize = 8 + 4 + 4 + 8;
+constexpr size_t kChecksumSize = 16;
+constexpr uint64_t kMaxFileSize = uint64_t(1) << 30;  // no real image comes near a GiB
+
+void put_u32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t get_le(std::string_view bytes, size_t at, int width) {
+  uint64_t v = 0;
+  for (int i = 0; i < width; ++i)
+    v |= uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  return v;
+}
+void put_string(std::string& out, std::string_view s) {
+  put_u64(out, s.size());
+  out.append(s.data(), s.size());
+}
+// Reads a length-prefixed string at `at`, advancing it; false if it runs past the end.
+bool get_string(std::string_view bytes, size_t& at, std::string& out) {
+  if (bytes.size() - at < 8) return false;
+  uint64_t n = get_le(bytes, at, 8);
+  at += 8;
+  if (n > bytes.size() - at) return false;
+  out.assign(bytes.data() + at, n);
+  at += n;
+  return true;
+}
+
+std::string checksum(std::string_view payload) {
+  XXH128_hash_t h = XXH3_128bits(payload.data(), payload.size());
+  std::string out;
+  put_u64(out, h.high64);
+  put_u64(out, h.low64);
+  return out;
+}
+
+bool read_file(const fs::path& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  if (size < 0 || uint64_t(size) > kMaxFileSize) return false;
+  in.seekg(0, std::ios::beg);
+  out.resize(static_cast<size_t>(size));
+  if (size > 0 && !in.read(out.data(), size)) return false;
+  return true;
+}
+
+// The names in `#include "x"` and `#include <x>` lines; `quoted` tells which form each was.
+void scan_includes(const std::string& code, std::vector<std::pair<std::string, bool>>& out) {
+  size_t pos = 0;
+  while (pos < code.size()) {
+    size_t end = code.find('\n', pos);
+    if (end == std::string::npos) end = code.size();
+    size_t i = pos;
+    auto blank = [&](size_t k) { return k < end && (code[k] == ' ' || code[k] == '\t'); };
+    while (blank(i)) ++i;
+    if (i < end && code[i] == '#') {
+      ++i;
+      while (blank(i)) ++i;
+      if (code.compare(i, 7, "include") == 0) {
+        i += 7;
+        while (blank(i)) ++i;
+        if (i < end && (code[i] == '"' || code[i] == '<')) {
+          char close = code[i] == '"' ? '"' : '>';
+          size_t name_end = code.find(close, i + 1);
+          if (name_end != std::string::npos && name_end < end)
+            out.emplace_back(code.substr(i + 1, name_end - i - 1), close == '"');
+        }
+      }
+    }
+    pos = end + 1;
+  }
+}
+
+}  // namespace
+
+std::string hash128_hex(std::string_view data) {
+  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+KeyBuilder& KeyBuilder::add(std::string_view field) {
+  put_string(buffer_, field);
+  return *this;
+}
+
+KeyBuilder& KeyBuilder::add(uint64_t value) {
+  put_u64(buffer_, value);
+  return *this;
+}
+
+std::string encode_cache_entry(const std::string& key, const CacheEntry& entry) {
+  std::string payload;
+  put_string(payload, key);
+  put_string(payload, entry.lowered_name);
+  put_string(payload, entry.log);
+  put_string(payload, entry.image);
+  std::string out(kMagic, sizeof kMagic);
+  put_u32(out, kFormatVersion);
+  put_u32(out, 0);
+  put_u64(out, payload.size());
+  out += payload;
+  out += checksum(payload);
+  return out;
+}
+
+std::optional<CacheEntry> decode_cache_entry(const std::string& key, std::string_view bytes) {
+  if (bytes.size() < kHeaderSize + kChecksumSize) return std::nullopt;
+  if (bytes.substr(0, sizeof kMagic) != std::string_view(kMagic, sizeof kMagic))
+    return std::nullopt;
+  if (get_le(bytes, 8, 4) != kFormatVersion || get_le(bytes, 12, 4) != 0) return std::nullopt;
+  uint64_t payload_size = get_le(bytes, 16, 8);
+  if (payload_size != bytes.size() - kHeaderSize - kChecksumSize) return std::nullopt;
+  std::string_view payload = bytes.substr(kHeaderSize, payload_size);
+  if (checksum(payload) != bytes.substr(kHeaderSize + payload_size)) return std::nullopt;
+  size_t at = 0;
+  std::string stored_key;
+  CacheEntry entry;
+  if (!get_string(payload, at, stored_key) || !get_string(payload, at, entry.lowered_name) ||
+      !get_string(payload, at, entry.log) || !get_string(payload, at, entry.image) ||
+      at != payload.size())
+    return std::nullopt;
+  if (stored_key != key) return std::nullopt;
+  return entry;
+}
+
+std::string cache_entry_path(const std::string& dir, const std::string& key) {
+  return (fs::path(dir) / key.substr(0, 2) / (key + ".okc")).string();
+}
+
+std::optional<CacheEntry> read_cache_entry(const std::string& dir, const std::string& key) {
+  std::string bytes;
+  if (!read_file(cache_entry_path(dir, key), bytes)) return std::nullopt;
+  return decode_cache_entry(key, bytes);
+}
+
+bool write_cache_entry(const std::string& dir, const std::string& key, const CacheEntry& entry) {
+  fs::path final_path = cache_entry_path(dir, key);
+  std::error_code ec;
+  fs::create_directories(final_path.parent_path(), ec);
+  if (ec) return false;
+  // Unique per process, thread and call, so concurrent writers never share a temp file.
+  static std::atomic<uint64_t> counter{0};
+  char suffix[96];
+  std::snprintf(suffix, sizeof suffix, ".tmp.%ld.%zx.%llu", static_cast<long>(::getpid()),
+                std::hash<std::thread::id>()(std::this_thread::get_id()),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  fs::path temp = final_path.parent_path() / ("." + key + suffix);
+  std::string bytes = encode_cache_entry(key, entry);
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return false;
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      fs::remove(temp, ec);
+      return false;
+    }
+  }
+  fs::rename(temp, final_path, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    return false;
+  }
+  return true;
+}
+
+std::string include_fingerprint(const std::string& code, const std::string& file_name,
+                                const std::vector<std::string>& include_dirs,
+                                const std::string& toolkit_include_dir) {
+  KeyBuilder key;
+  std::set<std::string> seen;
+  std::error_code ec;
+  fs::path toolkit =
+      toolkit_include_dir.empty() ? fs::path() : fs::weakly_canonical(toolkit_include_dir, ec);
+  auto under_toolkit = [&](const fs::path& p) {
+    if (toolkit.empty()) return false;
+    auto rel = p.lexically_relative(toolkit);
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  // Depth-first over the include graph; bounded so a pathological tree cannot stall us.
+  std::function<void(const std::string&, const fs::path&, int)> visit =
+      [&](const std::string& text, const fs::path& dir, int depth) {
+        if (depth > 32 || seen.size() > 4096) return;
+        std::vector<std::pair<std::string, bool>> names;
+        scan_includes(text, names);
+        for (const auto& [name, quoted] : names) {
+          std::vector<fs::path> candidates;
+          if (quoted) candidates.push_back(dir / name);
+          for (const std::string& d : include_dirs) candidates.push_back(fs::path(d) / name);
+          for (const fs::path& c : candidates) {
+            std::error_code e;
+            if (!fs::is_regular_file(c, e)) continue;
+            fs::path canonical = fs::weakly_canonical(c, e);
+            if (e) canonical = c;
+            if (under_toolkit(canonical)) break;
+            if (!seen.insert(canonical.string()).second) break;
+            std::string contents;
+            key.add(canonical.string());
+            if (read_file(canonical, contents)) {
+              key.add(hash128_hex(contents));
+              visit(contents, canonical.parent_path(), depth + 1);
+            } else {
+              key.add("<unreadable>");
+            }
+            break;
+          }
+        }
+      };
+  visit(code, fs::path(file_name).parent_path(), 0);
+  return key.hex();
+}
+
+}  // namespace orch

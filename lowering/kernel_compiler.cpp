@@ -1,0 +1,608 @@
+#include "lowering/kernel_compiler.h"
+
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "lowering/kernel_cache.h"
+#include "lowering/nvrtc_log.h"
+
+#ifndef ORCH_CUDA_TOOLKIT_ROOT
+#define ORCH_CUDA_TOOLKIT_ROOT "/usr/local/cuda"
+#endif
+
+namespace orch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Bumped whenever what we pass NVRTC or store changes in a way the other key fields miss.
+constexpr const char* kKeySalt = "orch-kernel-cache-v1";
+
+// ---- owners for the C handles ---------------------------------------------------------------
+
+class NvrtcProgram {
+ public:
+  NvrtcProgram() = default;
+  NvrtcProgram(const NvrtcProgram&) = delete;
+  NvrtcProgram& operator=(const NvrtcProgram&) = delete;
+  ~NvrtcProgram() {
+    if (program_) nvrtcDestroyProgram(&program_);
+  }
+  nvrtcResult create(const std::string& code, const std::string& file_name) {
+    return nvrtcCreateProgram(&program_, code.c_str(), file_name.c_str(), 0, nullptr, nullptr);
+  }
+  nvrtcProgram get() const { return program_; }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+class JitLinker {
+ public:
+  JitLinker() = default;
+  JitLinker(const JitLinker&) = delete;
+  JitLinker& operator=(const JitLinker&) = delete;
+  ~JitLinker() {
+    if (handle_) nvJitLinkDestroy(&handle_);
+  }
+  nvJitLinkResult create(const std::vector<std::string>& options) {
+    std::vector<const char*> argv;
+    for (const std::string& o : options) argv.push_back(o.c_str());
+    return nvJitLinkCreate(&handle_, static_cast<uint32_t>(argv.size()), argv.data());
+  }
+  nvJitLinkHandle get() const { return handle_; }
+  // The error log, then the info log; empty if neither can be read.
+  std::string logs() const {
+    std::string out;
+    size_t size = 0;
+    if (handle_ && nvJitLinkGetErrorLogSize(handle_, &size) == NVJITLINK_SUCCESS && size > 1) {
+      std::string log(size, '\0');
+      if (nvJitLinkGetErrorLog(handle_, log.data()) == NVJITLINK_SUCCESS)
+        out += log.substr(0, log.find('\0'));
+    }
+    if (handle_ && nvJitLinkGetInfoLogSize(handle_, &size) == NVJITLINK_SUCCESS && size > 1) {
+      std::string log(size, '\0');
+      if (nvJitLinkGetInfoLog(handle_, log.data()) == NVJITLINK_SUCCESS)
+        out += log.substr(0, log.find('\0'));
+    }
+    return out;
+  }
+
+ private:
+  nvJitLinkHandle handle_ = nullptr;
+};
+
+const char* jitlink_error_name(nvJitLinkResult r) {
+  switch (r) {
+    case NVJITLINK_SUCCESS:
+      return "success";
+    case NVJITLINK_ERROR_UNRECOGNIZED_OPTION:
+      return "unrecognized option";
+    case NVJITLINK_ERROR_MISSING_ARCH:
+      return "missing -arch";
+    case NVJITLINK_ERROR_INVALID_INPUT:
+      return "invalid input";
+    case NVJITLINK_ERROR_PTX_COMPILE:
+      return "PTX compilation failed";
+    case NVJITLINK_ERROR_NVVM_COMPILE:
+      return "NVVM compilation failed";
+    case NVJITLINK_ERROR_INTERNAL:
+      return "internal error";
+    case NVJITLINK_ERROR_THREADPOOL:
+      return "thread pool error";
+    case NVJITLINK_ERROR_UNRECOGNIZED_INPUT:
+      return "unrecognized input";
+    case NVJITLINK_ERROR_FINALIZE:
+      return "finalizer error";
+    case NVJITLINK_ERROR_NULL_INPUT:
+      return "null input";
+    case NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS:
+      return "incompatible options";
+    case NVJITLINK_ERROR_INCORRECT_INPUT_TYPE:
+      return "incorrect input type";
+    case NVJITLINK_ERROR_ARCH_MISMATCH:
+      return "arch mismatch";
+    case NVJITLINK_ERROR_OUTDATED_LIBRARY:
+      return "outdated library";
+    case NVJITLINK_ERROR_MISSING_FATBIN:
+      return "missing fatbin";
+    case NVJITLINK_ERROR_UNRECOGNIZED_ARCH:
+      return "unrecognized arch";
+    case NVJITLINK_ERROR_UNSUPPORTED_ARCH:
+      return "unsupported arch";
+    case NVJITLINK_ERROR_LTO_NOT_ENABLED:
+      return "needs -lto";
+  }
+  return "unknown error";
+}
+
+// ---- the toolkit ------------------------------------------------------------------------------
+
+struct Toolkit {
+  std::string root;
+  std::string include_dir;  // empty if not found: NVRTC's built-in headers still work
+  std::string cudadevrt;    // empty if not found
+  uint64_t cudadevrt_size = 0;
+  int64_t cudadevrt_mtime = 0;
+  int nvrtc_major = 0, nvrtc_minor = 0;
+  unsigned link_major = 0, link_minor = 0;
+  std::vector<int> archs;  // NVRTC's supported sm numbers
+  std::string problem;     // why nothing can compile, if something is badly wrong
+};
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+bool is_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+Toolkit probe_toolkit() {
+  Toolkit t;
+  // CUDA_HOME / CUDA_PATH first, as nvcc's users expect; then where CMake found the toolkit.
+  std::vector<std::string> roots;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (!env(var).empty()) roots.push_back(env(var));
+  roots.push_back(ORCH_CUDA_TOOLKIT_ROOT);
+  roots.push_back("/usr/local/cuda");
+  for (const std::string& root : roots) {
+    for (const char* sub :
+         {"include", "targets/x86_64-linux/include", "targets/sbsa-linux/include"}) {
+      if (is_dir(fs::path(root) / sub) && fs::exists(fs::path(root) / sub / "cuda_runtime.h")) {
+        t.root = root;
+        t.include_dir = (fs::path(root) / sub).string();
+        break;
+      }
+    }
+    if (!t.root.empty()) break;
+  }
+  for (const std::string& root : roots) {
+    for (const char* sub : {"lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"}) {
+      fs::path p = fs::path(root) / sub / "libcudadevrt.a";
+      std::error_code ec;
+      if (!fs::is_regular_file(p, ec)) continue;
+      t.cudadevrt = p.string();
+      t.cudadevrt_size = fs::file_size(p, ec);
+      auto mtime = fs::last_write_time(p, ec);
+      if (!ec) t.cudadevrt_mtime = static_cast<int64_t>(mtime.time_since_epoch().count());
+      break;
+    }
+    if (!t.cudadevrt.empty()) break;
+  }
+  if (nvrtcVersion(&t.nvrtc_major, &t.nvrtc_minor) != NVRTC_SUCCESS)
+    t.problem = "NVRTC does not load";
+  if (nvJitLinkVersion(&t.link_major, &t.link_minor) != NVJITLINK_SUCCESS)
+    t.problem = "nvJitLink does not load";
+  int count = 0;
+  if (nvrtcGetNumSupportedArchs(&count) == NVRTC_SUCCESS && count > 0) {
+    t.archs.resize(static_cast<size_t>(count));
+    if (nvrtcGetSupportedArchs(t.archs.data()) != NVRTC_SUCCESS) t.archs.clear();
+  }
+  return t;
+}
+
+// "sm_90" -> 90, "sm_90a" -> 90 with suffix "a"; false if not of that shape.
+bool parse_arch(const std::string& arch, int* number, std::string* suffix) {
+  if (arch.rfind("sm_", 0) != 0) return false;
+  size_t i = 3, digits_end = 3;
+  while (digits_end < arch.size() && std::isdigit(static_cast<unsigned char>(arch[digits_end])))
+    ++digits_end;
+  if (digits_end == i || digits_end - i > 4) return false;
+  *number = std::stoi(arch.substr(i, digits_end - i));
+  *suffix = arch.substr(digits_end);
+  return suffix->empty() || *suffix == "a" || *suffix == "f";
+}
+
+// Kernels that call these need -rdc and cudadevrt. Scanned as identifiers, so a mention in a
+// comment costs only a needless link; device-side `<<<` launches need the same.
+bool mentions_device_runtime(const std::string& code) {
+  static const std::set<std::string> kNames = {"cudaGraphLaunch",
+                                               "cudaGraphSetConditional",
+                                               "cudaGetCurrentGraphExec",
+                                               "cudaGraphKernelNodeSetParam",
+                                               "cudaGraphKernelNodeSetEnabled",
+                                               "cudaGraphKernelNodeSetGridDim",
+                                               "cudaGraphKernelNodeUpdatesApply",
+                                               "cudaLaunchDevice",
+                                               "cudaLaunchDeviceV2",
+                                               "cudaGetParameterBuffer",
+                                               "cudaGetParameterBufferV2"};
+  if (code.find("<<<") != std::string::npos) return true;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < code.size();) {
+    if (!ident(code[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < code.size() && ident(code[j])) ++j;
+    if (code[i] == 'c' && kNames.count(code.substr(i, j - i))) return true;
+    i = j;
+  }
+  return false;
+}
+
+// ---- one kernel --------------------------------------------------------------------------------
+
+struct Target {
+  std::string arch;  // "sm_90" for a CUBIN, "compute_90" for the PTX
+  bool ptx = false;
+};
+
+struct BuildResult {
+  bool compiled = false;  // NVRTC succeeded
+  bool linked = false;    // and the image is final
+  std::string lowered_name;
+  std::string log;
+  std::string image;
+  std::string failure;  // what failed, when it was not the source (NVRTC API, nvJitLink)
+};
+
+class KernelJob {
+ public:
+  KernelJob(const KernelSource& source, const CompileOptions& options, const Toolkit& toolkit,
+            const std::vector<Target>& targets, bool use_cache)
+      : src_(source),
+        options_(options),
+        toolkit_(toolkit),
+        targets_(targets),
+        use_cache_(use_cache) {}
+
+  std::optional<CompiledKernel> run();
+  std::vector<Diagnostic>& diagnostics() { return diags_; }
+
+ private:
+  std::vector<std::string> nvrtc_options(const std::string& arch) const;
+  BuildResult build(const Target& target) const;
+  void add_log_diagnostics(const std::string& log, bool errors);
+  void error(const char* code, std::string message) {
+    diags_.push_back({Severity::Error, code, src_.origin, std::move(message), {}});
+  }
+
+  const KernelSource& src_;
+  const CompileOptions& options_;
+  const Toolkit& toolkit_;
+  const std::vector<Target>& targets_;
+  bool use_cache_;
+  bool device_runtime_ = false;
+  std::string entry_;
+  std::vector<Diagnostic> diags_;
+  std::set<std::string> reported_;  // warnings repeat for every arch: report each once
+};
+
+std::vector<std::string> KernelJob::nvrtc_options(const std::string& arch) const {
+  // No -default-device: kernel files must mean the same to NVRTC as to nvcc, where an
+  // unannotated function is host code.
+  std::vector<std::string> opts = {"-arch=" + arch, "-std=c++17"};
+  for (const std::string& dir : src_.include_dirs) opts.push_back("--include-path=" + dir);
+  if (!toolkit_.include_dir.empty()) opts.push_back("--include-path=" + toolkit_.include_dir);
+  if (device_runtime_) opts.push_back("-rdc=true");
+  for (const std::string& flag : options_.extra_flags) opts.push_back(flag);
+  return opts;
+}
+
+BuildResult KernelJob::build(const Target& target) const {
+  BuildResult out;
+  NvrtcProgram program;
+  nvrtcResult r = program.create(src_.code, src_.file_name);
+  if (r != NVRTC_SUCCESS) {
+    out.failure = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  r = nvrtcAddNameExpression(program.get(), entry_.c_str());
+  if (r != NVRTC_SUCCESS) {
+    out.failure = std::string("nvrtcAddNameExpression: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  std::vector<std::string> opts = nvrtc_options(target.arch);
+  std::vector<const char*> argv;
+  for (const std::string& o : opts) argv.push_back(o.c_str());
+  nvrtcResult compiled =
+      nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  if (nvrtcGetProgramLogSize(program.get(), &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    std::string log(log_size, '\0');
+    if (nvrtcGetProgramLog(program.get(), log.data()) == NVRTC_SUCCESS)
+      out.log = log.substr(0, log.find('\0'));
+  }
+  if (compiled != NVRTC_SUCCESS) {
+    // A bad source leaves its reasons in the log; anything else (a bad option) may not.
+    if (out.log.empty()) out.log = std::string("nvrtc: ") + nvrtcGetErrorString(compiled);
+    return out;
+  }
+  out.compiled = true;
+  const char* lowered = nullptr;
+  r = nvrtcGetLoweredName(program.get(), entry_.c_str(), &lowered);
+  if (r != NVRTC_SUCCESS || !lowered) {
+    out.failure = "no lowered name for entry \"" + entry_ + "\": " + nvrtcGetErrorString(r);
+    return out;
+  }
+  out.lowered_name = lowered;
+
+  size_t size = 0;
+  if (target.ptx) {
+    // The PTX of a device-runtime kernel is relocatable: see CompiledKernel::ptx_relocatable.
+    if ((r = nvrtcGetPTXSize(program.get(), &size)) != NVRTC_SUCCESS) {
+      out.failure = std::string("nvrtcGetPTXSize: ") + nvrtcGetErrorString(r);
+      return out;
+    }
+    out.image.assign(size, '\0');
+    if ((r = nvrtcGetPTX(program.get(), out.image.data())) != NVRTC_SUCCESS) {
+      out.failure = std::string("nvrtcGetPTX: ") + nvrtcGetErrorString(r);
+      return out;
+    }
+    while (!out.image.empty() && out.image.back() == '\0') out.image.pop_back();
+    out.linked = true;
+    return out;
+  }
+  if ((r = nvrtcGetCUBINSize(program.get(), &size)) != NVRTC_SUCCESS || size == 0) {
+    out.failure = std::string("nvrtcGetCUBINSize: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  std::string cubin(size, '\0');
+  if ((r = nvrtcGetCUBIN(program.get(), cubin.data())) != NVRTC_SUCCESS) {
+    out.failure = std::string("nvrtcGetCUBIN: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  if (!device_runtime_) {
+    out.image = std::move(cubin);
+    out.linked = true;
+    return out;
+  }
+  // -rdc gave a relocatable CUBIN; nvJitLink resolves its device-runtime calls against
+  // cudadevrt (the path devlaunch_probe.cpp showed loads and runs on the GPU).
+  JitLinker linker;
+  auto link_failed = [&](const char* step, nvJitLinkResult lr) {
+    out.failure = std::string(step) + ": " + jitlink_error_name(lr);
+    std::string logs = linker.logs();
+    if (!logs.empty()) out.failure += "\n" + logs;
+    return out;
+  };
+  nvJitLinkResult lr = linker.create({"-arch=" + target.arch});
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkCreate", lr);
+  lr = nvJitLinkAddData(linker.get(), NVJITLINK_INPUT_CUBIN, cubin.data(), cubin.size(),
+                        src_.file_name.c_str());
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddData", lr);
+  lr = nvJitLinkAddFile(linker.get(), NVJITLINK_INPUT_LIBRARY, toolkit_.cudadevrt.c_str());
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddFile(libcudadevrt.a)", lr);
+  lr = nvJitLinkComplete(linker.get());
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkComplete", lr);
+  size_t linked_size = 0;
+  lr = nvJitLinkGetLinkedCubinSize(linker.get(), &linked_size);
+  if (lr != NVJITLINK_SUCCESS || linked_size == 0)
+    return link_failed("nvJitLinkGetLinkedCubinSize", lr);
+  out.image.assign(linked_size, '\0');
+  lr = nvJitLinkGetLinkedCubin(linker.get(), out.image.data());
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkGetLinkedCubin", lr);
+  std::string info = linker.logs();
+  if (!info.empty()) out.log += (out.log.empty() ? "" : "\n") + info;
+  out.linked = true;
+  return out;
+}
+
+void KernelJob::add_log_diagnostics(const std::string& log, bool errors) {
+  std::vector<NvrtcLogMessage> messages = parse_nvrtc_log(log);
+  for (Diagnostic& d : nvrtc_log_diagnostics(messages, src_, errors, true)) {
+    if (d.severity == Severity::Warning) {
+      std::string id = std::to_string(d.range.begin.line) + ":" +
+                       std::to_string(d.range.begin.col) + ":" + d.message;
+      if (!reported_.insert(id).second) continue;
+    }
+    diags_.push_back(std::move(d));
+  }
+}
+
+std::optional<CompiledKernel> KernelJob::run() {
+  entry_ = src_.entry.empty() ? src_.name : src_.entry;
+  device_runtime_ = src_.uses_device_runtime || mentions_device_runtime(src_.code);
+  if (device_runtime_ && toolkit_.cudadevrt.empty()) {
+    error("E0902", "kernel '" + src_.name +
+                       "' uses the device runtime, but libcudadevrt.a is not in the CUDA toolkit" +
+                       (toolkit_.root.empty() ? std::string() : " at " + toolkit_.root) +
+                       " (set CUDA_HOME)");
+    return std::nullopt;
+  }
+
+  CompiledKernel result;
+  result.name = src_.name;
+  result.device_runtime = device_runtime_;
+
+  // Everything an image depends on except its arch; each target adds its own.
+  std::string common_key;
+  if (use_cache_) {
+    KeyBuilder key;
+    key.add(kKeySalt).add(src_.code).add(src_.file_name).add(entry_).add(device_runtime_ ? 1 : 0);
+    key.add(uint64_t(toolkit_.nvrtc_major)).add(uint64_t(toolkit_.nvrtc_minor));
+    key.add(uint64_t(toolkit_.link_major)).add(uint64_t(toolkit_.link_minor));
+    for (const std::string& o : nvrtc_options("<arch>")) key.add(o);
+    key.add(
+        include_fingerprint(src_.code, src_.file_name, src_.include_dirs, toolkit_.include_dir));
+    if (device_runtime_)
+      key.add(toolkit_.cudadevrt)
+          .add(toolkit_.cudadevrt_size)
+          .add(uint64_t(toolkit_.cudadevrt_mtime));
+    common_key = key.hex();
+  }
+
+  std::set<std::string> logs_seen;
+  for (size_t t = 0; t < targets_.size(); ++t) {
+    const Target& target = targets_[t];
+    std::string key;
+    std::optional<CacheEntry> entry;
+    bool from_cache = false;
+    if (use_cache_) {
+      key = KeyBuilder().add(common_key).add(target.arch).add(target.ptx ? 1 : 0).hex();
+      entry = read_cache_entry(options_.cache_dir, key);
+      from_cache = entry.has_value();
+      ++(from_cache ? result.cache_hits : result.cache_misses);
+    }
+    if (!entry) {
+      BuildResult built = build(target);
+      if (!built.compiled) {
+        size_t before = diags_.size();
+        add_log_diagnostics(built.log, true);
+        bool any_error =
+            std::any_of(diags_.begin() + before, diags_.end(),
+                        [](const Diagnostic& d) { return d.severity == Severity::Error; });
+        if (!any_error) {
+          std::string text = !built.log.empty() ? built.log : built.failure;
+          while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+          error("E0901",
+                "kernel '" + src_.name + "' does not compile for " + target.arch + ":\n" + text);
+        } else if (t > 0) {
+          // The first arch compiled, so this one fails for reasons of its own: say which.
+          for (size_t i = before; i < diags_.size(); ++i)
+            if (diags_[i].severity == Severity::Error)
+              diags_[i].notes.push_back(
+                  {src_.origin, "while compiling kernel '" + src_.name + "' for " + target.arch});
+        }
+        return std::nullopt;
+      }
+      if (!built.linked) {
+        add_log_diagnostics(built.log, false);
+        error("E0902", "kernel '" + src_.name + "' could not be built for " + target.arch + ": " +
+                           built.failure);
+        return std::nullopt;
+      }
+      entry =
+          CacheEntry{std::move(built.lowered_name), std::move(built.log), std::move(built.image)};
+      if (use_cache_) write_cache_entry(options_.cache_dir, key, *entry);
+    }
+    // Cached logs replay their warnings, so a hit reports what a miss would.
+    add_log_diagnostics(entry->log, false);
+    if (!entry->log.empty() && logs_seen.insert(entry->log).second) {
+      if (!result.log.empty()) result.log += "\n";
+      result.log += entry->log;
+    }
+    if (result.lowered_name.empty()) result.lowered_name = entry->lowered_name;
+    if (target.ptx) {
+      result.ptx = std::move(entry->image);
+      result.ptx_arch = target.arch;
+      result.ptx_relocatable = device_runtime_;
+    } else {
+      result.cubins.push_back({target.arch, std::move(entry->image), from_cache});
+    }
+  }
+  return result;
+}
+
+struct Outcome {
+  std::optional<CompiledKernel> kernel;
+  std::vector<Diagnostic> diags;
+};
+
+}  // namespace
+
+std::string default_kernel_cache_dir() {
+  if (!env("ORCH_CACHE_DIR").empty()) return env("ORCH_CACHE_DIR");
+  std::string xdg = env("XDG_CACHE_HOME");
+  // The XDG spec says to ignore a relative XDG_CACHE_HOME.
+  if (!xdg.empty() && xdg.front() == '/') return (fs::path(xdg) / "orch" / "kernels").string();
+  std::string home = env("HOME");
+  if (!home.empty()) return (fs::path(home) / ".cache" / "orch" / "kernels").string();
+  return {};
+}
+
+std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<KernelSource>& sources,
+                                                           const CompileOptions& options,
+                                                           DiagnosticEngine& diags) {
+  std::vector<std::optional<CompiledKernel>> results(sources.size());
+  if (sources.empty()) return results;
+  Toolkit toolkit = probe_toolkit();
+  if (!toolkit.problem.empty()) {
+    diags.error("E0901", SourceRange{}, "cannot compile kernels: " + toolkit.problem);
+    return results;
+  }
+
+  // The arch list is checked once, against what this NVRTC can target.
+  if (options.archs.empty()) {
+    diags.error("E0111", SourceRange{}, "no target architecture to compile kernels for");
+    return results;
+  }
+  int newest = 0;
+  bool archs_ok = true;
+  for (const std::string& arch : options.archs) {
+    int number = 0;
+    std::string suffix;
+    bool known =
+        parse_arch(arch, &number, &suffix) &&
+        std::find(toolkit.archs.begin(), toolkit.archs.end(), number) != toolkit.archs.end();
+    if (!known) {
+      std::string supported;
+      for (int a : toolkit.archs)
+        supported += (supported.empty() ? "sm_" : ", sm_") + std::to_string(a);
+      diags.error("E0111", SourceRange{},
+                  "NVRTC " + std::to_string(toolkit.nvrtc_major) + "." +
+                      std::to_string(toolkit.nvrtc_minor) + " cannot compile for '" + arch +
+                      "' (it supports " + supported + ")");
+      archs_ok = false;
+      continue;
+    }
+    newest = std::max(newest, number);
+  }
+  if (!archs_ok) return results;
+  std::vector<Target> targets;
+  for (const std::string& arch : options.archs) targets.push_back({arch, false});
+  // PTX without an `a`/`f` suffix: arch-specific PTX would not JIT on later GPUs.
+  targets.push_back({"compute_" + std::to_string(newest), true});
+
+  bool use_cache = options.use_cache && !options.cache_dir.empty();
+  std::vector<Outcome> outcomes(sources.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < sources.size(); i = next++) {
+      KernelJob job(sources[i], options, toolkit, targets, use_cache);
+      try {
+        outcomes[i].kernel = job.run();
+        outcomes[i].diags = std::move(job.diagnostics());
+      } catch (const std::exception& e) {
+        // Out of memory or a filesystem surprise: this kernel fails, the others go on.
+        outcomes[i].kernel.reset();
+        outcomes[i].diags = {{Severity::Error,
+                              "E0901",
+                              sources[i].origin,
+                              "kernel '" + sources[i].name + "' could not be compiled: " + e.what(),
+                              {}}};
+      }
+    }
+  };
+  unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, sources.size()));
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j) {
+    try {
+      threads.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // fewer threads than asked; this one and any started still drain the queue
+    }
+  }
+  worker();
+  for (std::thread& t : threads) t.join();
+
+  // Merged in kernel order, so the output is the same for any number of jobs.
+  for (size_t i = 0; i < sources.size(); ++i) {
+    for (Diagnostic& d : outcomes[i].diags) {
+      Diagnostic& added = d.severity == Severity::Error
+                              ? diags.error(d.code, d.range, std::move(d.message))
+                              : diags.warning(d.code, d.range, std::move(d.message));
+      added.notes = std::move(d.notes);
+    }
+    results[i] = std::move(outcomes[i].kernel);
+  }
+  return results;
+}
+
+}  // namespace orch

@@ -1,0 +1,79 @@
+// The kernel compiler: kernel source (inline `source """..."""` or a `from` .cu file) to GPU
+// images with NVRTC, one CUBIN per target arch plus PTX for the newest, linked against the
+// device runtime (cudadevrt) with nvJitLink where a kernel launches graphs or sets
+// conditionals. Compiled images are cached on disk by a content hash. NVRTC and nvJitLink
+// stay behind this header: nothing here includes their headers, and nothing needs a GPU.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/diagnostics.h"
+#include "support/source.h"
+
+namespace orch {
+
+struct KernelSource {
+  std::string name;       // the orch kernel name, for messages
+  std::string code;       // the verbatim source text (not dedented: columns map 1:1)
+  std::string file_name;  // given to NVRTC; quoted #includes resolve from its directory
+  std::string entry;      // name expression: "scale<float>" or "scale"; empty means `name`
+  // The caller knows from `cond`/`graph` parameters; the code is also scanned for device
+  // runtime calls, since a whole .cu file needs -rdc once any kernel in it uses them.
+  bool uses_device_runtime = false;
+  // Where the code came from, to map NVRTC's `file(LINE)` back: for inline sources the .orch
+  // file, the line and column of the code's first character; for a `from` file the .cu file
+  // registered in the SourceManager, line 1, column 1. `origin` also locates whole-kernel
+  // errors (a link failure, an unparsable log), so it should span the kernel declaration.
+  SourceRange origin;
+  uint32_t first_line_in_origin = 1;
+  uint32_t first_col_in_origin = 1;
+  std::vector<std::string> include_dirs;
+};
+
+struct KernelImage {
+  std::string arch;   // "sm_90"
+  std::string cubin;  // ELF bytes, ready for cudaLibraryLoadData
+  bool from_cache = false;
+};
+
+struct CompiledKernel {
+  std::string name;
+  std::string lowered_name;         // the symbol to look up: "scale" or "_Z5scaleIfEvjT_PS0_"
+  std::vector<KernelImage> cubins;  // in CompileOptions::archs order
+  std::string ptx;                  // for ptx_arch, so GPUs newer than every CUBIN can JIT
+  std::string ptx_arch;             // "compute_90"
+  // Device-runtime kernels: the CUBINs are fully linked with cudadevrt, but the PTX is
+  // relocatable (-rdc) and still references cudadevrt's symbols. nvJitLink cannot emit linked
+  // PTX here: its -ptx output needs every input as LTO-IR, and libcudadevrt.a holds only
+  // CUBINs. A loader that falls back to this PTX must link it with cudadevrt itself (the
+  // driver's cuLink* with the library, or nvJitLink), not load it directly.
+  bool device_runtime = false;
+  bool ptx_relocatable = false;
+  std::string log;            // NVRTC and nvJitLink logs, as they came
+  unsigned cache_hits = 0;    // images (CUBINs and the PTX) read from the cache
+  unsigned cache_misses = 0;  // images compiled while a cache was in use
+};
+
+struct CompileOptions {
+  std::vector<std::string> archs;  // {"sm_80", "sm_90"}; PTX is made for the newest
+  std::string cache_dir;           // empty: no cache; default_kernel_cache_dir() for the usual
+  bool use_cache = true;           // false: neither read nor write the cache
+  unsigned jobs = 0;               // worker threads; 0: hardware concurrency
+  std::vector<std::string> extra_flags;  // more NVRTC options, e.g. "-lineinfo"
+};
+
+// One result per source, in order; nullopt where the kernel failed (its diagnostics say why).
+// Diagnostics come out in kernel order whatever `jobs` is: E0901/W0901 from NVRTC's log at the
+// line and column they name, E0902 for link failures, E0111 for an unusable arch list.
+std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<KernelSource>& sources,
+                                                           const CompileOptions& options,
+                                                           DiagnosticEngine& diags);
+
+// $ORCH_CACHE_DIR, else $XDG_CACHE_HOME/orch/kernels, else ~/.cache/orch/kernels; empty when
+// none of them can be formed (no HOME).
+std::string default_kernel_cache_dir();
+
+}  // namespace orch
