@@ -1,6 +1,9 @@
 // Kernel compile times for the acceptance examples' kernels: cold (no cache) and warm (a
 // second run over a filled cache), with one worker and with N. Usage:
 //   kernel_compile_bench [--arch sm_80,sm_90,sm_100] [--jobs N] [--repeat R] [--spec DIR]
+//                        [--dump DIR]
+// --dump writes each image (NAME.ARCH.cubin, NAME.compute_NN.ptx) and manifest.txt (name,
+// lowered name, PTX relocatable 0/1 per line) to DIR instead of timing, for checks on a GPU.
 // Kernel sources are found the simple way: the text between `source """` and `"""`, or the
 // file named by `from "..."`, after each `kernel NAME(` in the .orch files.
 #include <stdlib.h>
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   int repeat = 3;
   std::string spec = std::getenv("ORCH_SPEC_DIR") ? std::getenv("ORCH_SPEC_DIR") : ORCH_SPEC_DIR;
+  std::string dump;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--arch")
@@ -91,6 +95,8 @@ int main(int argc, char** argv) {
       repeat = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--spec")
       spec = argv[i + 1];
+    else if (flag == "--dump")
+      dump = argv[i + 1];
     else {
       std::fprintf(stderr, "unknown flag %s\n", argv[i]);
       return 2;
@@ -109,6 +115,30 @@ int main(int argc, char** argv) {
   std::printf("%zu kernels (%zu declared device-runtime), archs %s + PTX, %u hardware threads\n",
               sources.size(), device_runtime, arch_list.c_str(),
               std::thread::hardware_concurrency());
+
+  if (!dump.empty()) {
+    CompileOptions o;
+    o.archs = archs;
+    o.use_cache = false;
+    orch::DiagnosticEngine diags;
+    auto out = orch::compile_kernels(sources, o, diags);
+    orch::SourceManager sm;
+    std::fprintf(stderr, "%s",
+                 orch::format_diagnostics(diags.all(), sm, orch::DiagnosticFormat::Text).c_str());
+    fs::create_directories(dump);
+    std::ofstream manifest(fs::path(dump) / "manifest.txt");
+    for (const auto& k : out) {
+      if (!k) return 1;
+      for (const orch::KernelImage& img : k->cubins)
+        std::ofstream(fs::path(dump) / (k->name + "." + img.arch + ".cubin"), std::ios::binary)
+            << img.cubin;
+      std::ofstream(fs::path(dump) / (k->name + "." + k->ptx_arch + ".ptx"), std::ios::binary)
+          << k->ptx;
+      manifest << k->name << " " << k->lowered_name << " " << k->ptx_arch << " "
+               << k->ptx_relocatable << "\n";
+    }
+    return manifest ? 0 : 1;
+  }
 
   std::string cache_root = (fs::temp_directory_path() / "orch_kernel_bench_XXXXXX").string();
   if (!mkdtemp(cache_root.data())) {

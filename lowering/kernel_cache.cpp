@@ -4,7 +4,6 @@
 #include <xxhash.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

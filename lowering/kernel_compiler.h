@@ -45,11 +45,13 @@ struct CompiledKernel {
   std::vector<KernelImage> cubins;  // in CompileOptions::archs order
   std::string ptx;                  // for ptx_arch, so GPUs newer than every CUBIN can JIT
   std::string ptx_arch;             // "compute_90"
-  // Device-runtime kernels: the CUBINs are fully linked with cudadevrt, but the PTX is
-  // relocatable (-rdc) and still references cudadevrt's symbols. nvJitLink cannot emit linked
-  // PTX here: its -ptx output needs every input as LTO-IR, and libcudadevrt.a holds only
-  // CUBINs. A loader that falls back to this PTX must link it with cudadevrt itself (the
-  // driver's cuLink* with the library, or nvJitLink), not load it directly.
+  // Device-runtime kernels: the CUBINs are fully linked with cudadevrt (nvJitLink), but the
+  // PTX is the relocatable -rdc output and still names cudadevrt's symbols. nvJitLink cannot
+  // emit linked PTX: its -ptx output needs every input as LTO-IR, and libcudadevrt.a holds
+  // only CUBINs. Measured on an H200, driver 580: cudaLibraryLoadData JITs this PTX as it is
+  // and the driver resolves the device runtime itself (countdown's step ran its WHILE loop to
+  // the end, lazy and eager loading alike); linking it with libcudadevrt.a through cuLink*
+  // first works too. ptx_relocatable says which kind of PTX a loader holds.
   bool device_runtime = false;
   bool ptx_relocatable = false;
   std::string log;            // NVRTC and nvJitLink logs, as they came

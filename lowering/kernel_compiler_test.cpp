@@ -564,6 +564,17 @@ TEST_CASE("NVRTC logs parse into located messages") {
   CHECK(diags[1].message ==
         "inc/h.cuh:2:7: variable \"v\" was declared but never referenced [#177-D]");
   CHECK(parse_nvrtc_log("nvrtc: error: invalid value for --gpu-architecture (-arch)\n").empty());
+  auto odd = parse_nvrtc_log("dir(1)/x.cu(3): catastrophic error: cannot open source file \"h\"\n");
+  REQUIRE(odd.size() == 1);
+  CHECK(odd[0].file == "dir(1)/x.cu");
+  CHECK(odd[0].line == 3);
+  CHECK(odd[0].severity == Severity::Error);
+  // A minified kernel's echoed line is long; parsing it must stay linear and shallow.
+  std::string long_line(1 << 20, 'x');
+  auto big = parse_nvrtc_log("k.cu(1): error: expected a \";\"\n  " + long_line + "\n" +
+                             std::string(70000, ' ') + "^\n");
+  REQUIRE(big.size() == 1);
+  CHECK(big[0].col == 70000 - 1);
   CHECK(parse_nvrtc_log("").empty());
 }
 

@@ -1,7 +1,5 @@
 #include "lowering/nvrtc_log.h"
 
-#include <regex>
-
 namespace orch {
 
 namespace {
@@ -39,10 +37,61 @@ bool is_caret_line(std::string_view line, size_t* caret) {
   return true;
 }
 
-uint32_t to_u32(const std::string& digits) {
-  // The regexes only pass digits; clamp absurd values rather than overflow.
-  if (digits.size() > 9) return 0;
-  return static_cast<uint32_t>(std::stoul(digits));
+bool all_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+uint32_t to_u32(std::string_view digits) {
+  if (digits.size() > 9) return 0;  // no source has a billion lines: treat as unknown
+  uint32_t v = 0;
+  for (char c : digits) v = v * 10 + uint32_t(c - '0');
+  return v;
+}
+
+struct Header {
+  std::string file;
+  uint32_t line = 0;
+  std::string kind;  // "error", "warning", "catastrophic error", ...
+  std::string number;
+  std::string text;
+};
+
+// `file(LINE): KIND[ #NUMBER]: text`, parsed by hand: std::regex recurses per character and
+// could overflow the stack on the very long source lines NVRTC echoes.
+bool parse_header(std::string_view line, Header* h) {
+  static const char* const kKinds[] = {
+      "catastrophic error", "internal error", "error", "warning", "note", "remark"};
+  for (size_t close = line.find("): "); close != std::string_view::npos;
+       close = line.find("): ", close + 1)) {
+    size_t open = line.rfind('(', close);
+    if (open == std::string_view::npos || open == 0) continue;
+    std::string_view digits = line.substr(open + 1, close - open - 1);
+    if (!all_digits(digits)) continue;
+    std::string_view rest = line.substr(close + 3);
+    for (const char* kind : kKinds) {
+      std::string_view k(kind);
+      if (rest.substr(0, k.size()) != k) continue;
+      std::string_view after = rest.substr(k.size());
+      std::string_view number;
+      if (after.substr(0, 2) == " #") {
+        size_t end = after.find(':');
+        if (end == std::string_view::npos) continue;
+        number = after.substr(2, end - 2);
+        after = after.substr(end);
+      }
+      if (after.substr(0, 2) != ": ") continue;
+      h->file = std::string(line.substr(0, open));
+      h->line = to_u32(digits);
+      h->kind = kind;
+      h->number = std::string(number);
+      h->text = std::string(after.substr(2));
+      return true;
+    }
+  }
+  return false;
 }
 
 // `detected during instantiation of "..." at line 7 [of file.cu]`, possibly `detected during:`
@@ -51,25 +100,25 @@ bool parse_context_line(std::string_view trimmed, NvrtcLogNote* note, const std:
   if (!starts_with(trimmed, "detected during") && !starts_with(trimmed, "instantiation of") &&
       !starts_with(trimmed, "processing of"))
     return false;
-  static const std::regex at_line(R"(^(.*) at line ([0-9]+)(?: of (.+))?$)");
-  std::string text(trimmed);
-  std::smatch m;
   note->file = file;
-  if (std::regex_match(text, m, at_line)) {
-    note->text = m[1].str();
-    note->line = to_u32(m[2].str());
-    if (m[3].matched) note->file = m[3].str();
-  } else {
-    note->text = text;
-  }
+  note->text = std::string(trimmed);
+  size_t at = trimmed.rfind(" at line ");
+  if (at == std::string_view::npos) return true;
+  std::string_view tail = trimmed.substr(at + 9);
+  size_t digits_end = 0;
+  while (digits_end < tail.size() && tail[digits_end] >= '0' && tail[digits_end] <= '9')
+    ++digits_end;
+  std::string_view rest = tail.substr(digits_end);
+  if (digits_end == 0 || !(rest.empty() || rest.substr(0, 4) == " of ")) return true;
+  note->line = to_u32(tail.substr(0, digits_end));
+  if (!rest.empty()) note->file = std::string(rest.substr(4));
+  note->text = std::string(trimmed.substr(0, at));
   return true;
 }
 
 }  // namespace
 
 std::vector<NvrtcLogMessage> parse_nvrtc_log(std::string_view log) {
-  static const std::regex header(
-      R"(^(.+)\(([0-9]+)\): (catastrophic error|internal error|error|warning|note|remark)(?: #([0-9A-Za-z-]+))?: (.*)$)");
   std::vector<NvrtcLogMessage> out;
   std::vector<std::string_view> lines = split_lines(log);
   // The message (or its last note) that a following caret line gives a column to.
@@ -77,24 +126,22 @@ std::vector<NvrtcLogMessage> parse_nvrtc_log(std::string_view log) {
   bool detail_allowed = false;
   for (size_t i = 0; i < lines.size(); ++i) {
     std::string_view line = lines[i];
-    std::string text(line);
-    std::smatch m;
-    if (std::regex_match(text, m, header)) {
-      std::string kind = m[3].str();
-      if ((kind == "note" || kind == "remark") && !out.empty()) {
-        out.back().notes.push_back({m[1].str(), to_u32(m[2].str()), 0, m[5].str()});
+    Header h;
+    if (parse_header(line, &h)) {
+      if ((h.kind == "note" || h.kind == "remark") && !out.empty()) {
+        out.back().notes.push_back({h.file, h.line, 0, h.text});
         pending = Pending::Note;
         detail_allowed = false;
         continue;
       }
       NvrtcLogMessage msg;
-      msg.file = m[1].str();
-      msg.line = to_u32(m[2].str());
-      msg.severity = kind == "warning"                    ? Severity::Warning
-                     : kind == "note" || kind == "remark" ? Severity::Note
-                                                          : Severity::Error;
-      msg.number = m[4].str();
-      msg.text = m[5].str();
+      msg.file = std::move(h.file);
+      msg.line = h.line;
+      msg.severity = h.kind == "warning"                      ? Severity::Warning
+                     : h.kind == "note" || h.kind == "remark" ? Severity::Note
+                                                              : Severity::Error;
+      msg.number = std::move(h.number);
+      msg.text = std::move(h.text);
       out.push_back(std::move(msg));
       pending = Pending::Message;
       detail_allowed = true;
