@@ -115,8 +115,14 @@ std::string describe_node(const ir::Program& p, const ir::Node& n) {
     case ir::NodeKind::Copy: return "copy " + p.buffers[n.src].name + " -> " + p.buffers[n.dst].name;
     case ir::NodeKind::Fill:
       return "fill " + p.buffers[n.dst].name + " = " + ir::to_string(n.value, p);
-    case ir::NodeKind::ScalarUpdate:
-      return p.buffers[n.dst].name + " = " + ir::to_string(n.value, p);
+    case ir::NodeKind::ScalarUpdate: {
+      if (n.fused_updates.size() <= 1)
+        return p.buffers[n.dst].name + " = " + ir::to_string(n.value, p);
+      std::string s;
+      for (const auto& [dst, value] : n.fused_updates)
+        s += (s.empty() ? "" : "; ") + p.buffers[dst].name + " = " + ir::to_string(value, p);
+      return s;
+    }
     case ir::NodeKind::If: return "if " + ir::to_string(*n.cond, p);
     case ir::NodeKind::While:
       return n.cond ? "while " + ir::to_string(*n.cond, p) : std::string("while kernel");
@@ -125,6 +131,13 @@ std::string describe_node(const ir::Program& p, const ir::Node& n) {
       std::string s = "launch " + p.graphs[n.graph].name;
       if (n.family_member) s += "[" + ir::to_string(*n.family_member, p) + "]";
       return s + " " + ir::to_string(n.mode);
+    }
+    case ir::NodeKind::SetCondition: {
+      std::string s;
+      for (const auto& [dst, value] : n.fused_updates)
+        s += p.buffers[dst].name + " = " + ir::to_string(value, p) + "; ";
+      return s + "set condition " + std::to_string(n.handle) +
+             (n.cond ? " = " + ir::to_string(*n.cond, p) : std::string());
     }
     case ir::NodeKind::Collective: {
       std::string s = ir::to_string(n.collective);

@@ -53,6 +53,7 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
         case ir::ArgKind::Value: out << ir::to_string(a.value, p); break;
         case ir::ArgKind::Buffer: out << p.buffers[a.ref].name; break;
         case ir::ArgKind::Cond: out << "cond"; break;
+        case ir::ArgKind::CondHandle: out << "handle " + std::to_string(a.ref); break;
         case ir::ArgKind::Graph:
         case ir::ArgKind::GraphFamily:
           out << (a.self ? "self" : p.graphs[a.ref].name);
@@ -61,6 +62,11 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
     }
     out << YAML::EndSeq;
   }
+  if (n.handle >= 0) out << YAML::Key << "handle" << YAML::Value << n.handle;
+  if (n.memset_element_size)
+    out << YAML::Key << "memset" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+        << "value" << YAML::Value << n.memset_value << YAML::Key << "element_size" << YAML::Value
+        << static_cast<int>(n.memset_element_size) << YAML::EndMap;
   if (n.kind == ir::NodeKind::Switch) {
     out << YAML::Key << "cases" << YAML::Value << YAML::Flow << n.case_values;
     out << YAML::Key << "default" << YAML::Value << n.has_default;
@@ -125,6 +131,13 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
         << YAML::Value << k.entry << YAML::Key << "source" << YAML::Value
         << (k.inline_source ? std::string("inline") : k.source_path) << YAML::Key
         << "device_runtime" << YAML::Value << k.uses_device_runtime;
+    if (k.generated) out << YAML::Key << "generated" << YAML::Value << true;
+    if (!k.cubins.empty()) {
+      out << YAML::Key << "images" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [arch, cubin] : k.cubins) out << YAML::Key << arch << YAML::Value << cubin.size();
+      if (!k.ptx.empty()) out << YAML::Key << k.ptx_arch << YAML::Value << k.ptx.size();
+      out << YAML::EndMap;
+    }
     out << YAML::Key << "params" << YAML::Value << YAML::BeginSeq;
     for (const ir::KernelParam& q : k.params) {
       std::string type;
@@ -169,6 +182,19 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  if (!p.segments.empty()) {
+    out << YAML::Key << "segments" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int g : p.segments) out << p.graphs[g].name;
+    out << YAML::EndSeq;
+  }
+  if (!p.handles.empty()) {
+    out << YAML::Key << "handles" << YAML::Value << YAML::BeginSeq;
+    for (const ir::ConditionalHandle& h : p.handles)
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "graph" << YAML::Value
+          << p.graphs[h.graph].name << YAML::Key << "default" << YAML::Value << h.default_value
+          << YAML::EndMap;
+    out << YAML::EndSeq;
+  }
   out << YAML::Key << "bind_checks" << YAML::Value << YAML::BeginSeq;
   for (const ir::BindCheck& c : p.bind_checks) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "code" << YAML::Value << c.code

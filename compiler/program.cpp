@@ -64,6 +64,7 @@ const char* to_string(NodeKind k) {
     case NodeKind::Switch: return "switch";
     case NodeKind::LaunchGraph: return "launch";
     case NodeKind::Collective: return "collective";
+    case NodeKind::SetCondition: return "set_condition";
   }
   return "?";
 }

@@ -125,6 +125,14 @@ struct Kernel {
   uint32_t source_first_col = 1;
   bool uses_device_runtime = false;  // has cond or graph parameters
   SourceRange loc;
+
+  // Set by lowering: kernels orchc writes itself (conditions, scalar updates, fills that a
+  // memset cannot do, device launchers), and the compiled images of every kernel.
+  bool generated = false;
+  std::string lowered_name;
+  std::vector<std::pair<std::string, std::string>> cubins;  // (arch, ELF bytes)
+  std::string ptx;
+  std::string ptx_arch;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------
@@ -139,6 +147,9 @@ enum class NodeKind : uint8_t {
   Switch,        // bodies[i] for case_values[i]; the default body last if has_default
   LaunchGraph,   // `launch g mode`: a generated launcher kernel
   Collective,
+  // Introduced by lowering: evaluate a condition on the GPU and set handle `handle` (for
+  // Switch, mapped through case_values onto CUDA's dense body index).
+  SetCondition,
 };
 const char* to_string(NodeKind k);
 
@@ -148,7 +159,9 @@ struct BufferAccess {
   bool write = false;
 };
 
-enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily };
+// Cond: the handle of the enclosing `while kernel` until lowering resolves it to
+// CondHandle with `ref` set to the handle's index.
+enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily, CondHandle };
 
 struct KernelArg {
   ArgKind kind = ArgKind::Value;
@@ -182,6 +195,14 @@ struct Node {
   std::vector<Region> bodies;
   std::vector<int64_t> case_values;
   bool has_default = false;
+  int handle = -1;  // set by lowering: the conditional handle of If/While/Switch/SetCondition
+  NodeKind condition_of = NodeKind::If;  // SetCondition: the kind of conditional it feeds
+  // ScalarUpdate and SetCondition after fusion: device scalar updates run first, in order,
+  // by the same generated kernel. A ScalarUpdate's own update is the first entry.
+  std::vector<std::pair<int, Expr>> fused_updates;
+  // Fill lowered to a memset node: the pattern and its width (1, 2 or 4 bytes).
+  uint32_t memset_value = 0;
+  uint8_t memset_element_size = 0;
   // LaunchGraph
   int graph = -1;
   std::optional<Expr> family_member;
@@ -229,6 +250,13 @@ struct BindCheck {
   SourceRange loc;
 };
 
+// A CUDA conditional handle, created on the top-level graph that holds its node.
+struct ConditionalHandle {
+  int graph = -1;
+  uint32_t default_value = 0;
+  bool set_default = false;
+};
+
 struct Program {
   std::string name;
   uint32_t file = 0;
@@ -242,6 +270,11 @@ struct Program {
   int main_graph = -1;
   std::vector<BindCheck> bind_checks;
   bool uses_rank = false;
+
+  // Set by lowering.
+  std::vector<ConditionalHandle> handles;
+  std::vector<int> segments;  // host graphs launched in order; {main_graph} unless split
+  uint64_t collective_hash = 0;
 };
 
 }  // namespace orch::ir
