@@ -1,5 +1,8 @@
 #include "grammar/parse.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "OrchLexer.h"
 #include "OrchParser.h"
 #include "antlr4-runtime.h"
@@ -43,7 +46,8 @@ std::string describe_expected(size_t type, const antlr4::dfa::Vocabulary& vocab)
 // first error on a line is kept, since ANTLR's recovery often reports one mistake twice.
 class DiagnosticErrorListener : public antlr4::BaseErrorListener {
  public:
-  DiagnosticErrorListener(uint32_t file, DiagnosticEngine& diags) : file_(file), diags_(diags) {}
+  DiagnosticErrorListener(const SourceManager& sources, uint32_t file, DiagnosticEngine& diags)
+      : sources_(sources), file_(file), diags_(diags) {}
 
   void syntaxError(antlr4::Recognizer* recognizer, antlr4::Token* offending, size_t line,
                    size_t col, const std::string& antlr_message,
@@ -53,7 +57,8 @@ class DiagnosticErrorListener : public antlr4::BaseErrorListener {
     ++reported_;
     SourceRange r;
     r.file = file_;
-    r.begin = {static_cast<uint32_t>(line), static_cast<uint32_t>(col) + 1};
+    r.begin = {static_cast<uint32_t>(line),
+               sources_.byte_column(file_, static_cast<uint32_t>(line), col)};
     r.end = {r.begin.line, r.begin.col + 1};
     std::string message;
     auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
@@ -89,6 +94,7 @@ class DiagnosticErrorListener : public antlr4::BaseErrorListener {
 
  private:
   static constexpr int kMaxReported = 20;
+  const SourceManager& sources_;
   uint32_t file_;
   DiagnosticEngine& diags_;
   size_t last_line_ = 0;
@@ -98,7 +104,8 @@ class DiagnosticErrorListener : public antlr4::BaseErrorListener {
 // ANTLR's parser and our transformer recurse once per nesting level and per operator, so
 // pathological input (thousands of open parentheses) would exhaust the stack. Reject it
 // before parsing, with a diagnostic at the place it happens.
-bool check_nesting(antlr4::CommonTokenStream& tokens, uint32_t file, DiagnosticEngine& diags) {
+bool check_nesting(antlr4::CommonTokenStream& tokens, const SourceManager& sources, uint32_t file,
+                   DiagnosticEngine& diags) {
   constexpr int kMaxDepth = 200;
   constexpr int kMaxRun = 2000;  // tokens in one expression-like run between keywords/braces
   int depth = 0, run = 0;
@@ -114,7 +121,8 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, uint32_t file, DiagnosticE
       SourceRange r;
       r.file = file;
       r.begin = {static_cast<uint32_t>(t->getLine()),
-                 static_cast<uint32_t>(t->getCharPositionInLine()) + 1};
+                 sources.byte_column(file, static_cast<uint32_t>(t->getLine()),
+                                     t->getCharPositionInLine())};
       r.end = {r.begin.line, r.begin.col + 1};
       diags.error("E0003", r,
                   depth > kMaxDepth ? "nesting is deeper than " + std::to_string(kMaxDepth) +
@@ -127,18 +135,53 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, uint32_t file, DiagnosticE
   return true;
 }
 
+std::optional<size_t> first_invalid_utf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > text.size()) return i;
+    uint32_t cp = len == 1 ? c : c & (0xff >> (len + 1));
+    for (size_t k = 1; k < len; ++k) {
+      unsigned char d = static_cast<unsigned char>(text[i + k]);
+      if ((d & 0xc0) != 0x80) return i;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+      return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t file_id,
                                           DiagnosticEngine& diags) {
   const SourceFile& file = sources.file(file_id);
+  // ANTLR decodes UTF-8 and throws on invalid bytes: find them first and say where.
+  if (auto bad = first_invalid_utf8(file.text)) {
+    SourceRange r;
+    r.file = file_id;
+    r.begin.line = 1 + static_cast<uint32_t>(std::count(file.text.begin(), file.text.begin() + *bad, '\n'));
+    size_t line_start = file.text.rfind('\n', *bad == 0 ? 0 : *bad - 1);
+    line_start = (line_start == std::string::npos || *bad == 0) ? 0 : line_start + 1;
+    r.begin.col = static_cast<uint32_t>(*bad - line_start) + 1;
+    r.end = {r.begin.line, r.begin.col + 1};
+    diags.error("E0001", r, "the file is not valid UTF-8");
+    auto empty = std::make_unique<ast::Module>();
+    empty->file = file_id;
+    return empty;
+  }
   antlr4::ANTLRInputStream input(file.text);
   input.name = file.path;
   OrchLexer lexer(&input);
   lexer.removeErrorListeners();
   antlr4::CommonTokenStream tokens(&lexer);
   tokens.fill();
-  if (!check_nesting(tokens, file_id, diags)) {
+  if (!check_nesting(tokens, sources, file_id, diags)) {
     auto empty = std::make_unique<ast::Module>();
     empty->file = file_id;
     return empty;
@@ -157,7 +200,7 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t
   } catch (const antlr4::ParseCancellationException&) {
     tree = nullptr;
   }
-  DiagnosticErrorListener listener(file_id, diags);
+  DiagnosticErrorListener listener(sources, file_id, diags);
   if (!tree) {
     tokens.seek(0);
     parser.reset();
@@ -167,7 +210,7 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t
         antlr4::atn::PredictionMode::LL);
     tree = parser.file();
   }
-  grammar::Transformer transformer(file_id, diags);
+  grammar::Transformer transformer(sources, file_id, diags);
   auto module = transformer.module(tree);
   parser.removeErrorListeners();
   return module;

@@ -85,12 +85,13 @@ ast::Kernel Transformer::kernel(OrchParser::KernelDeclContext* ctx) {
       if (k.from_file || k.inline_source) k.duplicate_clauses.push_back(range(f));
       k.from_file = string_literal(f->STRING());
     } else if (auto* s = dynamic_cast<OrchParser::SourceClauseContext*>(clause)) {
+      if (!s->TRIPLE_STRING()) continue;  // lost to a syntax error, already reported
       if (k.from_file || k.inline_source) k.duplicate_clauses.push_back(range(s));
       antlr4::Token* tok = s->TRIPLE_STRING()->getSymbol();
       const std::string& raw = tok->getText();
       k.inline_source = ast::Ident{raw.size() >= 6 ? raw.substr(3, raw.size() - 6) : "", range(tok)};
       k.inline_first_line = static_cast<uint32_t>(tok->getLine());
-      k.inline_first_col = static_cast<uint32_t>(tok->getCharPositionInLine()) + 4;
+      k.inline_first_col = range(tok).begin.col + 3;
     }
   }
   return k;

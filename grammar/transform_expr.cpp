@@ -5,12 +5,12 @@
 
 namespace orch::grammar {
 
-namespace {
-
-// End position of a token, which may span lines (triple-quoted strings).
-SourcePos token_end(antlr4::Token* t) {
+// End position of a token, which may span lines (triple-quoted strings). getText() is UTF-8,
+// so counting its bytes gives byte columns.
+SourcePos Transformer::token_end(antlr4::Token* t) const {
   SourcePos p{static_cast<uint32_t>(t->getLine()),
-              static_cast<uint32_t>(t->getCharPositionInLine()) + 1};
+              sources_.byte_column(file_, static_cast<uint32_t>(t->getLine()),
+                                   t->getCharPositionInLine())};
   for (char c : t->getText()) {
     if (c == '\n') {
       ++p.line;
@@ -22,13 +22,12 @@ SourcePos token_end(antlr4::Token* t) {
   return p;
 }
 
-}  // namespace
-
 SourceRange Transformer::range(antlr4::Token* token) const {
   SourceRange r;
   r.file = file_;
   r.begin = {static_cast<uint32_t>(token->getLine()),
-             static_cast<uint32_t>(token->getCharPositionInLine()) + 1};
+             sources_.byte_column(file_, static_cast<uint32_t>(token->getLine()),
+                                  token->getCharPositionInLine())};
   r.end = token_end(token);
   return r;
 }
@@ -49,6 +48,7 @@ ast::Ident Transformer::ident(OrchParser::IdentContext* ctx) {
 }
 
 ast::Ident Transformer::string_literal(antlr4::tree::TerminalNode* node) {
+  if (!node) return {};  // lost to a syntax error, already reported
   const std::string& raw = node->getText();
   std::string value;
   for (size_t i = 1; i + 1 < raw.size(); ++i) {
@@ -96,7 +96,7 @@ ast::ExprPtr Transformer::expr(OrchParser::ExprContext* ctx) {
   }
   if (auto* c = dynamic_cast<OrchParser::IntExprContext*>(ctx)) {
     e->kind = ast::ExprKind::Int;
-    const std::string text = c->INT()->getText();
+    const std::string text = c->INT() ? c->INT()->getText() : "0";
     errno = 0;
     bool hex = text.size() > 2 && (text[1] == 'x' || text[1] == 'X');
     e->int_value = std::strtoull(hex ? text.c_str() + 2 : text.c_str(), nullptr, hex ? 16 : 10);
@@ -106,7 +106,7 @@ ast::ExprPtr Transformer::expr(OrchParser::ExprContext* ctx) {
   }
   if (auto* c = dynamic_cast<OrchParser::FloatExprContext*>(ctx)) {
     e->kind = ast::ExprKind::Float;
-    const std::string text = c->FLOAT()->getText();
+    const std::string text = c->FLOAT() ? c->FLOAT()->getText() : "0";
     errno = 0;
     e->float_value = std::strtod(text.c_str(), nullptr);
     if (errno == ERANGE && (e->float_value > 1 || e->float_value < -1))
@@ -120,7 +120,7 @@ ast::ExprPtr Transformer::expr(OrchParser::ExprContext* ctx) {
   }
   if (auto* c = dynamic_cast<OrchParser::NameExprContext*>(ctx)) {
     e->kind = ast::ExprKind::Name;
-    e->text = c->ident()->getText();
+    e->text = c->ident() ? c->ident()->getText() : "";
     return e;
   }
   return e;  // only reachable after a syntax error, which is already reported

@@ -62,7 +62,10 @@ std::optional<ast::Stmt> Transformer::stmt(OrchParser::StmtContext* ctx) {
     return ast::Stmt{loc, ast::Fill{ident(c->ident()), expr(c->expr())}};
   if (auto* c = dynamic_cast<OrchParser::AssignStmtContext*>(ctx))
     return ast::Stmt{loc, ast::Assign{ident(c->ident()), (c->op ? c->op->getText() : std::string("?")), expr(c->expr())}};
-  if (auto* c = dynamic_cast<OrchParser::IfStmtAltContext*>(ctx)) return if_stmt(c->ifStmt());
+  if (auto* c = dynamic_cast<OrchParser::IfStmtAltContext*>(ctx)) {
+    if (!c->ifStmt()) return std::nullopt;
+    return if_stmt(c->ifStmt());
+  }
   if (auto* c = dynamic_cast<OrchParser::WhileKernelStmtContext*>(ctx))
     return ast::Stmt{loc, ast::While{nullptr, block(c->block())}};
   if (auto* c = dynamic_cast<OrchParser::WhileStmtContext*>(ctx))

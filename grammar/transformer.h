@@ -10,7 +10,8 @@ namespace orch::grammar {
 
 class Transformer {
  public:
-  Transformer(uint32_t file, DiagnosticEngine& diags) : file_(file), diags_(diags) {}
+  Transformer(const SourceManager& sources, uint32_t file, DiagnosticEngine& diags)
+      : sources_(sources), file_(file), diags_(diags) {}
 
   std::unique_ptr<ast::Module> module(OrchParser::FileContext* ctx);
 
@@ -35,6 +36,8 @@ class Transformer {
   SourceRange range(antlr4::Token* token) const;
 
  private:
+  SourcePos token_end(antlr4::Token* t) const;
+  const SourceManager& sources_;
   uint32_t file_;
   DiagnosticEngine& diags_;
 };

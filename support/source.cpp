@@ -24,6 +24,18 @@ std::string_view SourceManager::line_text(uint32_t file, uint32_t line) const {
   return text;
 }
 
+uint32_t SourceManager::byte_column(uint32_t file, uint32_t line, size_t cp) const {
+  std::string_view text = line_text(file, line);
+  size_t byte = 0;
+  for (size_t seen = 0; seen < cp && byte < text.size(); ++seen) {
+    unsigned char c = static_cast<unsigned char>(text[byte]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+    byte += len;
+  }
+  if (byte < cp && byte >= text.size()) byte += cp - byte;  // past the end (EOF, newline)
+  return static_cast<uint32_t>(byte) + 1;
+}
+
 std::string SourceManager::describe(const SourceRange& range) const {
   if (!range.valid() || range.file >= files_.size()) return "<unknown>";
   return files_[range.file].path + ":" + std::to_string(range.begin.line) + ":" +

@@ -38,6 +38,9 @@ class SourceManager {
   const std::string& path(uint32_t id) const { return files_.at(id).path; }
   // The text of a 1-based line without its newline; empty if out of range.
   std::string_view line_text(uint32_t file, uint32_t line) const;
+  // ANTLR counts columns in code points; orch counts bytes (what editors and clang show for
+  // ASCII, and what carets need). Converts a 0-based code point column to a 1-based byte one.
+  uint32_t byte_column(uint32_t file, uint32_t line, size_t code_point_col) const;
   // "path:line:col" for messages; "<unknown>" for an invalid range.
   std::string describe(const SourceRange& range) const;
 
