@@ -50,9 +50,9 @@ std::unique_ptr<ir::Program> Checker::run() {
   declare("rank", SymbolKind::Builtin, -1, {});
   declare("world_size", SymbolKind::Builtin, -1, {});
   load_target();
+  check_comms();  // first: `world_size` may size buffers
   check_params();
   check_buffers();
-  check_comms();
   check_kernels();
   check_graph_headers();
   for (size_t g = 0; g < program_->graphs.size(); ++g) build_graph(static_cast<int>(g));
@@ -92,7 +92,10 @@ void Checker::load_target() {
   }
   if (name.empty()) name = "sm_90";  // the default arch when a pipeline names none
   auto dirs = target_search_dirs(options_.targets_dir);
-  if (auto profile = load_target_profile(name, dirs, where, diags_)) program_->profile = *profile;
+  if (auto profile = load_target_profile(name, dirs, where, diags_)) {
+    program_->profile = *profile;
+    profile_ok_ = true;
+  }
   // Every `target` line names an arch to build for; --target replaces them all.
   if (!options_.target_override.empty()) {
     program_->targets.push_back(program_->profile.name.empty() ? name : program_->profile.name);
@@ -150,8 +153,10 @@ void Checker::check_buffers() {
     auto type = ir::parse_scalar_type(b.elem_type.name);
     if (!type) diags_.error("E0106", b.elem_type.loc, "unknown type `" + b.elem_type.name + "`");
     out.elem = type.value_or(ir::ScalarType::U8);
+    bool broken = !type;
     if (b.size) {
       out.count = expr(*b.size, ExprContext::Size, nullptr);
+      if (!out.count) broken = true;
       if (out.count && ir::is_float(out.count->type) && !out.count->is_literal) {
         diags_.error("E0115", b.size->loc, "size of buffer `" + b.name.name +
                                                "` must be an integer, not a floating-point value");
@@ -167,6 +172,7 @@ void Checker::check_buffers() {
       }
       if (!out.count) out.count = ir::Expr{ir::ExprKind::Const, ir::ScalarType::U64, true, {false, 1, 0}, -1, "", {}, b.size->loc};
     }
+    buffer_broken_.push_back(broken);
     declare(b.name.name, SymbolKind::Buffer, static_cast<int>(program_->buffers.size()),
             b.name.loc);
     program_->buffers.push_back(std::move(out));
@@ -225,7 +231,9 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
   }
 
   std::map<std::string, SourceRange> seen;
+  std::vector<bool>& broken = kernel_param_broken_.emplace_back();
   for (const ast::KernelParam& p : k.params) {
+    broken.push_back(false);
     ir::KernelParam param;
     param.name = p.name.name;
     param.loc = p.loc;
@@ -253,11 +261,14 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
             diags_.error("E0115", p.family_size->loc, "a graph family has at least one member");
           param.family_size = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
         }
+        if (param.family_size == 0) broken.back() = true;
         break;
       case ast::KernelParamKind::Data: {
         auto type = ir::parse_scalar_type(p.elem_type.name);
-        if (!type)
+        if (!type) {
           diags_.error("E0106", p.elem_type.loc, "unknown type `" + p.elem_type.name + "`");
+          broken.back() = true;
+        }
         param.elem = type.value_or(ir::ScalarType::U8);
         if (p.is_array) {
           param.kind = ir::KernelParamKind::Array;
@@ -307,7 +318,9 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     auto limit = constant_uint(*b.limit, "a launch budget");
     if (!limit) continue;
     budget.limit = *limit;
-    if (budget.mode == ir::LaunchMode::Tail && budget.limit > prof.max_tail_launches) {
+    if (!profile_ok_) {
+      // Limits come from the profile, which did not load (reported).
+    } else if (budget.mode == ir::LaunchMode::Tail && budget.limit > prof.max_tail_launches) {
       diags_.error("E0602", b.loc,
                    "kernel `" + k.name.name + "` may leave " + std::to_string(budget.limit) +
                        " tail launches pending, but one graph execution allows at most " +

@@ -171,7 +171,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
         case SymbolKind::Buffer: {
           const ir::Buffer& b = program_->buffers[sym->index];
           if (!b.is_scalar()) {
-            diags_.error(ctx == ExprContext::Device ? "E0406" : "E0109", e.loc,
+            diags_.error(in_condition_ ? "E0406" : "E0109", e.loc,
                          "`" + name + "` is an array buffer; expressions read params and device "
                                       "scalars (buffers without a size)");
             return std::nullopt;
@@ -180,7 +180,8 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
             if (ctx == ExprContext::Host)
               diags_.error("E0108", e.loc,
                            "`" + name + "` is a device scalar, read on the GPU, but this value is "
-                                        "computed on the host; pass it to an `in` parameter");
+                                        "computed on the host" +
+                               (in_value_arg_ ? "; pass it to an `in` parameter" : ""));
             else
               diags_.error("E0115", e.loc, "`" + name + "` is a device scalar; this must be known "
                                                         "on the host");

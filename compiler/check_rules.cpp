@@ -138,7 +138,8 @@ void Checker::check_budgets() {
   ir::Program& p = *program_;
   for (size_t gi = 0; gi < p.graphs.size(); ++gi) {
     ir::Graph& g = p.graphs[gi];
-    bool reported_ff = false, reported_tail = false, reported_self = false;
+    bool reported_ff = !profile_ok_, reported_tail = !profile_ok_, reported_self = !profile_ok_;
+    (void)reported_ff;
     std::vector<SourceRange> ff_sites, tail_sites;
     // Launches inside conditional bodies are errors of their own (E0402/E0604): count the
     // graph's top level only.
@@ -223,7 +224,8 @@ void Checker::check_launch_ordering() {
                     ", so nothing orders its work before this statement");
             diags_.add_note(d, launcher.loc,
                             "`" + name + "` is launched " + std::string(ir::to_string(l.mode)) +
-                                " here; a tail launch would run after this graph instead");
+                                " here; work that needs its results belongs in a graph it "
+                                "tail-launches, which runs after it");
           }
           break;  // one report per launch: the first statement that races
         }

@@ -39,6 +39,13 @@ bool has_family_index(const ir::Expr& e) {
   return false;
 }
 
+bool reads_rank(const ir::Expr& e) {
+  if (e.kind == ir::ExprKind::Rank) return true;
+  for (const ir::Expr& o : e.operands)
+    if (reads_rank(o)) return true;
+  return false;
+}
+
 const char* dim_name(int i) { return i == 0 ? "x" : i == 1 ? "y" : "z"; }
 
 const std::string& kernel_name(const ir::Program& p, const ir::Node& n) {
@@ -97,6 +104,7 @@ int Checker::buffer_ref(const ast::Ident& name, const char* role) {
     if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + name.name + "` is declared here");
     return -1;
   }
+  if (buffer_broken_[sym->index]) return -1;  // its declaration was reported
   return sym->index;
 }
 
@@ -121,8 +129,9 @@ void Checker::device_launch_placement(const SourceRange& where, const std::strin
 // ---- kernel launches ---------------------------------------------------------------------
 
 bool Checker::launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3],
-                           BodyContext& ctx) {
+                           SourceRange* loc, BodyContext& ctx) {
   if (!e) return false;
+  *loc = e->loc;
   std::vector<const ast::Expr*> dims;
   if (e->kind == ast::ExprKind::Call && e->text == "dim3") {
     if (e->operands.empty() || e->operands.size() > 3) {
@@ -157,6 +166,7 @@ bool Checker::launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3]
 
 void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
                                  const BodyContext& ctx) {
+  if (!profile_ok_) return;  // no limits to check against; the profile error says why
   const TargetProfile& prof = program_->profile;
   const std::string& kname = kernel_name(*program_, node);
   // Family members may shape their launches by their index: check every member.
@@ -188,7 +198,7 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
                       "block of `" + kname + "` has {} threads; " + prof.name +
                           " allows at most " + std::to_string(prof.max_threads_per_block) +
                           " per block",
-                      threads, prof.max_threads_per_block, 1, node.block[0].loc});
+                      threads, prof.max_threads_per_block, 0, node.block_loc});
   for (int i = 0; i < 3; ++i)
     limits.push_back({"E0203",
                       "grid of `" + kname + "` has {} blocks in " + dim_name(i) + "; " +
@@ -248,6 +258,14 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
     return "parameter `" + p.name + "` of `" + k.name + "`";
   };
   auto note_param = [&](Diagnostic& d) { diags_.add_note(d, p.loc, "`" + p.name + "` is declared here"); };
+  size_t kernel_index = static_cast<size_t>(&k - program_->kernels.data());
+  size_t param_index = static_cast<size_t>(&p - k.params.data());
+  if (kernel_index < kernel_param_broken_.size() &&
+      param_index < kernel_param_broken_[kernel_index].size() &&
+      kernel_param_broken_[kernel_index][param_index]) {
+    if (p.kind == ir::KernelParamKind::Cond && ctx.cond_used) *ctx.cond_used = true;
+    return std::nullopt;  // the parameter's declaration was reported
+  }
 
   switch (p.kind) {
     case ir::KernelParamKind::Value: {
@@ -266,7 +284,9 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
         note_param(d);
         return std::nullopt;
       }
+      in_value_arg_ = true;
       auto x = expr(arg, ExprContext::Host, &ctx);
+      in_value_arg_ = false;
       if (!x) return std::nullopt;
       if (ir::is_float(x->type) && !ir::is_float(p.elem)) {
         Diagnostic& d = diags_.error("E0104", arg.loc,
@@ -303,6 +323,7 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
         diags_.error("E0101", arg.loc, "buffer `" + arg.text + "` is not declared");
         return std::nullopt;
       }
+      if (sym->kind == SymbolKind::Buffer && buffer_broken_[sym->index]) return std::nullopt;
       if (sym->kind != SymbolKind::Buffer) {
         std::string what = sym->kind == SymbolKind::Param ? "a param, passed by value" : "not a buffer";
         Diagnostic& d = diags_.error("E0105", arg.loc,
@@ -338,6 +359,8 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       return out;
     }
     case ir::KernelParamKind::Cond: {
+      // The kernel takes the condition, so the loop is not missing one whatever the argument.
+      if (ctx.cond_used) *ctx.cond_used = true;
       if (!is_name || arg.text != "cond") {
         Diagnostic& d = diags_.error("E0104", arg.loc,
                                      param_desc() + " is a `cond`; pass `cond`, the condition of "
@@ -429,8 +452,8 @@ void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, Body
   const ir::Kernel& k = program_->kernels[sym->index];
   ir::Node node = make_node(ir::NodeKind::Kernel, s, ctx);
   node.kernel = sym->index;
-  bool shape_ok = launch_shape(n.grid.get(), "grid", node.grid, ctx);
-  shape_ok &= launch_shape(n.block.get(), "block", node.block, ctx);
+  bool shape_ok = launch_shape(n.grid.get(), "grid", node.grid, &node.grid_loc, ctx);
+  shape_ok &= launch_shape(n.block.get(), "block", node.block, &node.block_loc, ctx);
   node.shared_bytes = constant(0, s.loc);
   if (n.shared_bytes) {
     if (auto x = expr(*n.shared_bytes, ExprContext::Host, &ctx)) {
@@ -533,6 +556,21 @@ void Checker::fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir:
                      ") with a floating-point value");
     return;
   }
+  // A value from params fits with the defaults; the bound values must fit too.
+  if (ir::depends_on_host_values(*value) && !ir::is_float(b.elem) && ir::size_of(b.elem) < 8) {
+    uint32_t bits = ir::size_of(b.elem) * 8;
+    int64_t lo = b.elem == ir::ScalarType::Bool ? 0
+                 : ir::is_signed(b.elem)        ? -(int64_t(1) << (bits - 1))
+                                                : 0;
+    int64_t hi = b.elem == ir::ScalarType::Bool ? 1
+                 : ir::is_signed(b.elem)        ? (int64_t(1) << (bits - 1)) - 1
+                                                : (int64_t(1) << bits) - 1;
+    program_->bind_checks.push_back(
+        {"E0303",
+         "fill value of `" + b.name + "` fits " + ir::to_string(b.elem),
+         binary("&&", binary(">=", *value, constant(lo)), binary("<=", *value, constant(hi))),
+         n.value->loc});
+  }
   ir::Node node = make_node(ir::NodeKind::Fill, s, ctx);
   node.dst = dst;
   node.value = std::move(*value);
@@ -591,7 +629,10 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
 // ---- control flow ------------------------------------------------------------------------
 
 std::optional<ir::Expr> Checker::condition(const ast::Expr& e, BodyContext& ctx) {
-  return expr(e, ExprContext::Device, &ctx);
+  in_condition_ = true;
+  auto out = expr(e, ExprContext::Device, &ctx);
+  in_condition_ = false;
+  return out;
 }
 
 namespace {
@@ -693,6 +734,15 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
   inner.conditional_loc = s.loc;
   std::map<int64_t, SourceRange> seen;
   for (const ast::SwitchCase& c : n.cases) {
+    const Symbol* named = c.value->kind == ast::ExprKind::Name ? lookup(c.value->text) : nullptr;
+    if (named && named->kind != SymbolKind::Builtin) {
+      diags_.error("E0403", c.value->loc,
+                   "a case value must be an integer constant, but `" + c.value->text + "` is not one");
+      node.case_values.push_back(0);
+      node.bodies.emplace_back();
+      block(c.body, inner, node.bodies.back());
+      continue;
+    }
     auto x = expr(*c.value, ExprContext::Constant, &ctx);
     auto v = x ? evaluate(*x) : std::nullopt;
     if (x && (!v || v->is_float)) {
@@ -713,7 +763,7 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
     node.bodies.emplace_back();
     block(*n.default_body, inner, node.bodies.back());
   }
-  if (node.bodies.size() > prof.max_switch_cases)
+  if (profile_ok_ && node.bodies.size() > prof.max_switch_cases)
     diags_.error("E0404", s.loc,
                  "switch has " + std::to_string(node.bodies.size()) + " bodies; " + prof.name +
                      " profile allows at most " + std::to_string(prof.max_switch_cases));
@@ -742,6 +792,12 @@ void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir:
   }
   auto cycle = std::find(ctx.inlining.begin(), ctx.inlining.end(), sym->index);
   if (cycle != ctx.inlining.end()) {
+    // The same cycle is met again from every graph on it and every graph calling into it.
+    std::vector<int> members(cycle, ctx.inlining.end());
+    std::sort(members.begin(), members.end());
+    if (std::find(reported_cycles_.begin(), reported_cycles_.end(), members) != reported_cycles_.end())
+      return;
+    reported_cycles_.push_back(members);
     std::string path;
     for (auto it = cycle; it != ctx.inlining.end(); ++it) path += program_->graphs[*it].name + " -> ";
     path += callee.name;
@@ -872,7 +928,22 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
   }
   if (n.root) {
     node.root = expr(*n.root, ExprContext::Host, &ctx);
-    if (!node.root) ok = false;
+    if (!node.root) {
+      ok = false;
+    } else if (reads_rank(*node.root)) {
+      diags_.error("E0109", n.root->loc,
+                   "the root of `broadcast` must be the same on every rank; it cannot depend on "
+                   "`rank`");
+      ok = false;
+    } else {
+      ir::Expr world;
+      world.kind = ir::ExprKind::WorldSize;
+      world.type = ir::ScalarType::U32;
+      program_->bind_checks.push_back({"E0702", "`broadcast` root is a rank of the communicator",
+                                       binary("&&", binary(">=", *node.root, constant(0)),
+                                              binary("<", *node.root, world)),
+                                       n.root->loc});
+    }
   }
   // Sizes: in-place and same-size collectives are checked now when possible; the ones that
   // involve world_size wait for the communicator at bind time.

@@ -73,7 +73,8 @@ class Checker {
   void stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out);
   void kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, BodyContext& ctx,
                      ir::Region& out);
-  bool launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3], BodyContext& ctx);
+  bool launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3], SourceRange* loc,
+                    BodyContext& ctx);
   void check_shape_limits(const ast::Stmt& s, const ir::Node& node, const BodyContext& ctx);
   std::optional<ir::KernelArg> kernel_arg(const ast::Expr& arg, const ir::Kernel& k,
                                           const ir::KernelParam& p, BodyContext& ctx);
@@ -110,8 +111,15 @@ class Checker {
   std::vector<const ast::Graph*> graph_asts_;
   // Buffers each graph reads and writes in one execution, including graphs it launches.
   std::vector<std::vector<ir::BufferAccess>> footprints_;
-  // Params whose defaults failed to evaluate (already reported): checks skip them quietly.
+  // Declarations that already failed (reported once): later uses skip them quietly, so one
+  // mistake gives one error.
   std::vector<bool> param_broken_;
+  std::vector<bool> buffer_broken_;
+  std::vector<std::vector<bool>> kernel_param_broken_;
+  bool profile_ok_ = false;     // limits are checked only against a profile that loaded
+  bool in_condition_ = false;
+  bool in_value_arg_ = false;   // E0108 can suggest an `in` parameter only for kernel arguments   // an array in an expression is E0406 in conditions, else E0109
+  std::vector<std::vector<int>> reported_cycles_;
 };
 
 // Whether a constant fits a scalar type (a fill value, a default); `why` says what is wrong.

@@ -185,6 +185,7 @@ struct Node {
   // Kernel
   int kernel = -1;
   Expr grid[3], block[3];
+  SourceRange grid_loc, block_loc;  // the whole shape, `dim3(...)` included
   Expr shared_bytes;
   std::vector<KernelArg> args;
   // Copy (src, dst), Fill (dst, value), ScalarUpdate (dst, value; op "=" after desugaring)

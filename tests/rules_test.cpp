@@ -599,7 +599,7 @@ graph main {
   scale<<<blocks, 256>>>(n, 2.0, x)
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:11:11: error[E0108]: `blocks` is a device scalar, read on the GPU, but this value is computed on the host; pass it to an `in` parameter
+  CHECK(diagnostics_of(program) == R"txt(t.orch:11:11: error[E0108]: `blocks` is a device scalar, read on the GPU, but this value is computed on the host
   scale<<<blocks, 256>>>(n, 2.0, x)
           ^~~~~~
 1 error generated.
@@ -1791,7 +1791,7 @@ graph main {
   CHECK(diagnostics_of(program) == R"txt(t.orch:9:3: error[E0606]: this statement reads `y`, which `child` writes; `child` is launched fire_and_forget, so nothing orders its work before this statement
   copy y -> y_host
   ^~~~~~~~~~~~~~~~
-t.orch:8:3: note: `child` is launched fire_and_forget here; a tail launch would run after this graph instead
+t.orch:8:3: note: `child` is launched fire_and_forget here; work that needs its results belongs in a graph it tail-launches, which runs after it
   spawn<<<1, 32>>>(child)
   ^~~~~~~~~~~~~~~~~~~~~~~
 1 error generated.
@@ -2115,9 +2115,8 @@ graph main {
 )txt");
 }
 
-TEST_CASE("an unknown buffer element type is reported once, not at every use"
-          * doctest::may_fail()) {
-  // Problem: the buffer's type falls back to u8, so each use reports a type mismatch (E0104,
+TEST_CASE("an unknown buffer element type is reported once, not at every use") {
+  // Was: the buffer's type falls back to u8, so each use reports a type mismatch (E0104,
   // E0301, E0303) that the user did not make.
   const std::string program = R"orch(pipeline p
 buffer x: float[1024]
@@ -2136,9 +2135,8 @@ buffer x: float[1024]
 )txt");
 }
 
-TEST_CASE("an unknown kernel parameter type is reported once, not at every launch"
-          * doctest::may_fail()) {
-  // Problem: the parameter's type falls back to u8, so every launch gets an E0104.
+TEST_CASE("an unknown kernel parameter type is reported once, not at every launch") {
+  // Was: the parameter's type falls back to u8, so every launch gets an E0104.
   const std::string program = R"orch(pipeline p
 buffer x: f32[1024]
 kernel work(x: inout float[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
@@ -2153,9 +2151,8 @@ kernel work(x: inout float[]) source """extern "C" __global__ void work(float* x
 )txt");
 }
 
-TEST_CASE("a buffer whose size names an undeclared param does not cause size errors"
-          * doctest::may_fail()) {
-  // Problem: the size falls back to 1 element, so a copy into the buffer reports E0302.
+TEST_CASE("a buffer whose size names an undeclared param does not cause size errors") {
+  // Was: the size falls back to 1 element, so a copy into the buffer reports E0302.
   const std::string program = R"orch(pipeline p
 buffer x: f32[1024]
 buffer y: f32[nn]
@@ -2170,9 +2167,8 @@ buffer y: f32[nn]
 )txt");
 }
 
-TEST_CASE("a graph family parameter of size 0 does not cause E0504 at its launches"
-          * doctest::may_fail()) {
-  // Problem: after E0115 the parameter counts as a family of 0 graphs, so every argument is
+TEST_CASE("a graph family parameter of size 0 does not cause E0504 at its launches") {
+  // Was: after E0115 the parameter counts as a family of 0 graphs, so every argument is
   // reported as the wrong family size.
   const std::string program = R"orch(pipeline p
 buffer x: f32[1024]
@@ -2188,9 +2184,8 @@ kernel route(experts: graph[0]) launches experts fire_and_forget <= 4 source """
 )txt");
 }
 
-TEST_CASE("an unknown target is reported once, not with limits of an unnamed profile"
-          * doctest::may_fail()) {
-  // Problem: after E0111 the checks run against a default profile with an empty name:
+TEST_CASE("an unknown target is reported once, not with limits of an unnamed profile") {
+  // Was: after E0111 the checks run against a default profile with an empty name:
   // "block of `work` has 2048 threads;  allows at most 1024 per block".
   const std::string program = R"orch(pipeline p
 target sm_42
@@ -2205,8 +2200,8 @@ target sm_42
 )txt");
 }
 
-TEST_CASE("a cycle of calls is reported once" * doctest::may_fail()) {
-  // Problem: the cycle is found again while building each graph on it and each graph that
+TEST_CASE("a cycle of calls is reported once") {
+  // Was: the cycle is found again while building each graph on it and each graph that
   // calls into it: three E0801 for one cycle.
   const std::string program = R"orch(pipeline p
 buffer x: f32[16]
@@ -2221,9 +2216,8 @@ graph main { call ping }
   CHECK(diagnostics_of(fix(program, {{"  call ping\n", ""}})) == "");
 }
 
-TEST_CASE("a wrong argument for a `cond` parameter does not also report E0405"
-          * doctest::may_fail()) {
-  // Problem: the kernel in the `while kernel` body does take a `cond`; only its argument is
+TEST_CASE("a wrong argument for a `cond` parameter does not also report E0405") {
+  // Was: the kernel in the `while kernel` body does take a `cond`; only its argument is
   // wrong, yet the loop is also reported as setting no condition.
   const std::string program = R"orch(pipeline p
 buffer c: i32
@@ -2248,12 +2242,12 @@ kernel step(c: inout i32, k: cond) source """extern "C" __global__ void step(int
 
 }  // TEST_SUITE("rules: recovery")
 
-// ---- rules the checker gets wrong today --------------------------------------------------------
+// ---- problems found in review, fixed: kept as regression tests ---------------------------------
 
-TEST_SUITE("rules: known problems") {
+TEST_SUITE("rules: regressions") {
 
-TEST_CASE("world_size may size a buffer in a pipeline with a comm" * doctest::may_fail()) {
-  // Problem: buffers are checked before comms are declared, so `world_size` in a size is
+TEST_CASE("world_size may size a buffer in a pipeline with a comm") {
+  // Was: buffers are checked before comms are declared, so `world_size` in a size is
   // E0114 "declares no `comm`" although the pipeline has one. An allgather destination
   // cannot be sized for the communicator.
   const std::string program = R"orch(pipeline p
@@ -2268,8 +2262,8 @@ graph main {
   CHECK(diagnostics_of(program) == "");
 }
 
-TEST_CASE("rank in a buffer size is E0115, not E0114, when there is a comm" * doctest::may_fail()) {
-  // Problem: as above, E0114 claims there is no comm; the real problem is that buffers are
+TEST_CASE("rank in a buffer size is E0115, not E0114, when there is a comm") {
+  // Was: as above, E0114 claims there is no comm; the real problem is that buffers are
   // sized once for every rank.
   const std::string program = R"orch(pipeline p
 comm world
@@ -2283,7 +2277,7 @@ buffer x: f32[rank + 1]
 )txt");
 }
 
-TEST_CASE("rank in a param default is E0115, not E0114, when there is a comm" * doctest::may_fail()) {
+TEST_CASE("rank in a param default is E0115, not E0114, when there is a comm") {
   const std::string program = R"orch(pipeline p
 comm world
 param first: u32 = rank
@@ -2296,8 +2290,8 @@ param first: u32 = rank
 )txt");
 }
 
-TEST_CASE("an array buffer in a scalar update is E0109, as in a fill, not E0406" * doctest::may_fail()) {
-  // Problem: the value of `total = counts` is reported as "condition is not a scalar" (E0406),
+TEST_CASE("an array buffer in a scalar update is E0109, as in a fill, not E0406") {
+  // Was: the value of `total = counts` is reported as "condition is not a scalar" (E0406),
   // but it is not a condition.
   const std::string program = R"orch(pipeline p
 buffer total: u32
@@ -2313,8 +2307,8 @@ graph main {
 )txt");
 }
 
-TEST_CASE("a block given as dim3 is underlined whole in E0201" * doctest::may_fail()) {
-  // Problem: the caret marks only the first dimension (`32`), as if x alone were too large.
+TEST_CASE("a block given as dim3 is underlined whole in E0201") {
+  // Was: the caret marks only the first dimension (`32`), as if x alone were too large.
   const std::string program = R"orch(pipeline p
 buffer x: f32[1024]
 kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
@@ -2327,8 +2321,8 @@ graph main { work<<<1, dim3(32, 32, 2)>>>(x) }
 )txt");
 }
 
-TEST_CASE("a case value that is a param is an invalid case (E0403)" * doctest::may_fail()) {
-  // Problem: reported as E0115, whose summary is about sizes, defaults and families; E0403
+TEST_CASE("a case value that is a param is an invalid case (E0403)") {
+  // Was: reported as E0115, whose summary is about sizes, defaults and families; E0403
   // is the code for an invalid switch case.
   const std::string program = R"orch(pipeline p
 param fast: u32 = 1
@@ -2343,9 +2337,8 @@ graph main {
   CHECK(check(program)->codes() == "E0403");
 }
 
-TEST_CASE("E0108 gives no kernel-parameter hint where there is no kernel parameter"
-          * doctest::may_fail()) {
-  // Problem: a device scalar in a launch shape or a fill value gets the hint "pass it to an
+TEST_CASE("E0108 gives no kernel-parameter hint where there is no kernel parameter") {
+  // Was: a device scalar in a launch shape or a fill value gets the hint "pass it to an
   // `in` parameter", which only applies to kernel arguments.
   const std::string program = R"orch(pipeline p
 buffer blocks: u32
@@ -2362,8 +2355,8 @@ graph main {
   CHECK(text.find("`in` parameter") == std::string::npos);
 }
 
-TEST_CASE("the E0606 note does not suggest the change that E0607 rejects" * doctest::may_fail()) {
-  // Problem: the note says "a tail launch would run after this graph instead", but making the
+TEST_CASE("the E0606 note does not suggest the change that E0607 rejects") {
+  // Was: the note says "a tail launch would run after this graph instead", but making the
   // launch a tail launch only turns E0606 into E0607 for the same statement: the reader has to
   // move into a graph that runs after the work (see the E0606 case above).
   const std::string program = R"orch(pipeline p
@@ -2385,8 +2378,8 @@ graph main {
         std::string::npos);
 }
 
-TEST_CASE("a param-dependent fill value is checked again at bind time" * doctest::may_fail()) {
-  // Problem: `fill mask = level` is checked with level's default (16 fits u8) but records no
+TEST_CASE("a param-dependent fill value is checked again at bind time") {
+  // Was: `fill mask = level` is checked with level's default (16 fits u8) but records no
   // bind check, so binding level = 300 truncates the fill silently. Launch shapes, copy sizes
   // and collective sizes all record one.
   const std::string program = R"orch(pipeline p
@@ -2404,7 +2397,7 @@ graph main {
   CHECK(codes == "E0303");
 }
 
-}  // TEST_SUITE("rules: known problems")
+}  // TEST_SUITE("rules: regressions")
 
 // ---- param-dependent checks ------------------------------------------------------------------
 
@@ -2444,7 +2437,7 @@ graph main {
   // different params, the allgather against world_size. `copy x -> z` has equal sizes by
   // construction and needs no check.
   CHECK(checks ==
-        "E0201 16:33 threads * 1 * 1 >= 1 && threads * 1 * 1 <= 1024\n"
+        "E0201 16:33 threads * 1 * 1 >= 0 && threads * 1 * 1 <= 1024\n"
         "E0202 16:33 threads >= 1 && threads <= 1024\n"
         "E0203 16:11 ceil_div(n, threads) >= 1 && ceil_div(n, threads) <= 2147483647\n"
         "E0302 17:3 n <= m\n"
