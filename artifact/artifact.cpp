@@ -1,0 +1,244 @@
+// The envelope (wrap and open) and the atomic file write. The semantic checks live in
+// validate.cpp, the summary in describe.cpp.
+#include "artifact/artifact.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+// Header-only xxHash: the implementation is compiled into this file with static linkage and
+// prefixed names, so orch_artifact links no library (and cannot clash with a linked libxxhash).
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace orch::artifact {
+
+namespace {
+
+void put_u32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+uint32_t get_u32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+uint64_t get_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// Verifier limits. Nesting: Pipeline > Graph > Node > (body Graph > Node)* > KernelArg > Expr,
+// so kMaxGraphDepth bodies need about 2 * kMaxGraphDepth + 4 levels; the slack lets a pipeline a
+// little too deep reach validate(), whose message says what is wrong.
+constexpr flatbuffers::uoffset_t kVerifierMaxDepth = 2 * kMaxGraphDepth + 32;
+
+// Every table the verifier visits costs the file at least 8 bytes (its vtable offset and the
+// offset that points at it) unless sub-tables are shared, and sharing is how a small file makes
+// the verifier walk an exponential tree. Allow 4x the honest maximum.
+flatbuffers::uoffset_t verifier_max_tables(size_t payload_size) {
+  const uint64_t limit = payload_size / 2 + 1024;
+  return limit > 0x7FFFFFFFu ? 0x7FFFFFFFu : static_cast<flatbuffers::uoffset_t>(limit);
+}
+
+}  // namespace
+
+uint64_t xxh64(const void* data, size_t size) { return XXH64(data, size, 0); }
+
+std::string wrap_payload(const uint8_t* data, size_t size) {
+  std::string out;
+  out.reserve(kHeaderSize + size);
+  out.append(kMagic, sizeof(kMagic));
+  put_u32(out, kFormatVersion);
+  put_u32(out, 0);  // header flags
+  put_u64(out, size);
+  put_u64(out, xxh64(data, size));
+  if (size > 0) out.append(reinterpret_cast<const char*>(data), size);
+  return out;
+}
+
+OpenResult open_pipeline(const uint8_t* data, size_t size) {
+  OpenResult result;
+  auto fail = [&](std::string message) {
+    result.pipeline = nullptr;
+    result.error = std::move(message);
+    return result;
+  };
+  try {
+    if (data == nullptr || size < kHeaderSize) {
+      return fail("file too small to be an orch pipeline (" + std::to_string(size) +
+                  " bytes; the header alone is " + std::to_string(kHeaderSize) + ")");
+    }
+    if (std::memcmp(data, kMagic, sizeof(kMagic)) != 0) {
+      return fail("not an orch pipeline (bad magic)");
+    }
+    const uint32_t version = get_u32(data + 8);
+    if (version != kFormatVersion) {
+      return fail("pipeline.bin format version " + std::to_string(version) +
+                  ", this runtime reads version " + std::to_string(kFormatVersion) +
+                  "; recompile the pipeline with this orchc");
+    }
+    const uint32_t flags = get_u32(data + 12);
+    if (flags != 0) {
+      char hex[16];
+      std::snprintf(hex, sizeof(hex), "0x%08x", flags);
+      return fail(std::string("unsupported header flags ") + hex +
+                  " (format version 1 defines none)");
+    }
+    const uint64_t payload_size = get_u64(data + 16);
+    const uint64_t actual = size - kHeaderSize;
+    if (payload_size != actual) {
+      return fail("payload size mismatch: the header says " + std::to_string(payload_size) +
+                  " bytes, the file holds " + std::to_string(actual) +
+                  " after the header (truncated or padded file)");
+    }
+    const uint8_t* payload = data + kHeaderSize;
+    if (xxh64(payload, actual) != get_u64(data + 24)) {
+      return fail("checksum mismatch: the file is corrupted");
+    }
+    if (actual >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+      return fail("payload of " + std::to_string(actual) +
+                  " bytes exceeds the FlatBuffers limit of 2 GiB");
+    }
+    // FlatBuffers reads scalars in place; the verifier checks alignment relative to the payload,
+    // so the payload itself must sit on an 8-byte boundary in memory.
+    if (reinterpret_cast<uintptr_t>(payload) % kPayloadAlignment != 0) {
+      return fail(
+          "pipeline bytes must be 8-byte aligned in memory (load the file into aligned "
+          "storage)");
+    }
+    if (actual < 8 || !fb::PipelineBufferHasIdentifier(payload)) {
+      return fail("the payload is not an orch pipeline FlatBuffer (file identifier is not \"" +
+                  std::string(fb::PipelineIdentifier()) + "\")");
+    }
+    flatbuffers::Verifier::Options options;
+    options.max_depth = kVerifierMaxDepth;
+    options.max_tables = verifier_max_tables(actual);
+    options.check_alignment = true;
+    flatbuffers::Verifier verifier(payload, actual, options);
+    if (!fb::VerifyPipelineBuffer(verifier)) {
+      return fail(
+          "the payload is not a well-formed orch.fb.Pipeline (the FlatBuffers verifier "
+          "rejected it: out-of-bounds offset, missing required field, or nested or "
+          "shared too deeply)");
+    }
+    const fb::Pipeline* pipeline = fb::GetPipeline(payload);
+    std::string error = validate(*pipeline, actual);
+    if (!error.empty()) return fail(std::move(error));
+    result.pipeline = pipeline;
+    return result;
+  } catch (const std::exception& e) {  // std::bad_alloc from building a message, at worst
+    return fail(std::string("cannot open the pipeline: ") + e.what());
+  }
+}
+
+size_t scalar_size(fb::ScalarType type) {
+  switch (type) {
+    case fb::ScalarType::U8:
+    case fb::ScalarType::I8:
+    case fb::ScalarType::Bool:
+      return 1;
+    case fb::ScalarType::U16:
+    case fb::ScalarType::I16:
+    case fb::ScalarType::F16:
+    case fb::ScalarType::BF16:
+      return 2;
+    case fb::ScalarType::U32:
+    case fb::ScalarType::I32:
+    case fb::ScalarType::F32:
+      return 4;
+    case fb::ScalarType::U64:
+    case fb::ScalarType::I64:
+    case fb::ScalarType::F64:
+      return 8;
+  }
+  return 0;
+}
+
+// ---- atomic write ---------------------------------------------------------------------------
+
+namespace {
+
+std::string errno_text(const std::string& what, int err) {
+  return what + ": " + std::strerror(err);
+}
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error) {
+  auto fail = [&](const std::string& message) {
+    if (error) *error = message;
+    return false;
+  };
+  if (path.empty()) return fail("cannot write a file with an empty name");
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty()) return fail("cannot write " + path + ": the path names a directory");
+
+  // O_EXCL on a name unique to this process and call; open() applies the umask, unlike mkstemp.
+  static std::atomic<unsigned> counter{0};
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    temp = (dir == "/" ? "" : dir) + "/." + base + ".tmp." + std::to_string(::getpid()) + "." +
+           std::to_string(counter.fetch_add(1));
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) {
+      return fail(errno_text("cannot create a temporary file in " + dir, errno));
+    }
+  }
+  if (fd < 0) return fail("cannot create a temporary file in " + dir + ": every name is taken");
+
+  auto abandon = [&](const std::string& message) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(temp.c_str());
+    return fail(message);
+  };
+  if (!write_all(fd, bytes.data(), bytes.size())) {
+    return abandon(errno_text("cannot write " + temp, errno));
+  }
+  if (::fsync(fd) != 0) return abandon(errno_text("cannot sync " + temp, errno));
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) return abandon(errno_text("cannot close " + temp, errno));
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    return abandon(errno_text("cannot rename " + temp + " to " + path, errno));
+  }
+  // Make the rename itself durable. A failure here leaves the new file in place, so it is not an
+  // error the caller could act on.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return true;
+}
+
+}  // namespace orch::artifact

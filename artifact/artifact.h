@@ -1,0 +1,75 @@
+// pipeline.bin: the envelope around the FlatBuffers payload, the loader that checks every byte
+// before anyone reads it, and a readable summary. docs/format.md describes the file.
+//
+// The runtime links this library, so it depends on FlatBuffers headers only (house rule).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "artifact/pipeline_generated.h"
+
+namespace orch::artifact {
+
+// Bump with every change to pipeline.fbs (artifact/golden_test.cpp fails until you do) and add
+// the new version to docs/format.md's history.
+constexpr uint32_t kFormatVersion = 1;
+
+// The envelope, little-endian, 32 bytes, then the payload (so the payload is 8-byte aligned):
+//   0  char[8]  magic "ORCHPIPE"
+//   8  u32      format version
+//   12 u32      header flags (0; reserved)
+//   16 u64      payload size in bytes (the rest of the file, exactly)
+//   24 u64      XXH64 (seed 0) of the payload
+//   32 ...      FlatBuffers Pipeline with file identifier "ORCH"
+constexpr char kMagic[8] = {'O', 'R', 'C', 'H', 'P', 'I', 'P', 'E'};
+constexpr size_t kHeaderSize = 32;
+constexpr size_t kPayloadAlignment = 8;
+
+// Limits the validator enforces (docs/format.md lists every rule).
+constexpr uint32_t kMaxGraphDepth = 64;              // nesting of conditional bodies
+constexpr uint32_t kMaxExprLength = 4096;            // postfix instructions in one expression
+constexpr uint64_t kMaxFireAndForgetLaunches = 120;  // per graph execution (CUDA's limit)
+constexpr uint64_t kMaxTailLaunches = 255;           // pending tail launches (CUDA's limit)
+
+// XXH64 with seed 0 (xxHash compiled inline, so nothing is linked).
+uint64_t xxh64(const void* data, size_t size);
+
+// The writer side: lowering builds the FlatBuffer (FinishPipelineBuffer) and wraps it.
+std::string wrap_payload(const uint8_t* data, size_t size);
+
+struct OpenResult {
+  const orch::fb::Pipeline* pipeline = nullptr;  // points into the caller's bytes
+  std::string error;                             // one line; empty when pipeline is set
+  bool ok() const { return pipeline != nullptr; }
+};
+
+// Checks, in order: size, magic, format version, header flags, payload size against the file
+// length, checksum, alignment of `data` in memory (8 bytes), the FlatBuffers verifier (file
+// identifier, depth and table limits), then validate(). Any byte string gives a result; nothing
+// throws and nothing is read out of bounds. `data` must outlive the returned pipeline.
+OpenResult open_pipeline(const uint8_t* data, size_t size);
+
+// The semantic checks on a verified payload of `payload_size` bytes: every index in range, every
+// expression well formed, every node consistent with what the runtime will build. Returns the
+// first problem as one line ("graph 'main' node 3: dependency 7 is not an earlier node"), or an
+// empty string. open_pipeline() calls it; it must only be given a pipeline the FlatBuffers
+// verifier accepted.
+std::string validate(const orch::fb::Pipeline& pipeline, size_t payload_size);
+
+// Writes `bytes` to a temporary file in the same directory, fsyncs it, renames it over `path` and
+// fsyncs the directory. On failure the old file at `path` is untouched, the temporary file is
+// removed, *error (if given) says why, and the result is false.
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error);
+
+// A readable multi-line summary of a pipeline that open_pipeline() accepted.
+std::string describe_pipeline(const orch::fb::Pipeline& pipeline);
+
+// An expression in infix form ("ceil_div(n, 256) * 2"); "<invalid expression>" if malformed.
+std::string expr_to_string(const orch::fb::Expr* expr, const orch::fb::Pipeline& pipeline);
+
+// Size in bytes of one element of `type` (bool is 1), or 0 for a value outside the enum.
+size_t scalar_size(orch::fb::ScalarType type);
+
+}  // namespace orch::artifact

@@ -1,0 +1,542 @@
+// describe_pipeline() and expr_to_string(): what orch-inspect prints. Written for a pipeline
+// that open_pipeline() accepted, but every lookup is still bounds-checked so that a bug
+// elsewhere shows up as "#7?" in the text rather than as a crash.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "artifact/artifact.h"
+#include "artifact/detail.h"
+
+namespace orch::artifact {
+
+namespace {
+
+using detail::in_range;
+using detail::printable;
+using detail::type_name;
+
+template <class T>
+uint32_t size_of(const flatbuffers::Vector<T>* v) {
+  return v ? v->size() : 0;
+}
+
+// Shortest text that reads back as the same double; always looks like a float ("256.0").
+std::string format_double(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string out = buf;
+  if (out.find_first_of(".e") == std::string::npos) out += ".0";
+  return out;
+}
+
+bool is_float_type(fb::ScalarType t) {
+  return t == fb::ScalarType::F16 || t == fb::ScalarType::BF16 || t == fb::ScalarType::F32 ||
+         t == fb::ScalarType::F64;
+}
+
+template <class E>
+std::string enum_name(E value, const char* (*name_of)(E)) {
+  if (!in_range(value)) return "#" + std::to_string(static_cast<unsigned>(value));
+  return name_of(value);
+}
+
+std::string count(uint64_t n, const char* noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
+
+// C-like binding strength for the infix rendering; higher binds tighter.
+int precedence(fb::ExprOp op) {
+  switch (op) {
+    case fb::ExprOp::Mul:
+    case fb::ExprOp::Div:
+    case fb::ExprOp::Mod:
+      return 13;
+    case fb::ExprOp::Add:
+    case fb::ExprOp::Sub:
+      return 12;
+    case fb::ExprOp::Shl:
+    case fb::ExprOp::Shr:
+      return 11;
+    case fb::ExprOp::Lt:
+    case fb::ExprOp::Le:
+    case fb::ExprOp::Gt:
+    case fb::ExprOp::Ge:
+      return 10;
+    case fb::ExprOp::Eq:
+    case fb::ExprOp::Ne:
+      return 9;
+    case fb::ExprOp::BitAnd:
+      return 8;
+    case fb::ExprOp::BitXor:
+      return 7;
+    case fb::ExprOp::BitOr:
+      return 6;
+    case fb::ExprOp::And:
+      return 5;
+    case fb::ExprOp::Or:
+      return 4;
+    default:
+      return 20;  // leaves, calls and unary operators
+  }
+}
+
+const char* binary_symbol(fb::ExprOp op) {
+  switch (op) {
+    case fb::ExprOp::Add:
+      return "+";
+    case fb::ExprOp::Sub:
+      return "-";
+    case fb::ExprOp::Mul:
+      return "*";
+    case fb::ExprOp::Div:
+      return "/";
+    case fb::ExprOp::Mod:
+      return "%";
+    case fb::ExprOp::Shl:
+      return "<<";
+    case fb::ExprOp::Shr:
+      return ">>";
+    case fb::ExprOp::Lt:
+      return "<";
+    case fb::ExprOp::Le:
+      return "<=";
+    case fb::ExprOp::Gt:
+      return ">";
+    case fb::ExprOp::Ge:
+      return ">=";
+    case fb::ExprOp::Eq:
+      return "==";
+    case fb::ExprOp::Ne:
+      return "!=";
+    case fb::ExprOp::BitAnd:
+      return "&";
+    case fb::ExprOp::BitXor:
+      return "^";
+    case fb::ExprOp::BitOr:
+      return "|";
+    case fb::ExprOp::And:
+      return "&&";
+    case fb::ExprOp::Or:
+      return "||";
+    default:
+      return nullptr;
+  }
+}
+
+class Describer {
+ public:
+  explicit Describer(const fb::Pipeline& p) : p_(p) {}
+
+  std::string run() {
+    header();
+    params();
+    buffers();
+    comms();
+    kernels();
+    graphs();
+    handles();
+    bind_checks();
+    line(0, "collective hash: " + hex(p_.collective_hash()));
+    return out_;
+  }
+
+ private:
+  void line(int indent, const std::string& text) {
+    out_.append(static_cast<size_t>(indent) * 2, ' ');
+    out_ += text;
+    out_ += '\n';
+  }
+
+  static std::string hex(uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "0x%016" PRIx64, v);
+    return buf;
+  }
+
+  template <class Table>
+  std::string name_at(const flatbuffers::Vector<flatbuffers::Offset<Table>>* v, int64_t i) const {
+    if (i < 0 || i >= static_cast<int64_t>(size_of(v))) return "#" + std::to_string(i) + "?";
+    const flatbuffers::String* name = v->Get(static_cast<uint32_t>(i))->name();
+    if (name == nullptr || name->size() == 0) return "#" + std::to_string(i);
+    return printable(name);
+  }
+
+  std::string loc(const fb::SourceLoc* l) const {
+    if (l == nullptr) return std::string();
+    const auto* files = p_.source_files();
+    std::string file = l->file() < size_of(files) ? printable(files->Get(l->file()), 200)
+                                                  : "file#" + std::to_string(l->file());
+    return file + ":" + std::to_string(l->line()) + ":" + std::to_string(l->column());
+  }
+  std::string at(const fb::SourceLoc* l) const {
+    return l == nullptr ? std::string() : "  at " + loc(l);
+  }
+
+  std::string expr(const fb::Expr* e) const { return expr_to_string(e, p_); }
+
+  void header() {
+    line(0, "pipeline '" + printable(p_.name(), 200) + "'");
+    line(1, "format version " + std::to_string(kFormatVersion) +
+                (p_.compiler_version() ? ", compiled by orchc " + printable(p_.compiler_version())
+                                       : std::string()));
+    const auto* files = p_.source_files();
+    std::string text = "source files:";
+    for (uint32_t i = 0; i < size_of(files); ++i) {
+      text += " [" + std::to_string(i) + "] " + printable(files->Get(i), 200);
+    }
+    line(1, size_of(files) ? text : "source files: none");
+    const auto* targets = p_.targets();
+    text = "targets:";
+    for (uint32_t i = 0; i < size_of(targets); ++i) {
+      text += (i ? ", " : " ") + printable(targets->Get(i));
+    }
+    line(1, size_of(targets) ? text : "targets: none");
+  }
+
+  void params() {
+    const auto* v = p_.params();
+    line(0, "params (" + std::to_string(size_of(v)) + "):");
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const fb::Param* q = v->Get(i);
+      std::string text =
+          "[" + std::to_string(i) + "] " + printable(q->name()) + ": " + type_name(q->type());
+      if (!q->has_default()) {
+        text += " (no default, set at bind)";
+      } else if (is_float_type(q->type())) {
+        text += " = " + format_double(q->default_f());
+      } else if (q->type() == fb::ScalarType::Bool) {
+        text += q->default_i() ? " = true" : " = false";
+      } else if (q->type() == fb::ScalarType::U64) {
+        text += " = " + std::to_string(static_cast<uint64_t>(q->default_i()));
+      } else {
+        text += " = " + std::to_string(q->default_i());
+      }
+      line(1, text + at(q->loc()));
+    }
+  }
+
+  void buffers() {
+    const auto* v = p_.buffers();
+    line(0, "buffers (" + std::to_string(size_of(v)) + "):");
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const fb::Buffer* b = v->Get(i);
+      std::string text =
+          "[" + std::to_string(i) + "] " + printable(b->name()) + ": " + type_name(b->type());
+      text += b->count() ? "[" + expr(b->count()) + "]" : " (scalar)";
+      text += b->host() ? " host (pinned, mapped)" : " device";
+      line(1, text + at(b->loc()));
+    }
+  }
+
+  void comms() {
+    const auto* v = p_.comms();
+    line(0, "comms (" + std::to_string(size_of(v)) + "):");
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      line(1, "[" + std::to_string(i) + "] " + printable(v->Get(i)->name()));
+    }
+  }
+
+  void kernels() {
+    const auto* v = p_.kernels();
+    line(0, "kernels (" + std::to_string(size_of(v)) + "):");
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const fb::Kernel* k = v->Get(i);
+      std::string text = "[" + std::to_string(i) + "] " + printable(k->name()) +
+                         (k->generated() ? "  generated" : "  user") + "  symbol " +
+                         printable(k->lowered_name(), 200);
+      if (k->uses_device_runtime()) text += "  uses the device runtime";
+      line(1, text + at(k->loc()));
+      const auto* params = k->params();
+      text = "params:";
+      for (uint32_t j = 0; j < size_of(params); ++j) {
+        const fb::KernelParam* q = params->Get(j);
+        text += (j ? ", " : " ") + printable(q->name()) + ": ";
+        if (q->access() != fb::Access::None) {
+          text += lower(enum_name(q->access(), fb::EnumNameAccess)) + " ";
+        }
+        text +=
+            type_name(q->type()) + " " + lower(enum_name(q->kind(), fb::EnumNameKernelParamKind));
+        if (q->family_size() > 0) text += "[" + std::to_string(q->family_size()) + "]";
+      }
+      line(3, size_of(params) ? text : "params: none");
+      const auto* images = k->images();
+      text = "images:";
+      for (uint32_t j = 0; j < size_of(images); ++j) {
+        const fb::KernelImage* image = images->Get(j);
+        text += (j ? ", " : " ") + printable(image->arch()) + " CUBIN " +
+                std::to_string(size_of(image->cubin())) + " bytes";
+      }
+      if (size_of(k->ptx()) > 0) {
+        text += (size_of(images) ? ", PTX " : " PTX ") + printable(k->ptx_arch()) + " " +
+                std::to_string(size_of(k->ptx())) + " bytes";
+      }
+      line(3, text);
+    }
+  }
+
+  void graphs() {
+    const auto* v = p_.graphs();
+    line(0, "graphs (" + std::to_string(size_of(v)) + "):");
+    const auto* segments = p_.segments();
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const fb::Graph* g = v->Get(i);
+      std::string text = "[" + std::to_string(i) + "] " + name_at(v, i);
+      if (static_cast<int64_t>(i) == p_.main_graph()) text += "  main";
+      for (uint32_t s = 0; s < size_of(segments); ++s) {
+        if (segments->Get(s) == static_cast<int>(i)) text += "  segment " + std::to_string(s);
+      }
+      if (g->device()) text += "  device";
+      if (g->family_size() > 0) text += "  family of " + std::to_string(g->family_size());
+      text += "  (" + count(size_of(g->nodes()), "node") + ")";
+      line(1, text);
+      line(2, "launch budget: " + std::to_string(g->fire_and_forget_launches()) +
+                  " fire-and-forget, " + std::to_string(g->tail_launches()) + " tail");
+      nodes(g, 2, 0);
+    }
+    if (size_of(segments) > 0) {
+      std::string text = "segments (launched in order):";
+      for (uint32_t s = 0; s < size_of(segments); ++s) {
+        text += " " + name_at(v, segments->Get(s));
+      }
+      line(0, text);
+    }
+  }
+
+  void nodes(const fb::Graph* g, int indent, uint32_t depth) {
+    const auto* v = g->nodes();
+    for (uint32_t i = 0; i < size_of(v); ++i) node(v->Get(i), i, indent, depth);
+  }
+
+  std::string shape(const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* v) const {
+    std::string text = "(";
+    for (uint32_t j = 0; j < size_of(v); ++j) text += (j ? ", " : "") + expr(v->Get(j));
+    return text + ")";
+  }
+
+  std::string arg(const fb::KernelArg* a) const {
+    switch (a->kind()) {
+      case fb::ArgKind::Value:
+        return expr(a->value()) + " as " + type_name(a->type());
+      case fb::ArgKind::Buffer:
+        return "buffer " + name_at(p_.buffers(), a->ref());
+      case fb::ArgKind::CondHandle:
+        return "handle " + std::to_string(a->ref());
+      case fb::ArgKind::GraphExec:
+        return a->ref() == -1 ? std::string("exec of this graph")
+                              : "exec of graph " + name_at(p_.graphs(), a->ref());
+      case fb::ArgKind::GraphTable:
+        return "execs of family " + name_at(p_.graphs(), a->ref());
+    }
+    return "arg kind #" + std::to_string(static_cast<unsigned>(a->kind()));
+  }
+
+  void node(const fb::Node* n, uint32_t index, int indent, uint32_t depth) {
+    std::string text =
+        "node " + std::to_string(index) + ": " + lower(enum_name(n->kind(), fb::EnumNameNodeKind));
+    if (n->what() && n->what()->size() > 0) text += "  \"" + printable(n->what(), 200) + "\"";
+    text += "  deps [";
+    const auto* deps = n->deps();
+    for (uint32_t j = 0; j < size_of(deps); ++j) {
+      text += (j ? ", " : "") + std::to_string(deps->Get(j));
+    }
+    text += "]" + at(n->loc());
+    line(indent, text);
+
+    switch (n->kind()) {
+      case fb::NodeKind::Kernel: {
+        text = "kernel " + name_at(p_.kernels(), n->kernel()) + "  grid " + shape(n->grid()) +
+               "  block " + shape(n->block());
+        if (n->shared_bytes()) text += "  shared " + expr(n->shared_bytes()) + " bytes";
+        line(indent + 2, text);
+        const auto* args = n->args();
+        text = "args:";
+        for (uint32_t j = 0; j < size_of(args); ++j) text += (j ? ", " : " ") + arg(args->Get(j));
+        line(indent + 2, size_of(args) ? text : "args: none");
+        break;
+      }
+      case fb::NodeKind::Memcpy:
+        line(indent + 2, "buffer " + name_at(p_.buffers(), n->src()) + " -> buffer " +
+                             name_at(p_.buffers(), n->dst()));
+        break;
+      case fb::NodeKind::Memset: {
+        char value[16];
+        std::snprintf(value, sizeof(value), "0x%x", n->memset_value());
+        line(indent + 2, "buffer " + name_at(p_.buffers(), n->dst()) + " = " + value + " (" +
+                             std::to_string(n->memset_element_size()) + "-byte pattern)");
+        break;
+      }
+      case fb::NodeKind::Empty:
+        break;
+      case fb::NodeKind::Conditional: {
+        line(indent + 2, lower(enum_name(n->conditional(), fb::EnumNameConditionalType)) +
+                             "  handle " + std::to_string(n->handle()));
+        const auto* bodies = n->bodies();
+        for (uint32_t b = 0; b < size_of(bodies); ++b) {
+          const fb::Graph* body = bodies->Get(b);
+          std::string label = "body " + std::to_string(b);
+          if (n->conditional() == fb::ConditionalType::If) label += b == 0 ? " (then)" : " (else)";
+          if (n->conditional() == fb::ConditionalType::Switch)
+            label += " (case " + std::to_string(b) + ")";
+          if (body->name() && body->name()->size() > 0)
+            label += " '" + printable(body->name()) + "'";
+          line(indent + 2, label + " (" + count(size_of(body->nodes()), "node") + "):");
+          if (depth + 1 > kMaxGraphDepth) {
+            line(indent + 3, "... nested too deep to print");
+            continue;
+          }
+          nodes(body, indent + 3, depth + 1);
+        }
+        break;
+      }
+      case fb::NodeKind::Collective: {
+        text = lower(enum_name(n->collective(), fb::EnumNameCollectiveKind));
+        if (n->collective() == fb::CollectiveKind::AllReduce ||
+            n->collective() == fb::CollectiveKind::ReduceScatter) {
+          text += " " + lower(enum_name(n->reduce_op(), fb::EnumNameReduceOp));
+        }
+        text += " on comm " + name_at(p_.comms(), n->comm()) + ": buffer " +
+                name_at(p_.buffers(), n->src()) + " -> buffer " + name_at(p_.buffers(), n->dst());
+        if (n->root()) text += "  root " + expr(n->root());
+        line(indent + 2, text);
+        break;
+      }
+    }
+  }
+
+  void handles() {
+    const auto* v = p_.handles();
+    line(0, "conditional handles (" + std::to_string(size_of(v)) + "):");
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const fb::ConditionalHandle* h = v->Get(i);
+      line(1, "[" + std::to_string(i) + "] graph " + name_at(p_.graphs(), h->graph()) +
+                  "  default " + std::to_string(h->default_value()) +
+                  (h->set_default() ? " (assigned at every launch)" : ""));
+    }
+  }
+
+  void bind_checks() {
+    const auto* v = p_.bind_checks();
+    line(0, "bind checks (" + std::to_string(size_of(v)) + "):");
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const fb::BindCheck* c = v->Get(i);
+      line(1, "[" + std::to_string(i) + "] " + printable(c->code()) + ": require " +
+                  expr(c->condition()) + "  else \"" + printable(c->message(), 200) + "\"" +
+                  at(c->loc()));
+    }
+  }
+
+  const fb::Pipeline& p_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string expr_to_string(const fb::Expr* e, const fb::Pipeline& p) {
+  static const char kInvalid[] = "<invalid expression>";
+  if (e == nullptr || e->code() == nullptr || e->code()->size() == 0) return kInvalid;
+  const auto* code = e->code();
+  if (code->size() > kMaxExprLength ||
+      reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
+    return kInvalid;
+  }
+  struct Part {
+    std::string text;
+    int precedence;
+  };
+  std::vector<Part> stack;
+  for (uint32_t k = 0; k < code->size(); ++k) {
+    const fb::ExprInstr* in = code->Get(k);
+    const fb::ExprOp op = in->op();
+    switch (op) {
+      case fb::ExprOp::ConstInt:
+        stack.push_back({std::to_string(in->i()), 20});
+        continue;
+      case fb::ExprOp::ConstFloat:
+        stack.push_back({format_double(in->f()), 20});
+        continue;
+      case fb::ExprOp::Param: {
+        const auto* params = p.params();
+        const int ref = in->ref();
+        if (ref < 0 || ref >= static_cast<int>(size_of(params))) return kInvalid;
+        stack.push_back({printable(params->Get(static_cast<uint32_t>(ref))->name()), 20});
+        continue;
+      }
+      case fb::ExprOp::FamilyIndex:
+        stack.push_back({"family_index", 20});
+        continue;
+      case fb::ExprOp::Rank:
+        stack.push_back({"rank", 20});
+        continue;
+      case fb::ExprOp::WorldSize:
+        stack.push_back({"world_size", 20});
+        continue;
+      case fb::ExprOp::Neg:
+      case fb::ExprOp::Not:
+      case fb::ExprOp::BitNot: {
+        if (stack.empty()) return kInvalid;
+        Part& x = stack.back();
+        // Parenthesize anything but a plain leaf, and a leaf that starts with '-' ("-(-1)").
+        const bool wrap = x.precedence < 20 || x.text.empty() || x.text[0] == '-';
+        const char* symbol = op == fb::ExprOp::Neg ? "-" : op == fb::ExprOp::Not ? "!" : "~";
+        x.text = symbol + (wrap ? "(" + x.text + ")" : x.text);
+        x.precedence = 20;
+        continue;
+      }
+      case fb::ExprOp::Min:
+      case fb::ExprOp::Max:
+      case fb::ExprOp::CeilDiv: {
+        if (stack.size() < 2) return kInvalid;
+        Part b = std::move(stack.back());
+        stack.pop_back();
+        Part& a = stack.back();
+        const char* name = op == fb::ExprOp::Min   ? "min"
+                           : op == fb::ExprOp::Max ? "max"
+                                                   : "ceil_div";
+        a.text = std::string(name) + "(" + a.text + ", " + b.text + ")";
+        a.precedence = 20;
+        continue;
+      }
+      default: {
+        const char* symbol = binary_symbol(op);
+        if (symbol == nullptr || stack.size() < 2) return kInvalid;
+        Part b = std::move(stack.back());
+        stack.pop_back();
+        Part& a = stack.back();
+        const int prec = precedence(op);
+        // Left-associative: the right operand needs parentheses at equal strength too.
+        std::string left = a.precedence < prec ? "(" + a.text + ")" : a.text;
+        std::string right = b.precedence <= prec ? "(" + b.text + ")" : b.text;
+        a.text = left + " " + symbol + " " + right;
+        a.precedence = prec;
+        continue;
+      }
+    }
+  }
+  if (stack.size() != 1) return kInvalid;
+  return stack.back().text;
+}
+
+std::string describe_pipeline(const fb::Pipeline& pipeline) {
+  try {
+    return Describer(pipeline).run();
+  } catch (const std::exception& e) {
+    return std::string("cannot describe the pipeline: ") + e.what() + "\n";
+  }
+}
+
+}  // namespace orch::artifact

@@ -1,0 +1,39 @@
+// Helpers shared by validate.cpp and describe.cpp; not part of the library's interface.
+#pragma once
+
+#include <string>
+
+#include "artifact/pipeline_generated.h"
+
+namespace orch::artifact::detail {
+
+// Every enum in pipeline.fbs starts at 0, so one comparison with MAX checks a stored value.
+template <class E>
+bool in_range(E value) {
+  return static_cast<unsigned>(value) <= static_cast<unsigned>(E::MAX);
+}
+
+// A name from the file made safe for a one-line message: control bytes become '?', and long
+// names are cut, so a hostile file cannot forge extra lines or flood the terminal.
+inline std::string printable(const flatbuffers::String* s, size_t limit = 80) {
+  if (s == nullptr) return std::string();
+  std::string out;
+  const size_t n = s->size() < limit ? s->size() : limit;
+  out.reserve(n + 3);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s->c_str()[i]);
+    out.push_back(c < 0x20 || c == 0x7F ? '?' : static_cast<char>(c));
+  }
+  if (s->size() > limit) out += "...";
+  return out;
+}
+
+// The language's spelling of a scalar type ("f32"), or "type#N" outside the enum.
+inline std::string type_name(fb::ScalarType t) {
+  static const char* const names[] = {"u8",  "u16", "u32",  "u64", "i8",  "i16", "i32",
+                                      "i64", "f16", "bf16", "f32", "f64", "bool"};
+  if (!in_range(t)) return "type#" + std::to_string(static_cast<unsigned>(t));
+  return names[static_cast<unsigned>(t)];
+}
+
+}  // namespace orch::artifact::detail

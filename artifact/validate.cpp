@@ -1,0 +1,726 @@
+// validate(): the semantic checks that run after the FlatBuffers verifier. The verifier proves
+// that every offset stays inside the buffer; this proves that every index, expression and node
+// is something the runtime can build without tripping. docs/format.md lists the rules; each
+// message is one line saying what is wrong and where.
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "artifact/artifact.h"
+#include "artifact/detail.h"
+
+namespace orch::artifact {
+
+namespace {
+
+using detail::in_range;
+using detail::printable;
+using detail::type_name;
+
+template <class T>
+uint32_t size_of(const flatbuffers::Vector<T>* v) {
+  return v ? v->size() : 0;
+}
+
+std::string_view view(const flatbuffers::String* s) {
+  return s ? std::string_view(s->c_str(), s->size()) : std::string_view();
+}
+
+bool empty(const flatbuffers::String* s) { return s == nullptr || s->size() == 0; }
+
+std::string plural(uint64_t n, const char* noun, const char* nouns = nullptr) {
+  if (n == 1) return "1 " + std::string(noun);
+  return std::to_string(n) + " " + (nouns ? std::string(nouns) : std::string(noun) + "s");
+}
+
+// Operands an expression instruction pops; each pushes one value.
+int arity(fb::ExprOp op) {
+  switch (op) {
+    case fb::ExprOp::ConstInt:
+    case fb::ExprOp::ConstFloat:
+    case fb::ExprOp::Param:
+    case fb::ExprOp::FamilyIndex:
+    case fb::ExprOp::Rank:
+    case fb::ExprOp::WorldSize:
+      return 0;
+    case fb::ExprOp::Neg:
+    case fb::ExprOp::Not:
+    case fb::ExprOp::BitNot:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+// Which argument kind binds which kernel parameter kind.
+fb::ArgKind arg_kind_for(fb::KernelParamKind kind) {
+  switch (kind) {
+    case fb::KernelParamKind::Value:
+      return fb::ArgKind::Value;
+    case fb::KernelParamKind::Scalar:
+    case fb::KernelParamKind::Array:
+      return fb::ArgKind::Buffer;
+    case fb::KernelParamKind::Cond:
+      return fb::ArgKind::CondHandle;
+    case fb::KernelParamKind::Graph:
+      return fb::ArgKind::GraphExec;
+    case fb::KernelParamKind::GraphFamily:
+      return fb::ArgKind::GraphTable;
+  }
+  return fb::ArgKind::Value;
+}
+
+class Validator {
+ public:
+  Validator(const fb::Pipeline& p, size_t payload_size)
+      : p_(p),
+        // Shared sub-tables let a small file describe a huge tree. Every table, instruction,
+        // dependency and string walked below is charged the bytes it would take unshared; a file
+        // may expand to 4x its size (generous for deliberate sharing), no more.
+        budget_(4 * static_cast<uint64_t>(payload_size) + 65536),
+        params_(p.params()),
+        buffers_(p.buffers()),
+        comms_(p.comms()),
+        kernels_(p.kernels()),
+        graphs_(p.graphs()),
+        handles_(p.handles()),
+        n_params_(size_of(params_)),
+        n_buffers_(size_of(buffers_)),
+        n_comms_(size_of(comms_)),
+        n_kernels_(size_of(kernels_)),
+        n_graphs_(size_of(graphs_)),
+        n_handles_(size_of(handles_)),
+        n_files_(size_of(p.source_files())) {}
+
+  std::string run() {
+    check_pipeline();
+    return error_;
+  }
+
+ private:
+  enum class FrameKind { Graph, Node, Body, Arg };
+  struct Frame {
+    FrameKind kind;
+    uint32_t index;
+  };
+
+  // Every check returns false once it has recorded the first error.
+  bool fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+    return false;
+  }
+  // For problems inside a graph: prefixes the current path ("graph 'main' node 3 body 0").
+  bool fail_here(const std::string& message) { return fail(where() + ": " + message); }
+
+  bool charge(uint64_t bytes) {
+    if (bytes <= budget_) {
+      budget_ -= bytes;
+      return true;
+    }
+    budget_ = 0;
+    return fail(
+        "the pipeline expands to more than 4 times its size through shared sub-tables; refusing "
+        "to walk it");
+  }
+
+  std::string named(const char* what, const flatbuffers::String* name, uint32_t index) const {
+    if (empty(name)) return std::string(what) + " " + std::to_string(index);
+    return std::string(what) + " '" + printable(name) + "'";
+  }
+  std::string graph_label(uint32_t i) const { return named("graph", graphs_->Get(i)->name(), i); }
+  std::string buffer_label(uint32_t i) const {
+    return named("buffer", buffers_->Get(i)->name(), i);
+  }
+  std::string kernel_label(uint32_t i) const {
+    return named("kernel", kernels_->Get(i)->name(), i);
+  }
+
+  // The path to the current graph, node or argument. Deep paths keep their first and last
+  // kHeadTail frames, so a message stays one readable line.
+  static constexpr size_t kHeadTail = 6;
+  std::string where() const {
+    std::string out;
+    const size_t n = frames_.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (n > 3 * kHeadTail && i >= kHeadTail && i < n - kHeadTail) {
+        if (i == kHeadTail) out += " ... (" + std::to_string(n - 2 * kHeadTail) + " more) ...";
+        continue;
+      }
+      const Frame& f = frames_[i];
+      if (!out.empty()) out += ' ';
+      switch (f.kind) {
+        case FrameKind::Graph:
+          out += graph_label(f.index);
+          break;
+        case FrameKind::Node:
+          out += "node " + std::to_string(f.index);
+          break;
+        case FrameKind::Body:
+          out += "body " + std::to_string(f.index);
+          break;
+        case FrameKind::Arg:
+          out += "arg " + std::to_string(f.index);
+          break;
+      }
+    }
+    return out;
+  }
+
+  // RAII push of a path frame.
+  class Scope {
+   public:
+    Scope(Validator& v, FrameKind kind, uint32_t index) : v_(v) {
+      v_.frames_.push_back({kind, index});
+    }
+    ~Scope() { v_.frames_.pop_back(); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Validator& v_;
+  };
+
+  // "" when `index` is a valid index into a table of `n` `noun`s, else the complaint.
+  static std::string range_problem(const char* what, int64_t index, uint32_t n, const char* noun) {
+    if (index >= 0 && index < static_cast<int64_t>(n)) return std::string();
+    return std::string(what) + " " + std::to_string(index) + " is out of range (the pipeline has " +
+           plural(n, noun) + ")";
+  }
+
+  std::string loc_problem(const fb::SourceLoc* loc) const {
+    if (loc == nullptr || loc->file() < n_files_) return std::string();
+    return "source location refers to file " + std::to_string(loc->file()) +
+           ", but the pipeline lists " + plural(n_files_, "source file");
+  }
+
+  // "" or what is wrong with a present expression. Charges its size first.
+  std::string expr_problem(const fb::Expr* e) {
+    const auto* code = e->code();
+    const uint32_t n = size_of(code);
+    if (!charge(8 + 24 * static_cast<uint64_t>(n))) return error_;
+    if (n == 0) return "expression has no instructions";
+    if (n > kMaxExprLength) {
+      return "expression has " + std::to_string(n) + " instructions, more than the limit of " +
+             std::to_string(kMaxExprLength);
+    }
+    // The verifier checks a vector's length field, not that its structs are aligned.
+    if (reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
+      return "expression code is not 8-byte aligned";
+    }
+    int64_t depth = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+      const fb::ExprInstr* in = code->Get(k);
+      const fb::ExprOp op = in->op();
+      if (!in_range(op)) {
+        return "expression instruction " + std::to_string(k) + " has unknown op " +
+               std::to_string(static_cast<unsigned>(op));
+      }
+      const int pops = arity(op);
+      if (depth < pops) {
+        return "expression instruction " + std::to_string(k) + " (" + fb::EnumNameExprOp(op) +
+               ") needs " + plural(pops, "operand") + ", the stack holds " + std::to_string(depth);
+      }
+      if (op == fb::ExprOp::Param &&
+          (in->ref() < 0 || in->ref() >= static_cast<int64_t>(n_params_))) {
+        return "expression instruction " + std::to_string(k) + " refers to param " +
+               std::to_string(in->ref()) + ", but the pipeline has " + plural(n_params_, "param");
+      }
+      depth = depth - pops + 1;
+    }
+    if (depth != 1) {
+      return "expression leaves " + std::to_string(depth) + " values on the stack instead of 1";
+    }
+    return std::string();
+  }
+
+  // Top-level expressions: `label` is e.g. "buffer 'u' count".
+  bool check_expr(const fb::Expr* e, bool required, const std::string& label) {
+    if (e == nullptr) return required ? fail(label + " is missing") : true;
+    std::string problem = expr_problem(e);
+    if (!error_.empty()) return false;
+    return problem.empty() || fail(label + ": " + problem);
+  }
+  // Expressions inside a graph: the message starts with the path, then `label` ("grid[1]").
+  bool check_node_expr(const fb::Expr* e, bool required, const std::string& label) {
+    if (e == nullptr) return required ? fail_here(label + " is missing") : true;
+    std::string problem = expr_problem(e);
+    if (!error_.empty()) return false;
+    return problem.empty() || fail_here(label + ": " + problem);
+  }
+
+  template <class Table>
+  bool check_unique_names(const flatbuffers::Vector<flatbuffers::Offset<Table>>* v,
+                          const char* what) {
+    std::unordered_map<std::string_view, uint32_t> seen;
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const flatbuffers::String* name = v->Get(i)->name();
+      if (!charge(8 + 4 + name->size())) return false;
+      if (name->size() == 0)
+        return fail(std::string(what) + " " + std::to_string(i) + " has an empty name");
+      auto [it, inserted] = seen.emplace(view(name), i);
+      if (!inserted) {
+        return fail(std::string(what) + " '" + printable(name) + "' is declared twice (" + what +
+                    "s " + std::to_string(it->second) + " and " + std::to_string(i) + ")");
+      }
+    }
+    return true;
+  }
+
+  bool check_pipeline() {
+    if (empty(p_.name())) return fail("the pipeline has an empty name");
+    if (!charge(8 * (1 + uint64_t{size_of(p_.source_files())} + size_of(p_.targets()))))
+      return false;
+
+    if (!check_unique_names(params_, "param")) return false;
+    for (uint32_t i = 0; i < n_params_; ++i) {
+      const fb::Param* q = params_->Get(i);
+      const std::string label = named("param", q->name(), i);
+      if (!in_range(q->type())) {
+        return fail(label + " has unknown type " +
+                    std::to_string(static_cast<unsigned>(q->type())));
+      }
+      std::string problem = loc_problem(q->loc());
+      if (!problem.empty()) return fail(label + ": " + problem);
+    }
+
+    if (!check_unique_names(buffers_, "buffer")) return false;
+    for (uint32_t i = 0; i < n_buffers_; ++i) {
+      const fb::Buffer* b = buffers_->Get(i);
+      const std::string label = buffer_label(i);
+      if (!in_range(b->type())) {
+        return fail(label + " has unknown type " +
+                    std::to_string(static_cast<unsigned>(b->type())));
+      }
+      if (!check_expr(b->count(), false, label + " count")) return false;
+      std::string problem = loc_problem(b->loc());
+      if (!problem.empty()) return fail(label + ": " + problem);
+    }
+
+    if (!check_unique_names(comms_, "comm")) return false;
+
+    for (uint32_t i = 0; i < n_kernels_; ++i) {
+      if (!check_kernel(i)) return false;
+    }
+
+    for (uint32_t i = 0; i < n_handles_; ++i) {
+      const fb::ConditionalHandle* h = handles_->Get(i);
+      if (!charge(8)) return false;
+      const std::string label = "handle " + std::to_string(i);
+      std::string problem = range_problem("graph index", h->graph(), n_graphs_, "graph");
+      if (!problem.empty()) return fail(label + ": " + problem);
+      if (graphs_->Get(h->graph())->device()) {
+        return fail(label + ": " + graph_label(h->graph()) +
+                    " is a device graph, which cannot hold conditional nodes");
+      }
+    }
+    handle_users_.assign(n_handles_, 0);
+
+    for (uint32_t i = 0; i < n_graphs_; ++i) {
+      if (!check_top_graph(i)) return false;
+    }
+
+    {
+      const int main = p_.main_graph();
+      std::string problem = range_problem("main_graph", main, n_graphs_, "graph");
+      if (!problem.empty()) return fail(problem);
+      if (graphs_->Get(main)->device()) {
+        return fail("main_graph " + std::to_string(main) + " (" + graph_label(main) +
+                    ") is a device graph; the host launches main");
+      }
+    }
+
+    const auto* segments = p_.segments();
+    std::vector<bool> in_segments(n_graphs_, false);
+    if (!charge(4 * uint64_t{size_of(segments)})) return false;
+    for (uint32_t i = 0; i < size_of(segments); ++i) {
+      const int g = segments->Get(i);
+      const std::string label = "segments[" + std::to_string(i) + "]";
+      std::string problem = range_problem("graph index", g, n_graphs_, "graph");
+      if (!problem.empty()) return fail(label + ": " + problem);
+      if (graphs_->Get(g)->device()) {
+        return fail(label + ": " + graph_label(g) +
+                    " is a device graph; segments are launched by the host");
+      }
+      if (in_segments[g]) return fail(label + ": " + graph_label(g) + " is listed twice");
+      in_segments[g] = true;
+    }
+
+    for (uint32_t i = 0; i < n_handles_; ++i) {
+      if (handle_users_[i] == 0) {
+        return fail(
+            "handle " + std::to_string(i) + " (" + graph_label(handles_->Get(i)->graph()) +
+            ") is not used by any conditional node; CUDA may refuse to instantiate the graph");
+      }
+    }
+
+    const auto* checks = p_.bind_checks();
+    for (uint32_t i = 0; i < size_of(checks); ++i) {
+      const fb::BindCheck* c = checks->Get(i);
+      if (!charge(8)) return false;
+      const std::string label = "bind check " + std::to_string(i);
+      if (empty(c->code())) return fail(label + " has an empty code");
+      if (empty(c->message()))
+        return fail(label + " (" + printable(c->code()) + ") has an empty message");
+      if (!check_expr(c->condition(), true, label + " (" + printable(c->code()) + ") condition"))
+        return false;
+      std::string problem = loc_problem(c->loc());
+      if (!problem.empty()) return fail(label + ": " + problem);
+    }
+    return true;
+  }
+
+  bool check_kernel(uint32_t i) {
+    const fb::Kernel* k = kernels_->Get(i);
+    if (!charge(8)) return false;
+    if (empty(k->name())) return fail("kernel " + std::to_string(i) + " has an empty name");
+    const std::string label = kernel_label(i);
+    if (empty(k->lowered_name())) return fail(label + " has an empty lowered_name");
+
+    const auto* images = k->images();
+    std::unordered_set<std::string_view> archs;
+    for (uint32_t j = 0; j < size_of(images); ++j) {
+      const fb::KernelImage* image = images->Get(j);
+      if (!charge(8)) return false;
+      if (image->arch()->size() == 0) {
+        return fail(label + " image " + std::to_string(j) + " has an empty arch");
+      }
+      if (image->cubin()->size() == 0) {
+        return fail(label + " image " + std::to_string(j) + " (" + printable(image->arch()) +
+                    ") has an empty CUBIN");
+      }
+      if (!archs.insert(view(image->arch())).second) {
+        return fail(label + " has two images for " + printable(image->arch()));
+      }
+    }
+    const bool has_ptx = size_of(k->ptx()) > 0;
+    if (has_ptx && empty(k->ptx_arch())) return fail(label + " has PTX but no ptx_arch");
+    if (size_of(images) == 0 && !has_ptx) return fail(label + " has neither a CUBIN nor PTX");
+
+    const auto* params = k->params();
+    for (uint32_t j = 0; j < size_of(params); ++j) {
+      const fb::KernelParam* q = params->Get(j);
+      if (!charge(8)) return false;
+      const std::string param = label + " param " + std::to_string(j);
+      if (q->name()->size() == 0) return fail(param + " has an empty name");
+      const std::string named_param = label + " param '" + printable(q->name()) + "'";
+      if (!in_range(q->kind())) {
+        return fail(named_param + " has unknown kind " +
+                    std::to_string(static_cast<unsigned>(q->kind())));
+      }
+      if (!in_range(q->type())) {
+        return fail(named_param + " has unknown type " +
+                    std::to_string(static_cast<unsigned>(q->type())));
+      }
+      if (!in_range(q->access())) {
+        return fail(named_param + " has unknown access " +
+                    std::to_string(static_cast<unsigned>(q->access())));
+      }
+    }
+    std::string problem = loc_problem(k->loc());
+    if (!problem.empty()) return fail(label + ": " + problem);
+    return true;
+  }
+
+  bool check_top_graph(uint32_t i) {
+    const fb::Graph* g = graphs_->Get(i);
+    Scope scope(*this, FrameKind::Graph, i);
+    if (g->family_size() > 0 && !g->device()) {
+      return fail_here("family size " + std::to_string(g->family_size()) +
+                       " but not a device graph (families are instantiated for device launch)");
+    }
+    if (g->device() && size_of(g->nodes()) == 0) return fail_here("a device graph has no nodes");
+    if (g->fire_and_forget_launches() > kMaxFireAndForgetLaunches) {
+      return fail_here(std::to_string(g->fire_and_forget_launches()) +
+                       " fire-and-forget launches, more than CUDA's " +
+                       std::to_string(kMaxFireAndForgetLaunches));
+    }
+    if (g->tail_launches() > kMaxTailLaunches) {
+      return fail_here(std::to_string(g->tail_launches()) + " tail launches, more than CUDA's " +
+                       std::to_string(kMaxTailLaunches));
+    }
+    top_ = i;
+    top_device_ = g->device();
+    return check_graph(g, 0, false);
+  }
+
+  // A top-level graph (depth 0) or a conditional body (depth >= 1, in_body).
+  bool check_graph(const fb::Graph* g, uint32_t depth, bool in_body) {
+    if (!charge(8 + 4 + (g->name() ? g->name()->size() : 0))) return false;
+    const auto* nodes = g->nodes();
+    for (uint32_t i = 0; i < size_of(nodes); ++i) {
+      Scope scope(*this, FrameKind::Node, i);
+      if (!check_node(nodes->Get(i), i, depth, in_body)) return false;
+    }
+    return true;
+  }
+
+  bool check_node(const fb::Node* node, uint32_t index, uint32_t depth, bool in_body) {
+    const uint32_t n_deps = size_of(node->deps());
+    if (!charge(8 + 4 * uint64_t{n_deps} + (node->what() ? node->what()->size() + 4 : 0))) {
+      return false;
+    }
+    const fb::NodeKind kind = node->kind();
+    if (!in_range(kind)) {
+      return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
+    }
+    if (n_deps > 0) {
+      std::vector<uint32_t> deps(node->deps()->begin(), node->deps()->end());
+      for (uint32_t d : deps) {
+        if (d >= index)
+          return fail_here("dependency " + std::to_string(d) + " is not an earlier node");
+      }
+      std::sort(deps.begin(), deps.end());
+      auto dup = std::adjacent_find(deps.begin(), deps.end());
+      if (dup != deps.end())
+        return fail_here("dependency " + std::to_string(*dup) + " is listed twice");
+    }
+    std::string problem = loc_problem(node->loc());
+    if (!problem.empty()) return fail_here(problem);
+
+    switch (kind) {
+      case fb::NodeKind::Kernel:
+        return check_kernel_node(node);
+      case fb::NodeKind::Memcpy:
+        return check_memcpy(node);
+      case fb::NodeKind::Memset:
+        return check_memset(node);
+      case fb::NodeKind::Empty:
+        return true;
+      case fb::NodeKind::Conditional:
+        return check_conditional(node, depth);
+      case fb::NodeKind::Collective:
+        return check_collective(node, in_body);
+    }
+    return true;
+  }
+
+  bool check_buffer_ref(const char* what, int ref) {
+    std::string problem = range_problem(what, ref, n_buffers_, "buffer");
+    return problem.empty() || fail_here(problem);
+  }
+
+  bool check_kernel_node(const fb::Node* node) {
+    std::string problem = range_problem("kernel index", node->kernel(), n_kernels_, "kernel");
+    if (!problem.empty()) return fail_here(problem);
+    const fb::Kernel* kernel = kernels_->Get(node->kernel());
+    const struct {
+      const char* name;
+      const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* exprs;
+    } shapes[] = {{"grid", node->grid()}, {"block", node->block()}};
+    for (const auto& shape : shapes) {
+      const uint32_t n = size_of(shape.exprs);
+      if (n != 3) {
+        return fail_here(std::string(shape.name) + " has " + plural(n, "expression") +
+                         ", expected 3");
+      }
+      for (uint32_t j = 0; j < 3; ++j) {
+        if (!check_node_expr(shape.exprs->Get(j), true,
+                             std::string(shape.name) + "[" + std::to_string(j) + "]")) {
+          return false;
+        }
+      }
+    }
+    if (!check_node_expr(node->shared_bytes(), false, "shared_bytes")) return false;
+
+    const auto* params = kernel->params();
+    const auto* args = node->args();
+    const uint32_t n_params = size_of(params);
+    const uint32_t n_args = size_of(args);
+    if (n_args != n_params) {
+      return fail_here(kernel_label(node->kernel()) + " takes " + plural(n_params, "argument") +
+                       ", the node passes " + std::to_string(n_args));
+    }
+    for (uint32_t j = 0; j < n_args; ++j) {
+      Scope scope(*this, FrameKind::Arg, j);
+      if (!check_arg(args->Get(j), params->Get(j))) return false;
+    }
+    return true;
+  }
+
+  bool check_arg(const fb::KernelArg* arg, const fb::KernelParam* param) {
+    if (!charge(8)) return false;
+    const fb::ArgKind kind = arg->kind();
+    if (!in_range(kind)) {
+      return fail_here("unknown argument kind " + std::to_string(static_cast<unsigned>(kind)));
+    }
+    if (kind != arg_kind_for(param->kind())) {
+      return fail_here(std::string("a ") + fb::EnumNameArgKind(kind) +
+                       " argument cannot bind kernel param '" + printable(param->name()) +
+                       "' of kind " + fb::EnumNameKernelParamKind(param->kind()));
+    }
+    const int ref = arg->ref();
+    switch (kind) {
+      case fb::ArgKind::Value: {
+        if (!in_range(arg->type())) {
+          return fail_here("unknown argument type " +
+                           std::to_string(static_cast<unsigned>(arg->type())));
+        }
+        if (arg->type() != param->type()) {
+          return fail_here("argument type " + type_name(arg->type()) +
+                           " does not match kernel param '" + printable(param->name()) +
+                           "' of type " + type_name(param->type()));
+        }
+        return check_node_expr(arg->value(), true, "value");
+      }
+      case fb::ArgKind::Buffer:
+        return check_buffer_ref("buffer index", ref);
+      case fb::ArgKind::CondHandle: {
+        std::string problem = range_problem("handle index", ref, n_handles_, "handle");
+        return problem.empty() || fail_here(problem);
+      }
+      case fb::ArgKind::GraphExec: {
+        if (ref == -1) {
+          return top_device_ ||
+                 fail_here(
+                     "a graph exec of the graph itself (ref -1) is only valid in a device graph");
+        }
+        std::string problem = range_problem("graph index", ref, n_graphs_, "graph");
+        if (!problem.empty()) return fail_here(problem);
+        const fb::Graph* g = graphs_->Get(ref);
+        if (!g->device()) {
+          return fail_here(graph_label(ref) +
+                           " is not a device graph, so a kernel cannot launch it");
+        }
+        if (g->family_size() > 0) {
+          return fail_here(graph_label(ref) + " is a graph family; pass it as a GraphTable");
+        }
+        return true;
+      }
+      case fb::ArgKind::GraphTable: {
+        std::string problem = range_problem("graph index", ref, n_graphs_, "graph");
+        if (!problem.empty()) return fail_here(problem);
+        if (graphs_->Get(ref)->family_size() == 0) {
+          return fail_here(graph_label(ref) + " is not a graph family (family_size 0)");
+        }
+        return true;
+      }
+    }
+    return true;
+  }
+
+  bool check_memcpy(const fb::Node* node) {
+    if (!check_buffer_ref("memcpy source buffer index", node->src())) return false;
+    if (!check_buffer_ref("memcpy destination buffer index", node->dst())) return false;
+    if (node->src() == node->dst()) {
+      return fail_here("memcpy source and destination are the same " + buffer_label(node->src()));
+    }
+    return true;
+  }
+
+  bool check_memset(const fb::Node* node) {
+    if (!check_buffer_ref("memset buffer index", node->dst())) return false;
+    const unsigned size = node->memset_element_size();
+    if (size != 1 && size != 2 && size != 4) {
+      return fail_here("memset element size " + std::to_string(size) + " is not 1, 2 or 4");
+    }
+    if (size < 4 && node->memset_value() >> (8 * size) != 0) {
+      return fail_here("memset value " + std::to_string(node->memset_value()) +
+                       " does not fit in " + plural(size, "byte"));
+    }
+    const size_t element = scalar_size(buffers_->Get(node->dst())->type());
+    if (element % size != 0) {
+      return fail_here("memset element size " + std::to_string(size) + " does not divide the " +
+                       std::to_string(element) + "-byte elements of " + buffer_label(node->dst()));
+    }
+    return true;
+  }
+
+  bool check_conditional(const fb::Node* node, uint32_t depth) {
+    if (top_device_) return fail_here("a device graph cannot hold a conditional node");
+    const fb::ConditionalType type = node->conditional();
+    if (!in_range(type)) {
+      return fail_here("unknown conditional type " + std::to_string(static_cast<unsigned>(type)));
+    }
+    const uint32_t n = size_of(node->bodies());
+    switch (type) {
+      case fb::ConditionalType::If:
+        if (n < 1 || n > 2)
+          return fail_here("If conditional has " + plural(n, "body", "bodies") +
+                           ", expected 1 or 2");
+        break;
+      case fb::ConditionalType::While:
+        if (n != 1)
+          return fail_here("While conditional has " + plural(n, "body", "bodies") + ", expected 1");
+        break;
+      case fb::ConditionalType::Switch:
+        if (n < 1) return fail_here("Switch conditional has no bodies, expected at least 1");
+        break;
+    }
+    const int h = node->handle();
+    std::string problem = range_problem("conditional handle index", h, n_handles_, "handle");
+    if (!problem.empty()) return fail_here(problem);
+    const int owner = handles_->Get(h)->graph();
+    if (owner != static_cast<int>(top_)) {
+      return fail_here("conditional handle " + std::to_string(h) + " belongs to " +
+                       graph_label(owner) + ", not to " + graph_label(top_) +
+                       " which holds this node");
+    }
+    if (handle_users_[h]++ > 0) {
+      return fail_here("conditional handle " + std::to_string(h) +
+                       " is already used by another conditional node (a handle drives one node)");
+    }
+    for (uint32_t b = 0; b < n; ++b) {
+      Scope scope(*this, FrameKind::Body, b);
+      const fb::Graph* body = node->bodies()->Get(b);
+      if (depth + 1 > kMaxGraphDepth) {
+        return fail_here("conditional bodies are nested more than " +
+                         std::to_string(kMaxGraphDepth) + " deep");
+      }
+      if (body->device()) return fail_here("a conditional body cannot be a device graph");
+      if (body->family_size() > 0) return fail_here("a conditional body cannot be a graph family");
+      if (!check_graph(body, depth + 1, true)) return false;
+    }
+    return true;
+  }
+
+  bool check_collective(const fb::Node* node, bool in_body) {
+    if (top_device_) return fail_here("a device graph cannot hold a collective");
+    if (in_body) {
+      return fail_here("a collective cannot be inside a conditional body (ranks could diverge)");
+    }
+    if (!in_range(node->collective())) {
+      return fail_here("unknown collective kind " +
+                       std::to_string(static_cast<unsigned>(node->collective())));
+    }
+    if (!in_range(node->reduce_op())) {
+      return fail_here("unknown reduce op " +
+                       std::to_string(static_cast<unsigned>(node->reduce_op())));
+    }
+    std::string problem = range_problem("comm index", node->comm(), n_comms_, "comm");
+    if (!problem.empty()) return fail_here(problem);
+    if (!check_buffer_ref("collective source buffer index", node->src())) return false;
+    if (!check_buffer_ref("collective destination buffer index", node->dst())) return false;
+    const bool needs_root = node->collective() == fb::CollectiveKind::Broadcast;
+    return check_node_expr(node->root(), needs_root, "root");
+  }
+
+  const fb::Pipeline& p_;
+  uint64_t budget_;
+  std::string error_;
+  std::vector<Frame> frames_;
+  std::vector<uint32_t> handle_users_;
+  uint32_t top_ = 0;         // the top-level graph being walked
+  bool top_device_ = false;  // whether it is a device graph
+
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Param>>* params_;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Buffer>>* buffers_;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Comm>>* comms_;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Kernel>>* kernels_;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Graph>>* graphs_;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::ConditionalHandle>>* handles_;
+  uint32_t n_params_, n_buffers_, n_comms_, n_kernels_, n_graphs_, n_handles_, n_files_;
+};
+
+}  // namespace
+
+std::string validate(const fb::Pipeline& pipeline, size_t payload_size) {
+  try {
+    return Validator(pipeline, payload_size).run();
+  } catch (const std::exception& e) {  // std::bad_alloc, at worst
+    return std::string("cannot validate the pipeline: ") + e.what();
+  }
+}
+
+}  // namespace orch::artifact
