@@ -3,31 +3,81 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 
+#include "artifact/artifact.h"
 #include "compiler/check.h"
 #include "compiler/emit.h"
 #include "grammar/parse.h"
+#include "lowering/lower.h"
 
 namespace {
 
+struct Flags {
+  std::string input, emit, target, targets_dir, format = "text", color = "auto", output;
+  bool check_only = false, no_cache = false, print_passes = false;
+  std::vector<std::string> archs;
+  unsigned jobs = 0;
+};
+
+// Checks, then emits a view or compiles. Returns the exit code; diagnostics are in `diags`.
+int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine& diags) {
+  orch::CheckOptions options;
+  options.target_override = f.target;
+  options.targets_dir = f.targets_dir;
+  orch::CheckResult result = orch::check_file(f.input, sources, options, diags);
+  if (f.emit == "ast" && result.module) std::cout << orch::dump_ast(*result.module, sources);
+  if (diags.has_errors()) return 1;
+  if (f.emit == "dot") std::cout << orch::emit_dot(*result.program, sources);
+  if (f.emit == "yaml") std::cout << orch::emit_yaml(*result.program, sources);
+  if (f.emit == "ir") {
+    orch::lower_graphs(*result.program);
+    std::cout << orch::emit_yaml(*result.program, sources);
+  }
+  if (f.check_only || !f.emit.empty()) return 0;
+  if (f.output.empty()) {
+    std::cerr << "orchc: nothing to do: give -o pipeline.bin, --check or --emit\n";
+    return 2;
+  }
+  orch::LowerOptions lower;
+  lower.compile.archs = f.archs;
+  lower.compile.use_cache = !f.no_cache;
+  lower.compile.cache_dir = f.no_cache ? "" : orch::default_kernel_cache_dir();
+  lower.compile.jobs = f.jobs;
+  lower.print_passes = f.print_passes;
+  auto bytes = orch::lower_to_artifact(*result.program, sources, lower, diags);
+  if (!bytes || diags.has_errors()) return 1;
+  // Written atomically: a failed compile never leaves a partial file or replaces a good one.
+  std::string error;
+  if (!orch::artifact::write_file_atomically(f.output, *bytes, &error)) {
+    std::cerr << "orchc: cannot write " << f.output << ": " << error << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"orchc: compile orch pipelines to CUDA graphs", "orchc"};
-  std::string input, emit, target, targets_dir, format = "text", color = "auto", output;
-  bool check_only = false;
-  app.add_option("input", input, "the .orch file")->required();
-  app.add_flag("--check", check_only, "check the pipeline and exit (no GPU needed)");
-  app.add_option("--emit", emit, "print a view instead of compiling: ast, dot or yaml")
-      ->check(CLI::IsMember({"ast", "dot", "yaml"}));
-  app.add_option("--target", target, "target profile name (sm_90) or a .yaml profile path");
-  app.add_option("--targets-dir", targets_dir, "folder of target profiles");
-  app.add_option("--diagnostics-format", format, "text, json or sarif")
+  Flags f;
+  app.add_option("input", f.input, "the .orch file")->required();
+  app.add_flag("--check", f.check_only, "check the pipeline and exit (no GPU needed)");
+  app.add_option("-o,--output", f.output, "write the compiled pipeline here (pipeline.bin)");
+  app.add_option("--emit", f.emit,
+                 "print a view instead of compiling: ast, dot, yaml (the checked DAG) or ir "
+                 "(after the lowering passes)")
+      ->check(CLI::IsMember({"ast", "dot", "yaml", "ir"}));
+  app.add_option("--target", f.target, "target profile name (sm_90) or a .yaml profile path");
+  app.add_option("--targets-dir", f.targets_dir, "folder of target profiles");
+  app.add_option("--arch", f.archs, "archs to compile kernels for (default: the targets)")
+      ->delimiter(',');
+  app.add_flag("--no-cache", f.no_cache, "compile every kernel afresh, bypassing the cache");
+  app.add_option("-j,--jobs", f.jobs, "kernel compile threads (default: all cores)");
+  app.add_flag("--print-passes", f.print_passes,
+               "print the IR after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
+  app.add_option("--diagnostics-format", f.format, "text, json or sarif")
       ->check(CLI::IsMember({"text", "json", "sarif"}));
-  app.add_option("--color", color, "color text diagnostics: auto, always or never")
+  app.add_option("--color", f.color, "color text diagnostics: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  app.add_option("-o,--output", output, "write the compiled pipeline here");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -37,32 +87,18 @@ int run(int argc, char** argv) {
 
   orch::SourceManager sources;
   orch::DiagnosticEngine diags;
-  orch::CheckOptions options;
-  options.target_override = target;
-  options.targets_dir = targets_dir;
-  orch::CheckResult result = orch::check_file(input, sources, options, diags);
+  int code = compile(f, sources, diags);
 
-  orch::DiagnosticFormat fmt = format == "json"    ? orch::DiagnosticFormat::Json
-                               : format == "sarif" ? orch::DiagnosticFormat::Sarif
-                                                   : orch::DiagnosticFormat::Text;
-  bool use_color = color == "always" || (color == "auto" && isatty(STDERR_FILENO));
-  std::string report = orch::format_diagnostics(diags.sorted(), sources, fmt,
-                                                fmt == orch::DiagnosticFormat::Text && use_color);
-  // Machine-readable reports go to stdout unless stdout carries an emitted view.
-  if (fmt != orch::DiagnosticFormat::Text && emit.empty()) std::cout << report;
+  orch::DiagnosticFormat fmt = f.format == "json"    ? orch::DiagnosticFormat::Json
+                               : f.format == "sarif" ? orch::DiagnosticFormat::Sarif
+                                                     : orch::DiagnosticFormat::Text;
+  bool color = fmt == orch::DiagnosticFormat::Text &&
+               (f.color == "always" || (f.color == "auto" && isatty(STDERR_FILENO)));
+  std::string report = orch::format_diagnostics(diags.sorted(), sources, fmt, color);
+  // Machine-readable reports go to stdout, unless stdout carries an emitted view.
+  if (fmt != orch::DiagnosticFormat::Text && f.emit.empty()) std::cout << report;
   else std::cerr << report;
-
-  if (!emit.empty()) {
-    if (emit == "ast" && result.module) std::cout << orch::dump_ast(*result.module, sources);
-    else if (emit == "dot" && result.program) std::cout << orch::emit_dot(*result.program, sources);
-    else if (emit == "yaml" && result.program) std::cout << orch::emit_yaml(*result.program, sources);
-  }
-  if (diags.has_errors()) return 1;
-  if (!output.empty() && !check_only) {
-    std::cerr << "orchc: writing pipeline.bin is not available in this build yet; use --check\n";
-    return 2;
-  }
-  return 0;
+  return code;
 }
 
 }  // namespace

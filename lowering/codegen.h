@@ -1,0 +1,60 @@
+// CUDA C++ for the kernels orchc writes itself: condition evaluation, scalar updates, fills a
+// memset node cannot do, and device graph launchers. Each becomes an ir::Kernel (generated)
+// compiled by NVRTC like a user's kernel.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/program.h"
+
+namespace orch::lowering {
+
+// Builds one generated kernel: expressions are split into a device part (reads of device
+// scalars, compiled into the kernel) and host parts (params, rank, family index: passed as
+// value arguments the runtime evaluates and set_param patches).
+class GeneratedKernel {
+ public:
+  GeneratedKernel(ir::Program& program, std::string name)
+      : program_(program), name_(std::move(name)) {}
+
+  // C++ text of `e`; registers the parameters it needs.
+  std::string expr(const ir::Expr& e);
+  // A pointer parameter for a buffer; returns its name in the code.
+  std::string buffer(int buffer, bool write);
+  // A conditional handle parameter.
+  std::string handle(int handle);
+  // A graph exec parameter (one graph) or a table of execs (a family).
+  std::string graph(int graph, bool family, bool self);
+  // A value parameter computed on the host.
+  std::string value(const ir::Expr& e);
+
+  void add_statement(const std::string& code) { body_ += "  " + code + "\n"; }
+  // Every statement the kernel runs so far, to fuse it with another.
+  const std::string& body() const { return body_; }
+  const std::vector<ir::BufferAccess>& accesses() const { return accesses_; }
+
+  // Appends the kernel to program.kernels and returns a node that launches it with one
+  // thread (or `grid` x `block` when given). The node's accesses are the kernel's.
+  ir::Node finish(const SourceRange& loc, const std::vector<SourceRange>& call_stack);
+  ir::Node finish_with_shape(const SourceRange& loc, const std::vector<SourceRange>& call_stack,
+                             ir::Expr grid, ir::Expr block);
+
+ private:
+  ir::Program& program_;
+  std::string name_;
+  std::string body_;
+  std::vector<ir::KernelParam> params_;
+  std::vector<ir::KernelArg> args_;
+  std::vector<std::string> param_code_;
+  std::vector<ir::BufferAccess> accesses_;
+  bool needs_half_ = false;
+  bool needs_bfloat_ = false;
+};
+
+// The C++ spelling of a scalar type: "unsigned", "float", "__half", ...
+const char* cuda_type(ir::ScalarType t);
+
+ir::Expr int_constant(int64_t v, ir::ScalarType type = ir::ScalarType::U32);
+
+}  // namespace orch::lowering

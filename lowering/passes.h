@@ -1,0 +1,56 @@
+// The lowering passes, each a function from IR to IR in a file of its own. lower.cpp calls
+// them in order; ORCH_PRINT_PASSES=1 prints the IR after each and how long each took.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "compiler/program.h"
+#include "lowering/kernel_compiler.h"
+#include "support/diagnostics.h"
+
+namespace orch::lowering {
+
+// Calls `f` on every region of every graph, outer regions before the bodies they hold.
+// `graph` is the top-level graph the region belongs to.
+void for_each_region(ir::Program& program,
+                     const std::function<void(ir::Region& region, int graph)>& f);
+
+// split_segments.cpp: a host graph that holds conditional nodes and also device launches or
+// collectives becomes several graphs launched in order (program.segments), since one
+// executable graph cannot hold both (device launch + conditional hangs on driver 580;
+// NCCL in a graph with conditionals fails, NVIDIA/nccl#1986).
+void split_segments(ir::Program& program);
+
+// lower_conditions.cpp: a CUDA conditional handle for every If/While/Switch, a SetCondition
+// node that evaluates the condition before it (and at the end of a while body), `cond`
+// arguments bound to their loop's handle; sparse switch cases map onto dense bodies.
+void lower_conditions(ir::Program& program);
+
+// fuse_generated_kernels.cpp: adjacent scalar updates, and a scalar update followed by a
+// condition evaluation, become one generated kernel.
+void fuse_generated_kernels(ir::Program& program);
+
+// plan_fills.cpp: fills a memset node can do (a 1, 2 or 4 byte pattern, or an 8-byte one
+// whose halves agree, into device memory) get their pattern; the rest stay for a kernel.
+void plan_fills(ir::Program& program);
+
+// generate_kernels.cpp: scalar updates, condition evaluations, kernel fills and `launch`
+// statements become kernel nodes running kernels orchc writes.
+void generate_kernels(ir::Program& program);
+
+// rebuild_edges.cpp: dependency edges from the final nodes' accesses (transitively reduced).
+void rebuild_edges(ir::Program& program);
+
+// compile_all_kernels.cpp: NVRTC for every kernel and target arch. False on errors.
+bool compile_all_kernels(ir::Program& program, const CompileOptions& options,
+                         SourceManager& sources, DiagnosticEngine& diags);
+
+// verify_ordering.cpp: every pair of conflicting accesses is ordered by the final edges
+// (a compiler-bug catcher). False, with an internal-error diagnostic, if not.
+bool verify_ordering(const ir::Program& program, DiagnosticEngine& diags);
+
+// serialize.cpp: the artifact bytes (envelope and FlatBuffers payload).
+std::string serialize(const ir::Program& program, const SourceManager& sources);
+
+}  // namespace orch::lowering

@@ -1,0 +1,71 @@
+#include "lowering/passes.h"
+
+namespace orch::lowering {
+
+namespace {
+
+enum class NodeClass { Plain, Conditional, LaunchOrCollective };
+
+NodeClass classify(const ir::Program& p, const ir::Node& n) {
+  switch (n.kind) {
+    case ir::NodeKind::If:
+    case ir::NodeKind::While:
+    case ir::NodeKind::Switch:
+      return NodeClass::Conditional;
+    case ir::NodeKind::LaunchGraph:
+    case ir::NodeKind::Collective:
+      return NodeClass::LaunchOrCollective;
+    case ir::NodeKind::Kernel:
+      return p.kernels[n.kernel].budgets.empty() ? NodeClass::Plain : NodeClass::LaunchOrCollective;
+    default:
+      return NodeClass::Plain;
+  }
+}
+
+}  // namespace
+
+void split_segments(ir::Program& p) {
+  p.segments = {p.main_graph};
+  if (p.main_graph < 0) return;
+  bool has_conditional = false, has_other = false;
+  for (const ir::Node& n : p.graphs[p.main_graph].body.nodes) {
+    NodeClass c = classify(p, n);
+    has_conditional |= c == NodeClass::Conditional;
+    has_other |= c == NodeClass::LaunchOrCollective;
+  }
+  if (!has_conditional || !has_other) return;
+
+  // Cut main in program order wherever the class flips; plain nodes stay with the segment
+  // they are in. Segments run one after another, which keeps every ordering.
+  ir::Graph original = std::move(p.graphs[p.main_graph]);
+  std::vector<ir::Graph> parts;
+  NodeClass current = NodeClass::Plain;
+  for (ir::Node& n : original.body.nodes) {
+    NodeClass c = classify(p, n);
+    if (parts.empty() || (c != NodeClass::Plain && current != NodeClass::Plain && c != current)) {
+      ir::Graph g;
+      g.name = original.name + "." + std::to_string(parts.size());
+      g.loc = original.loc;
+      parts.push_back(std::move(g));
+      current = NodeClass::Plain;
+    }
+    if (c != NodeClass::Plain) current = c;
+    parts.back().body.nodes.push_back(std::move(n));
+  }
+  p.segments.clear();
+  p.graphs[p.main_graph] = std::move(parts[0]);
+  p.segments.push_back(p.main_graph);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    p.graphs.push_back(std::move(parts[i]));
+    p.segments.push_back(static_cast<int>(p.graphs.size() - 1));
+  }
+  // Launch counts per execution now belong to whichever segment launches.
+  for (int s : p.segments) {
+    ir::Graph& g = p.graphs[s];
+    g.fire_and_forget_launches = original.fire_and_forget_launches;
+    g.tail_launches = original.tail_launches;
+    g.self_tail_launches = original.self_tail_launches;
+  }
+}
+
+}  // namespace orch::lowering
