@@ -1,0 +1,314 @@
+// The lowering passes on real pipelines: what each pass makes of conditionals, fills, scalar
+// updates and device launches; the ordering verifier; and whole compiles to pipeline.bin.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "artifact/artifact.h"
+#include "compiler/check.h"
+#include "compiler/dag.h"
+#include "lowering/lower.h"
+#include "lowering/passes.h"
+
+namespace orch {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string spec_dir() {
+  if (const char* env = std::getenv("ORCH_SPEC_DIR"); env && *env) return env;
+  return ORCH_SPEC_DIR;
+}
+
+struct Checked {
+  SourceManager sources;
+  DiagnosticEngine diags;
+  CheckResult result;
+  ir::Program& program() { return *result.program; }
+};
+
+std::unique_ptr<Checked> check(const std::string& text, const std::string& path = "t.orch") {
+  auto c = std::make_unique<Checked>();
+  c->result = check_text(path, text, c->sources, {}, c->diags);
+  REQUIRE_MESSAGE(!c->diags.has_errors(),
+                  format_diagnostics(c->diags.sorted(), c->sources, DiagnosticFormat::Text));
+  return c;
+}
+
+std::unique_ptr<Checked> check_spec(const std::string& name) {
+  auto c = std::make_unique<Checked>();
+  c->result = check_file(spec_dir() + "/examples/" + name, c->sources, {}, c->diags);
+  REQUIRE_MESSAGE(!c->diags.has_errors(),
+                  format_diagnostics(c->diags.sorted(), c->sources, DiagnosticFormat::Text));
+  return c;
+}
+
+const ir::Kernel& kernel_of(const ir::Program& p, const ir::Node& n) {
+  REQUIRE(n.kind == ir::NodeKind::Kernel);
+  return p.kernels[n.kernel];
+}
+
+TEST_CASE("jacobi: a while loop gets a handle, a condition kernel before it and one fused with "
+          "the update at the end of its body") {
+  auto c = check_spec("jacobi.orch");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  REQUIRE(p.handles.size() == 1);
+  CHECK(p.handles[0].default_value == 0);
+  CHECK_FALSE(p.handles[0].set_default);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  // copy, copy, fill, fill, condition, while, copy
+  REQUIRE(main.nodes.size() == 7);
+  const ir::Kernel& before = kernel_of(p, main.nodes[4]);
+  CHECK(before.generated);
+  CHECK(before.source.find("cudaGraphSetConditional(h0, ") != std::string::npos);
+  const ir::Node& loop = main.nodes[5];
+  CHECK(loop.kind == ir::NodeKind::While);
+  CHECK(loop.handle == 0);
+  CHECK(is_ordered(main, 4, 5));
+  // The body: fill, sweep, sweep, and one kernel that does `iters += 2` and re-evaluates.
+  const ir::Region& body = loop.bodies[0];
+  REQUIRE(body.nodes.size() == 4);
+  const ir::Kernel& last = kernel_of(p, body.nodes[3]);
+  CHECK(last.source.find("*b6 = static_cast<unsigned>(((*b6) + 2ll));") != std::string::npos);
+  CHECK(last.source.find("cudaGraphSetConditional(h0, ") != std::string::npos);
+  // Condition and update run after the sweep that last wrote residual.
+  CHECK(is_ordered(body, 2, 3));
+  // Params in the condition are value arguments the runtime patches, not constants.
+  CHECK(before.source.find("float v") != std::string::npos);
+}
+
+TEST_CASE("branch: if/else and a sparse switch with default map onto dense bodies") {
+  auto c = check(R"(pipeline p
+buffer mode: i32
+buffer x: f32[64]
+graph main {
+  switch mode {
+    case 7 { fill x = 1 }
+    case -2 { fill x = 2 }
+    default { fill x = 3 }
+  }
+  if mode > 0 { fill x = 4 } else { fill x = 5 }
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 4);
+  const ir::Node& sw = main.nodes[1];
+  REQUIRE(sw.kind == ir::NodeKind::Switch);
+  CHECK(sw.bodies.size() == 3);  // two cases, then the default
+  const std::string& code = kernel_of(p, main.nodes[0]).source;
+  CHECK(code.find("unsigned index = 2u; switch (v) { case 7ll: index = 0u; break; case -2ll: "
+                  "index = 1u; break; default: break; }") != std::string::npos);
+  CHECK(main.nodes[3].bodies.size() == 2);
+  CHECK(kernel_of(p, main.nodes[2]).source.find("? 1u : 0u") != std::string::npos);
+  // Every fill here is a memset of a 4-byte float pattern.
+  CHECK(sw.bodies[0].nodes[0].memset_value == 0x3f800000u);
+  CHECK(sw.bodies[0].nodes[0].memset_element_size == 4);
+}
+
+TEST_CASE("countdown: `while kernel` is a do-while whose kernel gets the loop's handle") {
+  auto c = check_spec("countdown.orch");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  REQUIRE(p.handles.size() == 1);
+  CHECK(p.handles[0].default_value == 1);
+  CHECK(p.handles[0].set_default);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 2);  // fill, while: no condition kernel needed
+  const ir::Node& step = main.nodes[1].bodies[0].nodes[0];
+  REQUIRE(step.args.size() == 3);
+  CHECK(step.args[2].kind == ir::ArgKind::CondHandle);
+  CHECK(step.args[2].ref == 0);
+}
+
+TEST_CASE("fills: memset where a 1, 2 or 4 byte pattern does it, a kernel otherwise") {
+  auto c = check(R"(pipeline p
+param v: u32 = 3
+buffer a: f64[8]
+buffer b: f64[8]
+buffer h: f32[8] host
+buffer e: u8[8]
+buffer f: f16[8]
+buffer g: u32[8]
+graph main {
+  fill a = 0
+  fill b = 1.5
+  fill h = 0
+  fill e = 255
+  fill f = 1
+  fill g = v
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 6);
+  CHECK(main.nodes[0].kind == ir::NodeKind::Fill);  // 8 zero bytes: two equal 4-byte halves
+  CHECK(main.nodes[0].memset_element_size == 4);
+  CHECK(kernel_of(p, main.nodes[1]).name.rfind("orch_fill_", 0) == 0);  // 1.5 as f64: halves differ
+  CHECK(kernel_of(p, main.nodes[2]).name.rfind("orch_fill_", 0) == 0);  // mapped host memory
+  CHECK(main.nodes[3].memset_value == 255);
+  CHECK(main.nodes[3].memset_element_size == 1);
+  CHECK(main.nodes[4].memset_value == 0x3c00);  // 1.0 in binary16
+  CHECK(main.nodes[4].memset_element_size == 2);
+  CHECK(kernel_of(p, main.nodes[5]).name.rfind("orch_fill_", 0) == 0);  // a param: a kernel
+}
+
+TEST_CASE("adjacent scalar updates fuse into one kernel; separated ones do not") {
+  auto c = check(R"(pipeline p
+buffer a: u32
+buffer b: u32
+buffer x: f32[16]
+kernel k(x: inout f32[]) source """extern "C" __global__ void k(float* x) {}"""
+graph main {
+  a = 1
+  b = a + 1
+  k<<<1, 16>>>(x)
+  a += b
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 3);
+  const std::string& fused = kernel_of(p, main.nodes[0]).source;
+  CHECK(fused.find("*b0 = static_cast<unsigned>(1ll);") < fused.find("*b1 = "));
+  CHECK(kernel_of(p, main.nodes[2]).generated);
+}
+
+TEST_CASE("a host graph with conditionals and device launches is split into segments") {
+  auto c = check(R"(pipeline p
+buffer flag: u32
+buffer x: f32[64]
+buffer z: f32[64]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) {}"""
+graph child device { work<<<1, 64>>>(x) }
+graph main {
+  fill flag = 1
+  if flag != 0 { work<<<1, 64>>>(x) }
+  launch child tail
+  work<<<1, 64>>>(z)
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  REQUIRE(p.segments.size() == 2);
+  CHECK(p.segments[0] == p.main_graph);
+  const ir::Graph& first = p.graphs[p.segments[0]];
+  const ir::Graph& second = p.graphs[p.segments[1]];
+  CHECK(first.name == "main.0");
+  CHECK(second.name == "main.1");
+  bool first_has_if = false;
+  for (const ir::Node& n : first.body.nodes) first_has_if |= n.kind == ir::NodeKind::If;
+  CHECK(first_has_if);
+  for (const ir::Node& n : second.body.nodes) CHECK(n.kind == ir::NodeKind::Kernel);
+  // The handle lives on the segment that holds its conditional node.
+  REQUIRE(p.handles.size() == 1);
+  CHECK(p.handles[0].graph == p.segments[0]);
+}
+
+TEST_CASE("moe: a family launcher keeps the launched graphs' accesses for ordering") {
+  auto c = check(R"(pipeline p
+buffer x: f32[64]
+buffer y: f32[64]
+kernel work(x: in f32[], y: out f32[]) source """extern "C" __global__ void work(const float* x, float* y) {}"""
+graph fam[i: 4] device { work<<<1, 64>>>(x, y) }
+graph main {
+  fill x = 1
+  launch fam[2] tail
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 2);
+  const ir::Kernel& launcher = kernel_of(p, main.nodes[1]);
+  CHECK(launcher.source.find("cudaGraphLaunch(g0[") != std::string::npos);
+  CHECK(launcher.source.find("cudaStreamGraphTailLaunch") != std::string::npos);
+  CHECK(is_ordered(main, 0, 1));  // the family reads x, which the fill writes
+}
+
+TEST_CASE("the verifier catches an ordering the lowering lost") {
+  auto c = check_spec("jacobi.orch");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  DiagnosticEngine ok;
+  CHECK(lowering::verify_ordering(p, ok));
+  CHECK_FALSE(ok.has_errors());
+  // Drop the edge that orders the while loop after the copy that fills u.
+  ir::Region& main = p.graphs[p.main_graph].body;
+  auto& edges = main.edges;
+  auto it = std::find_if(edges.begin(), edges.end(),
+                         [](const ir::Edge& e) { return e.from == 0 && e.to == 5; });
+  REQUIRE(it != edges.end());
+  edges.erase(it);
+  DiagnosticEngine bad;
+  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  REQUIRE(bad.has_errors());
+  CHECK(bad.all()[0].code == "E0899");
+  CHECK(bad.all()[0].message.find("`u`") != std::string::npos);
+}
+
+TEST_CASE("every spec example compiles to a pipeline.bin that verifies and shows its images") {
+  fs::path cache = fs::temp_directory_path() / ("orch-lowering-test-cache-" + std::to_string(getpid()));
+  for (const auto& entry : fs::directory_iterator(spec_dir() + "/examples")) {
+    if (entry.path().extension() != ".orch") continue;
+    SUBCASE(entry.path().filename().string().c_str()) {
+      auto c = check_spec(entry.path().filename().string());
+      LowerOptions options;
+      options.compile.cache_dir = cache.string();
+      DiagnosticEngine diags;
+      auto bytes = lower_to_artifact(c->program(), c->sources, options, diags);
+      REQUIRE_MESSAGE(bytes, format_diagnostics(diags.sorted(), c->sources, DiagnosticFormat::Text));
+      // The envelope's payload starts 8-byte aligned; so must our copy.
+      std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
+      std::memcpy(aligned.data(), bytes->data(), bytes->size());
+      auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()),
+                                            bytes->size());
+      REQUIRE_MESSAGE(opened.ok(), opened.error);
+      std::string summary = artifact::describe_pipeline(*opened.pipeline);
+      CHECK(summary.find("sm_90 CUBIN") != std::string::npos);
+    }
+  }
+  fs::remove_all(cache);
+}
+
+TEST_CASE("orchc never leaves a partial pipeline.bin or replaces a good one on failure") {
+  fs::path dir = fs::temp_directory_path() / ("orch-atomic-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::path out = dir / "p.bin";
+  std::ofstream(out) << "a good file";
+  std::ofstream(dir / "bad.orch") << R"(pipeline bad
+buffer x: f32[16]
+kernel k(x: inout f32[]) source """
+extern "C" __global__ void k(float* x) { this does not compile; }
+"""
+graph main { k<<<1, 16>>>(x) }
+)";
+  std::string cmd = std::string(ORCHC_PATH) + " --no-cache " + (dir / "bad.orch").string() +
+                    " -o " + out.string() + " > " + (dir / "log").string() + " 2>&1";
+  int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  std::ifstream in(out);
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  CHECK(content == "a good file");
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) (void)e, ++files;
+  CHECK(files == 3);  // bad.orch, p.bin, log: no temporary left behind
+  std::ifstream log(dir / "log");
+  std::string text((std::istreambuf_iterator<char>(log)), {});
+  CHECK(text.find("bad.orch:4:") != std::string::npos);  // the NVRTC error, at its .orch line
+  CHECK(text.find("error[E0901]") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace orch
