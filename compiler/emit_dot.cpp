@@ -72,7 +72,8 @@ class DotWriter {
     }
     for (const ir::Edge& e : r.edges) {
       out_ << indent << ids[e.from] << " -> " << ids[e.to] << " [label=\""
-           << escape(p_.buffers[e.buffer].name) << "\"];\n";
+           << escape(e.buffer >= 0 ? p_.buffers[e.buffer].name : std::string("condition"))
+           << "\"" << (e.buffer >= 0 ? "" : ", style=dotted") << "];\n";
     }
     return ids;
   }

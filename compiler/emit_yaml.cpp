@@ -89,7 +89,7 @@ void region(YAML::Emitter& out, const ir::Program& p, const SourceManager& sourc
   for (const ir::Edge& e : r.edges) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "from" << YAML::Value << e.from
         << YAML::Key << "to" << YAML::Value << e.to << YAML::Key << "buffer" << YAML::Value
-        << p.buffers[e.buffer].name << YAML::Key << "kind" << YAML::Value << ir::to_string(e.kind)
+        << (e.buffer >= 0 ? p.buffers[e.buffer].name : std::string("-")) << YAML::Key << "kind" << YAML::Value << ir::to_string(e.kind)
         << YAML::EndMap;
   }
   out << YAML::EndSeq;

@@ -84,6 +84,7 @@ const char* to_string(DepKind k) {
     case DepKind::RAW: return "raw";
     case DepKind::WAR: return "war";
     case DepKind::WAW: return "waw";
+    case DepKind::Condition: return "condition";
   }
   return "?";
 }

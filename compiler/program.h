@@ -215,12 +215,13 @@ struct Node {
   std::optional<Expr> root;
 };
 
-enum class DepKind : uint8_t { RAW, WAR, WAW };
+// Condition: a condition kernel before the conditional node whose handle it sets.
+enum class DepKind : uint8_t { RAW, WAR, WAW, Condition };
 const char* to_string(DepKind k);
 
 struct Edge {
   int from = -1, to = -1;  // node indices within the region
-  int buffer = -1;         // a buffer that orders them
+  int buffer = -1;         // a buffer that orders them; -1 for a Condition edge
   DepKind kind = DepKind::RAW;
 };
 

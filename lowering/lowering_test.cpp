@@ -129,6 +129,29 @@ TEST_CASE("countdown: `while kernel` is a do-while whose kernel gets the loop's 
   CHECK(step.args[2].ref == 0);
 }
 
+TEST_CASE("a condition kernel is ordered before its conditional node even with no data between") {
+  auto c = check(R"(pipeline p
+buffer bad: u32
+buffer w: f32[64]
+kernel k(w: inout f32[]) source """extern "C" __global__ void k(float* w) {}"""
+graph main {
+  if bad == 0 { k<<<1, 64>>>(w) }
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 2);
+  CHECK(is_ordered(main, 0, 1));
+  DiagnosticEngine diags;
+  CHECK(lowering::verify_ordering(p, diags));
+  p.graphs[p.main_graph].body.edges.clear();
+  DiagnosticEngine bad;
+  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  REQUIRE(bad.has_errors());
+  CHECK(bad.all()[0].message.find("before the kernel that sets its condition") != std::string::npos);
+}
+
 TEST_CASE("fills: memset where a 1, 2 or 4 byte pattern does it, a kernel otherwise") {
   auto c = check(R"(pipeline p
 param v: u32 = 3

@@ -3,8 +3,32 @@
 
 namespace orch::lowering {
 
+namespace {
+
+// A condition kernel sets its conditional node's handle: an ordering no buffer shows (the
+// node may read nothing the kernel writes), so it is added by hand.
+void order_condition_kernels(ir::Region& r) {
+  for (size_t j = 0; j < r.nodes.size(); ++j) {
+    for (ir::Region& body : r.nodes[j].bodies) order_condition_kernels(body);
+    int handle = r.nodes[j].handle;
+    if (handle < 0 || r.nodes[j].bodies.empty()) continue;
+    for (size_t i = 0; i < j; ++i) {
+      const ir::Node& k = r.nodes[i];
+      bool sets = false;
+      for (const ir::KernelArg& a : k.args) sets |= a.kind == ir::ArgKind::CondHandle && a.ref == handle;
+      if (!sets || is_ordered(r, static_cast<int>(i), static_cast<int>(j))) continue;
+      r.edges.push_back({static_cast<int>(i), static_cast<int>(j), -1, ir::DepKind::Condition});
+    }
+  }
+}
+
+}  // namespace
+
 void rebuild_edges(ir::Program& p) {
-  for (ir::Graph& g : p.graphs) derive_edges(g.body);
+  for (ir::Graph& g : p.graphs) {
+    derive_edges(g.body);
+    order_condition_kernels(g.body);
+  }
 }
 
 }  // namespace orch::lowering

@@ -68,6 +68,21 @@ bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r
         ok = false;
       }
     }
+    // The kernel that sets a conditional node's handle must run before the node.
+    if (r.nodes[j].handle >= 0 && !r.nodes[j].bodies.empty()) {
+      for (int i = 0; i < j; ++i) {
+        bool sets = false;
+        for (const ir::KernelArg& arg : r.nodes[i].args)
+          sets |= arg.kind == ir::ArgKind::CondHandle && arg.ref == r.nodes[j].handle;
+        if (!sets || reaches(preds, i, j, mark, ++stamp)) continue;
+        Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
+                                    "internal compiler error: in graph `" + g.name +
+                                        "`, this conditional node may run before the kernel "
+                                        "that sets its condition");
+        diags.add_note(d, r.nodes[i].loc, "the condition kernel");
+        ok = false;
+      }
+    }
     for (const ir::BufferAccess& a : r.nodes[j].accesses) {
       State& s = state[a.buffer];
       if (a.write) {
