@@ -280,12 +280,19 @@ TEST_CASE("the verifier catches an ordering the lowering lost") {
   CHECK(bad.all()[0].message.find("`u`") != std::string::npos);
 }
 
-TEST_CASE("every spec example compiles to a pipeline.bin that verifies and shows its images") {
+TEST_CASE("every spec example and bundled pipeline compiles to a pipeline.bin that verifies") {
   fs::path cache = fs::temp_directory_path() / ("orch-lowering-test-cache-" + std::to_string(getpid()));
-  for (const auto& entry : fs::directory_iterator(spec_dir() + "/examples")) {
-    if (entry.path().extension() != ".orch") continue;
-    SUBCASE(entry.path().filename().string().c_str()) {
-      auto c = check_spec(entry.path().filename().string());
+  std::vector<fs::path> files;
+  for (const std::string dir : {spec_dir() + "/examples", std::string(ORCH_PIPELINES_DIR)})
+    for (const auto& entry : fs::directory_iterator(dir))
+      if (entry.path().extension() == ".orch") files.push_back(entry.path());
+  CHECK(files.size() >= 11);
+  for (const fs::path& path : files) {
+    SUBCASE(path.filename().string().c_str()) {
+      auto c = std::make_unique<Checked>();
+      c->result = check_file(path.string(), c->sources, {}, c->diags);
+      REQUIRE_MESSAGE(!c->diags.has_errors(),
+                      format_diagnostics(c->diags.sorted(), c->sources, DiagnosticFormat::Text));
       LowerOptions options;
       options.compile.cache_dir = cache.string();
       DiagnosticEngine diags;
