@@ -57,6 +57,7 @@ void run_graph_passes(PassRunner& r, ir::Program& p) {
   r.run("plan_fills", [&] { lowering::plan_fills(p); });
   r.run("generate_kernels", [&] { lowering::generate_kernels(p); });
   r.run("rebuild_edges", [&] { lowering::rebuild_edges(p); });
+  r.run("hash_collectives", [&] { lowering::hash_collectives(p); });
 }
 
 }  // namespace

@@ -259,6 +259,21 @@ graph main {
   CHECK(is_ordered(main, 0, 1));  // the family reads x, which the fill writes
 }
 
+TEST_CASE("the collective hash follows the collective sequence, not the rest") {
+  auto hash = [](const std::string& body) {
+    auto c = check("pipeline p\nparam n: u32 = 64\ncomm world\nbuffer g: f32[n]\nbuffer h: f32[n]\n"
+                   "buffer x: f32[64]\ngraph main {\n" + body + "}\n");
+    lower_graphs(c->program());
+    return c->program().collective_hash;
+  };
+  uint64_t a = hash("  allreduce sum g on world\n  allreduce max h on world\n");
+  CHECK(a != 0);
+  CHECK(a == hash("  fill x = 1\n  allreduce sum g on world\n  allreduce max h on world\n"));
+  CHECK(a != hash("  allreduce max h on world\n  allreduce sum g on world\n"));
+  CHECK(a != hash("  allreduce sum g on world\n"));
+  CHECK(hash("  fill x = 1\n") == 0);
+}
+
 TEST_CASE("the verifier catches an ordering the lowering lost") {
   auto c = check_spec("jacobi.orch");
   ir::Program& p = c->program();

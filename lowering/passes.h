@@ -42,6 +42,9 @@ void generate_kernels(ir::Program& program);
 // rebuild_edges.cpp: dependency edges from the final nodes' accesses (transitively reduced).
 void rebuild_edges(ir::Program& program);
 
+// hash_collectives.cpp: a hash of the collective sequence, which ranks compare at bind time.
+void hash_collectives(ir::Program& program);
+
 // compile_all_kernels.cpp: NVRTC for every kernel and target arch. False on errors.
 bool compile_all_kernels(ir::Program& program, const CompileOptions& options,
                          SourceManager& sources, DiagnosticEngine& diags);
