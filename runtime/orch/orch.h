@@ -1,0 +1,90 @@
+/* orch's runtime as a C API, for other languages. The same calls as orch/runtime.h:
+ *
+ *   orch_pipeline* p; orch_error* err = orch_pipeline_load("saxpy.bin", &p);
+ *   if (err) { fprintf(stderr, "%s\n", orch_error_message(err)); orch_error_destroy(err); }
+ *   orch_bindings* b = orch_bindings_create();
+ *   orch_bindings_param_u32(b, "n", 4096);
+ *   orch_executable* x; err = orch_instantiate(p, b, stream, &x);
+ *   err = orch_launch(x, stream);
+ *
+ * Every call that can fail returns NULL on success or an orch_error the caller destroys with
+ * orch_error_destroy. Objects are destroyed with their *_destroy function (NULL is accepted).
+ * Threads: as in runtime.h. An orch_pipeline may be shared between threads; an orch_bindings
+ * or orch_executable is used by one thread at a time. */
+#ifndef ORCH_ORCH_H
+#define ORCH_ORCH_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct orch_pipeline orch_pipeline;
+typedef struct orch_bindings orch_bindings;
+typedef struct orch_executable orch_executable;
+typedef struct orch_error orch_error;
+
+/* Error codes: the values of orch::ErrorCode. */
+enum {
+  ORCH_OK = 0,
+  ORCH_ERROR_INVALID_ARGUMENT = 1,
+  ORCH_ERROR_IO = 2,
+  ORCH_ERROR_INVALID_ARTIFACT = 3,
+  ORCH_ERROR_NO_DEVICE = 4,
+  ORCH_ERROR_NO_KERNEL_IMAGE = 5,
+  ORCH_ERROR_CUDA = 6,
+  ORCH_ERROR_UNKNOWN_NAME = 7,
+  ORCH_ERROR_UNBOUND = 8,
+  ORCH_ERROR_INVALID_VALUE = 9,
+  ORCH_ERROR_BIND_CHECK_FAILED = 10,
+  ORCH_ERROR_BUFFER_TOO_SMALL = 11,
+  ORCH_ERROR_UNSUPPORTED = 12
+};
+
+int orch_error_code(const orch_error* error);
+/* The message alone, and "file:line:col" (empty when no statement is involved). */
+const char* orch_error_message(const orch_error* error);
+const char* orch_error_where(const orch_error* error);
+/* The cudaError_t of a failed CUDA call, else 0. */
+int orch_error_cuda(const orch_error* error);
+void orch_error_destroy(orch_error* error);
+
+orch_error* orch_pipeline_load(const char* path, orch_pipeline** out);
+/* The bytes are copied. */
+orch_error* orch_pipeline_load_from_memory(const void* bytes, size_t size, orch_pipeline** out);
+const char* orch_pipeline_name(const orch_pipeline* pipeline);
+void orch_pipeline_destroy(orch_pipeline* pipeline);
+
+orch_bindings* orch_bindings_create(void);
+void orch_bindings_destroy(orch_bindings* bindings);
+void orch_bindings_param_u32(orch_bindings* b, const char* name, uint32_t value);
+void orch_bindings_param_i32(orch_bindings* b, const char* name, int32_t value);
+void orch_bindings_param_u64(orch_bindings* b, const char* name, uint64_t value);
+void orch_bindings_param_i64(orch_bindings* b, const char* name, int64_t value);
+void orch_bindings_param_f32(orch_bindings* b, const char* name, float value);
+void orch_bindings_param_f64(orch_bindings* b, const char* name, double value);
+void orch_bindings_buffer(orch_bindings* b, const char* name, void* device_ptr, size_t bytes);
+void orch_bindings_comm(orch_bindings* b, const char* name, void* nccl_comm, int rank, int world_size);
+
+orch_error* orch_instantiate(const orch_pipeline* pipeline, const orch_bindings* bindings, cudaStream_t stream,
+                             orch_executable** out);
+orch_error* orch_launch(orch_executable* exec, cudaStream_t stream);
+orch_error* orch_set_param_u32(orch_executable* exec, const char* name, uint32_t value);
+orch_error* orch_set_param_i32(orch_executable* exec, const char* name, int32_t value);
+orch_error* orch_set_param_u64(orch_executable* exec, const char* name, uint64_t value);
+orch_error* orch_set_param_i64(orch_executable* exec, const char* name, int64_t value);
+orch_error* orch_set_param_f32(orch_executable* exec, const char* name, float value);
+orch_error* orch_set_param_f64(orch_executable* exec, const char* name, double value);
+orch_error* orch_rebind(orch_executable* exec, const char* name, void* device_ptr, size_t bytes);
+/* The pointer of a buffer (see Executable::buffer), NULL for an unknown name. */
+void* orch_executable_buffer(const orch_executable* exec, const char* name);
+void orch_executable_destroy(orch_executable* exec);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ORCH_ORCH_H */

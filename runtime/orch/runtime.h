@@ -1,0 +1,279 @@
+// orch's runtime: load a compiled pipeline (pipeline.bin), bind its params, buffers and
+// communicators, build and instantiate its CUDA graphs, and launch them with one call.
+//
+//   auto pipeline = orch::Pipeline::load("jacobi.bin");          // verify, load kernels
+//   if (!pipeline) { std::cerr << pipeline.error().to_string(); return 1; }
+//   orch::Bindings b;
+//   b.param("n", 4096u).buffer("u_host", ptr, bytes);
+//   auto exec = (*pipeline)->instantiate(b, stream);             // build, instantiate, upload
+//   exec.value()->launch(stream);                                // one call per run
+//   exec.value()->set_param("tol", 1e-7f);                       // patched in place
+//
+// Depends on the CUDA runtime (linked statically) and nothing else; NCCL is not linked.
+// Every failure is a value (Error), never an exception or an abort; an error caused by a node
+// or declaration names the .orch statement it came from (Error::where()).
+//
+// Threads. A Pipeline is immutable once loaded: one Pipeline may be shared by any number of
+// threads, and instantiate() may run on several threads at once. Bindings, Executable, Result
+// and Error are plain objects with no internal locking: give each thread its own, or
+// synchronize yourself. An Executable's methods (launch, set_param, rebind, buffer) must not
+// run concurrently with each other; launches of one Executable are ordered by CUDA anyway (one
+// executable graph runs one instance at a time). Two Executables of the same Pipeline are
+// independent and may be used from different threads.
+//
+// Devices. A Pipeline is loaded for the device current at load(); instantiate and launch on
+// that device (the runtime checks and refuses another one).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace orch {
+
+enum class ErrorCode {
+  Ok = 0,
+  InvalidArgument,   // a null pointer, a bad size, an Executable used wrongly
+  Io,                // the file could not be read
+  InvalidArtifact,   // the bytes are not a pipeline this runtime accepts (open_pipeline's line)
+  NoDevice,          // no usable CUDA device or driver
+  NoKernelImage,     // neither a CUBIN for this GPU nor PTX it can JIT
+  Cuda,              // a CUDA call failed (cuda_error() holds the cudaError_t)
+  UnknownName,       // a binding names no param, buffer or comm of the pipeline
+  Unbound,           // a param without default, or a comm, was not bound
+  InvalidValue,      // a value does not fit its type, or an expression cannot be evaluated
+  BindCheckFailed,   // one of the pipeline's bind checks is false for the bound values
+  BufferTooSmall,    // a bound buffer is smaller than its declared size
+  Unsupported,       // the pipeline needs something this runtime cannot do yet
+};
+
+// The name of a code ("BindCheckFailed").
+const char* error_code_name(ErrorCode code);
+
+class Error {
+ public:
+  Error() = default;  // no error
+  Error(ErrorCode code, std::string message, std::string where = {}, int cuda_error = 0)
+      : code_(code), message_(std::move(message)), where_(std::move(where)), cuda_error_(cuda_error) {}
+
+  ErrorCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "jacobi.orch:27:5" when a node or declaration is involved, else empty.
+  const std::string& where() const { return where_; }
+  // The cudaError_t of a failed CUDA call (code() == Cuda or NoDevice), else 0.
+  int cuda_error() const { return cuda_error_; }
+  bool ok() const { return code_ == ErrorCode::Ok; }
+  // "where: error: message" (or "error: message" without a location).
+  std::string to_string() const;
+
+ private:
+  ErrorCode code_ = ErrorCode::Ok;
+  std::string message_;
+  std::string where_;
+  int cuda_error_ = 0;
+};
+
+// Success, or an Error.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Error e) : error_(std::move(e)) {}  // NOLINT: implicit on purpose
+  bool ok() const { return error_.ok(); }
+  explicit operator bool() const { return ok(); }
+  const Error& error() const { return error_; }
+
+ private:
+  Error error_;
+};
+
+// A value or an Error. Reading value() of a failed Result is a programming error (asserts).
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  // The error; an Ok Error when the Result holds a value.
+  Error error() const { return ok() ? Error() : std::get<1>(v_); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+// A scalar as the application gave it; converted to the param's declared type (with a range
+// check) when bound.
+struct ScalarValue {
+  enum class Kind : uint8_t { Int, Uint, Float } kind = Kind::Int;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double f = 0;
+
+  template <class T>
+  static ScalarValue of(T v) {
+    static_assert(std::is_arithmetic_v<T>, "params are numbers");
+    ScalarValue s;
+    if constexpr (std::is_floating_point_v<T>) {
+      s.kind = Kind::Float;
+      s.f = static_cast<double>(v);
+    } else if constexpr (std::is_signed_v<T>) {
+      s.kind = Kind::Int;
+      s.i = static_cast<int64_t>(v);
+    } else {
+      s.kind = Kind::Uint;
+      s.u = static_cast<uint64_t>(v);
+    }
+    return s;
+  }
+};
+
+// What the application binds. Names are checked against the pipeline at instantiate(): an
+// unknown name is an error, so a typo never goes unnoticed. Binding a name again replaces it.
+class Bindings {
+ public:
+  // A param by name: any integer or floating-point C++ type (u32, i32, u64, i64, f32, f64,
+  // bool). The value must fit the param's declared type exactly (no silent truncation).
+  template <class T>
+  Bindings& param(std::string_view name, T value) {
+    return set_param(name, ScalarValue::of(value));
+  }
+  Bindings& set_param(std::string_view name, ScalarValue value);
+
+  // A buffer the application owns: a device pointer (or pinned, mapped host memory for a
+  // `host` buffer) of `bytes` bytes, at least the declared count times the element size.
+  // The memory must stay valid while an Executable uses it.
+  Bindings& buffer(std::string_view name, void* device_ptr, size_t bytes);
+
+  // An NCCL communicator (an ncclComm_t, passed as void* so this header needs no NCCL) with
+  // this process's rank and the world size. `rank` and `world_size` in the pipeline's
+  // expressions come from the bound communicator.
+  Bindings& comm(std::string_view name, void* nccl_comm, int rank, int world_size);
+
+  struct Param {
+    std::string name;
+    ScalarValue value;
+  };
+  struct Buffer {
+    std::string name;
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  struct Comm {
+    std::string name;
+    void* handle = nullptr;
+    int rank = 0;
+    int world_size = 1;
+  };
+  const std::vector<Param>& params() const { return params_; }
+  const std::vector<Buffer>& buffers() const { return buffers_; }
+  const std::vector<Comm>& comms() const { return comms_; }
+
+ private:
+  std::vector<Param> params_;
+  std::vector<Buffer> buffers_;
+  std::vector<Comm> comms_;
+};
+
+class Executable;
+
+struct LoadOptions {
+  // Ignore the CUBINs and JIT-compile the PTX (what a GPU newer than every image gets).
+  bool force_ptx = false;
+};
+
+// A loaded pipeline: the verified artifact and its kernels, loaded for the current device.
+class Pipeline {
+ public:
+  // Reads the file, verifies it (artifact::open_pipeline), picks the CUBIN whose arch equals
+  // the current device's (sm_90 on an H100) or JIT-compiles the PTX, and loads the kernels.
+  static Result<std::unique_ptr<Pipeline>> load(const std::string& path, LoadOptions options = {});
+  // The same from bytes in memory; they are copied, so the caller may free them afterwards.
+  static Result<std::unique_ptr<Pipeline>> load_from_memory(const void* bytes, size_t size,
+                                                            LoadOptions options = {});
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Resolves params (bound, else the default), runs every bind check, sizes the buffers,
+  // allocates the unbound ones (zero-filled), builds every graph with explicit node calls,
+  // instantiates device graphs (and each member of a family) for device launch, then the
+  // segments, and uploads them on `stream`. Returns once `stream` has finished the uploads.
+  Result<std::unique_ptr<Executable>> instantiate(const Bindings& bindings, cudaStream_t stream) const;
+
+  const std::string& name() const;
+  // What was loaded: "sm_90 CUBIN" or "compute_90 PTX (JIT)".
+  const std::string& image() const;
+  int device() const;
+
+  struct Impl;
+
+ private:
+  explicit Pipeline(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+// An instantiated pipeline: owns its executable graphs, conditional handles (with their
+// graphs), device-launch exec tables and the buffers the runtime allocated. It keeps the
+// kernels loaded, so it may outlive its Pipeline. Destroy it only after its launches have
+// finished (synchronize the stream first).
+class Executable {
+ public:
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  // Launches the segments in order on `stream` (re-uploading device graphs that set_param or
+  // rebind changed first). Asynchronous, like cudaGraphLaunch.
+  Status launch(cudaStream_t stream);
+
+  // Changes a param and patches every node whose values depend on it in place
+  // (cudaGraphExec*SetParams, in conditional bodies and device graphs too), falling back to
+  // cudaGraphExecUpdate only where a patch is refused. Bind checks run again, and buffer sizes
+  // are re-evaluated: a runtime-allocated buffer cannot grow (instantiate again for that), and
+  // a bound one must still be large enough. Takes effect at the next launch; on error nothing
+  // changes. Do not call while a launch of this Executable may be running on the GPU if the
+  // patch must not race with it (CUDA's rule: patches affect future launches only).
+  template <class T>
+  Status set_param(std::string_view name, T value) {
+    return set_param_value(name, ScalarValue::of(value));
+  }
+  Status set_param_value(std::string_view name, ScalarValue value);
+
+  // Points buffer `name` at other memory (checked against the declared size) and patches every
+  // node that uses it. A buffer the runtime had allocated is freed; the new one stays the
+  // application's.
+  Status rebind(std::string_view name, void* device_ptr, size_t bytes);
+
+  // The device pointer of a buffer (runtime-allocated or bound); for a `host` buffer the
+  // pinned host pointer, which is also its device address (unified addressing). nullptr for
+  // an unknown name.
+  void* buffer(std::string_view name) const;
+  // Bytes of the buffer as declared (count times element size), 0 for an unknown name.
+  size_t buffer_bytes(std::string_view name) const;
+
+  // The params' current values, for tests and tools (as f64 / i64).
+  Result<double> param_as_double(std::string_view name) const;
+
+  struct Impl;
+  explicit Executable(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orch

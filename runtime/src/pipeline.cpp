@@ -1,0 +1,230 @@
+// Errors, bindings, and Pipeline::load: verify the artifact, pick an image per kernel for the
+// current device, load the images as CUDA libraries and look the kernels up.
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "runtime/src/internal.h"
+
+namespace orch {
+
+const char* error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::Ok: return "Ok";
+    case ErrorCode::InvalidArgument: return "InvalidArgument";
+    case ErrorCode::Io: return "Io";
+    case ErrorCode::InvalidArtifact: return "InvalidArtifact";
+    case ErrorCode::NoDevice: return "NoDevice";
+    case ErrorCode::NoKernelImage: return "NoKernelImage";
+    case ErrorCode::Cuda: return "Cuda";
+    case ErrorCode::UnknownName: return "UnknownName";
+    case ErrorCode::Unbound: return "Unbound";
+    case ErrorCode::InvalidValue: return "InvalidValue";
+    case ErrorCode::BindCheckFailed: return "BindCheckFailed";
+    case ErrorCode::BufferTooSmall: return "BufferTooSmall";
+    case ErrorCode::Unsupported: return "Unsupported";
+  }
+  return "Unknown";
+}
+
+std::string Error::to_string() const {
+  if (ok()) return "ok";
+  return (where_.empty() ? std::string() : where_ + ": ") + "error: " + message_;
+}
+
+Bindings& Bindings::set_param(std::string_view name, ScalarValue value) {
+  for (Param& p : params_)
+    if (p.name == name) {
+      p.value = value;
+      return *this;
+    }
+  params_.push_back({std::string(name), value});
+  return *this;
+}
+
+Bindings& Bindings::buffer(std::string_view name, void* device_ptr, size_t bytes) {
+  for (Buffer& b : buffers_)
+    if (b.name == name) {
+      b.ptr = device_ptr;
+      b.bytes = bytes;
+      return *this;
+    }
+  buffers_.push_back({std::string(name), device_ptr, bytes});
+  return *this;
+}
+
+Bindings& Bindings::comm(std::string_view name, void* nccl_comm, int rank, int world_size) {
+  for (Comm& c : comms_)
+    if (c.name == name) {
+      c.handle = nccl_comm;
+      c.rank = rank;
+      c.world_size = world_size;
+      return *this;
+    }
+  comms_.push_back({std::string(name), nccl_comm, rank, world_size});
+  return *this;
+}
+
+namespace rt {
+
+Error cuda_error(cudaError_t e, const std::string& what, std::string where) {
+  return Error(ErrorCode::Cuda,
+               what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")", std::move(where),
+               static_cast<int>(e));
+}
+
+Error no_device_error(cudaError_t e) {
+  return Error(ErrorCode::NoDevice,
+               std::string("no CUDA device: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")", {},
+               static_cast<int>(e));
+}
+
+}  // namespace rt
+
+Status Pipeline::Impl::allow_shared_bytes(int kernel, unsigned bytes) const {
+  constexpr unsigned kDefaultLimit = 48 * 1024;
+  if (bytes <= kDefaultLimit) return {};
+  std::lock_guard<std::mutex> lock(attribute_mutex);
+  if (shared_bytes_allowed[kernel] >= bytes) return {};
+  cudaError_t e = cudaKernelSetAttributeForDevice(kernels[kernel], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  static_cast<int>(bytes), device);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    const fb::Kernel* k = fb->kernels()->Get(kernel);
+    return rt::cuda_error(e, "kernel '" + std::string(k->name()->c_str()) + "' cannot use " +
+                                 std::to_string(bytes) + " bytes of dynamic shared memory",
+                          rt::where(*fb, k->loc()));
+  }
+  shared_bytes_allowed[kernel] = bytes;
+  return {};
+}
+
+Pipeline::Pipeline(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+Pipeline::~Pipeline() = default;
+const std::string& Pipeline::name() const { return impl_->name; }
+const std::string& Pipeline::image() const { return impl_->image; }
+int Pipeline::device() const { return impl_->device; }
+
+Result<std::unique_ptr<Pipeline>> Pipeline::load(const std::string& path, LoadOptions options) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return Error(ErrorCode::Io, "cannot open '" + path + "': " + std::strerror(errno));
+  std::streamoff size = in.tellg();
+  if (size < 0) return Error(ErrorCode::Io, "cannot read '" + path + "'");
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) return Error(ErrorCode::Io, "cannot read '" + path + "'");
+  auto r = load_from_memory(bytes.data(), bytes.size(), options);
+  if (!r.ok()) {
+    Error e = r.error();
+    return Error(e.code(), path + ": " + e.message(), e.where(), e.cuda_error());
+  }
+  return r;
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::load_from_memory(const void* bytes, size_t size, LoadOptions options) {
+  if (bytes == nullptr && size > 0) return Error(ErrorCode::InvalidArgument, "null pipeline bytes");
+  auto impl = std::make_shared<Impl>();
+  impl->size = size;
+  impl->storage.reset(new uint64_t[(size + 7) / 8 + 1]);
+  if (size) std::memcpy(impl->storage.get(), bytes, size);
+  artifact::OpenResult open = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(impl->storage.get()), size);
+  if (!open.ok()) return Error(ErrorCode::InvalidArtifact, open.error);
+  const fb::Pipeline& p = *open.pipeline;
+  impl->fb = open.pipeline;
+  impl->name = p.name()->str();
+
+  // The device: everything here fails with cudaErrorInsufficientDriver where there is none.
+  cudaError_t e = cudaGetDevice(&impl->device);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return rt::no_device_error(e);
+  }
+  int major = 0, minor = 0;
+  if ((e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, impl->device)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, impl->device)) != cudaSuccess)
+    return rt::cuda_error(e, "cannot read the device's compute capability");
+  impl->arch = major * 10 + minor;
+  const std::string sm = "sm_" + std::to_string(impl->arch);
+
+  const uint32_t nkernels = p.kernels() ? p.kernels()->size() : 0;
+  impl->kernels.assign(nkernels, nullptr);
+  impl->shared_bytes_allowed.assign(nkernels, 0);
+  // Kernels from one .cu file share one image: load each distinct image once.
+  std::map<std::pair<uint64_t, size_t>, size_t> loaded;
+  bool any_cubin = false, any_ptx = false;
+  std::string ptx_arch;
+  for (uint32_t k = 0; k < nkernels; ++k) {
+    const fb::Kernel* kernel = p.kernels()->Get(k);
+    const std::string kname = kernel->name()->str();
+    const std::string kwhere = rt::where(p, kernel->loc());
+    const uint8_t* data = nullptr;
+    size_t data_size = 0;
+    std::string ptx;  // NUL-terminated copy for the JIT
+    if (!options.force_ptx && kernel->images())
+      for (const fb::KernelImage* img : *kernel->images())
+        if (img->arch()->str() == sm) {
+          data = img->cubin()->data();
+          data_size = img->cubin()->size();
+        }
+    if (data) {
+      any_cubin = true;
+    } else {
+      std::string have;
+      if (kernel->images())
+        for (const fb::KernelImage* img : *kernel->images()) have += (have.empty() ? "" : ", ") + img->arch()->str();
+      if (!kernel->ptx() || kernel->ptx()->size() == 0 || !kernel->ptx_arch())
+        return Error(ErrorCode::NoKernelImage,
+                     "kernel '" + kname + "' has no CUBIN for this GPU (" + sm + "; the pipeline has " +
+                         (have.empty() ? "none" : have) + ") and no PTX to JIT; recompile with --arch " + sm,
+                     kwhere);
+      const std::string pa = kernel->ptx_arch()->str();  // "compute_90"
+      int ptx_cc = 0;
+      if (pa.rfind("compute_", 0) == 0) ptx_cc = std::atoi(pa.c_str() + 8);
+      if (ptx_cc == 0 || ptx_cc > impl->arch)
+        return Error(ErrorCode::NoKernelImage,
+                     "kernel '" + kname + "' has no CUBIN for this GPU (" + sm + "; the pipeline has " +
+                         (have.empty() ? "none" : have) + ") and its PTX is for " + pa +
+                         ", newer than the GPU; recompile with --arch " + sm,
+                     kwhere);
+      ptx.assign(reinterpret_cast<const char*>(kernel->ptx()->data()), kernel->ptx()->size());
+      data = reinterpret_cast<const uint8_t*>(ptx.c_str());
+      data_size = ptx.size() + 1;
+      any_ptx = true;
+      ptx_arch = pa;
+    }
+    auto key = std::make_pair(artifact::xxh64(data, data_size), data_size);
+    auto it = loaded.find(key);
+    size_t lib_index;
+    if (it != loaded.end()) {
+      lib_index = it->second;
+    } else {
+      rt::Library lib;
+      char log[4096] = {0};
+      cudaJitOption opts[] = {cudaJitErrorLogBuffer, cudaJitErrorLogBufferSizeBytes};
+      void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log))};
+      e = cudaLibraryLoadData(lib.out(), data, opts, values, 2, nullptr, nullptr, 0);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        std::string what = "cannot load the " + std::string(ptx.empty() ? "CUBIN" : "PTX") + " of kernel '" + kname + "'";
+        if (log[0]) what += " (JIT log: " + std::string(log) + ")";
+        return rt::cuda_error(e, what, kwhere);
+      }
+      lib_index = impl->libraries.size();
+      impl->libraries.push_back(std::move(lib));
+      loaded.emplace(key, lib_index);
+    }
+    e = cudaLibraryGetKernel(&impl->kernels[k], impl->libraries[lib_index].get(), kernel->lowered_name()->c_str());
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rt::cuda_error(e, "kernel '" + kname + "': symbol '" + kernel->lowered_name()->str() +
+                                   "' is not in its image",
+                            kwhere);
+    }
+  }
+  impl->image = any_cubin && any_ptx ? sm + " CUBIN + " + ptx_arch + " PTX (JIT)"
+                : any_ptx            ? ptx_arch + " PTX (JIT)"
+                                     : sm + " CUBIN";
+  return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+}  // namespace orch

@@ -1,0 +1,107 @@
+// orch_runtime_tests' main: CPU tests run everywhere; the GPU tests (test suite "gpu") run
+// where a CUDA device is present and are skipped visibly, with the reason, where none is.
+// Run with --test-suite=gpu alone, a machine without a GPU exits 77 (ctest: skipped).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+#include "runtime/tests/test_util.h"
+
+namespace orch::test {
+
+const std::string& gpu_unavailable_reason() {
+  static const std::string reason = [] {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return std::string("no CUDA device: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + " = " +
+             std::to_string(static_cast<int>(e)) + ")";
+    }
+    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess || major < 9)
+      return std::string("no CUDA device that runs the sm_90 examples (compute capability ") +
+             std::to_string(major) + ".x)";
+    return std::string();
+  }();
+  return reason;
+}
+
+std::string spec_dir() {
+  const char* env = std::getenv("ORCH_SPEC_DIR");
+  return env && *env ? env : ORCH_SPEC_DIR;
+}
+
+std::string temp_dir() {
+  static const std::string dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "orch-runtime-tests-XXXXXX").string();
+    char* d = mkdtemp(tmpl.data());
+    return d ? std::string(d) : std::string("/tmp");
+  }();
+  return dir;
+}
+
+namespace {
+
+std::string run_orchc(const std::string& src, const std::string& out, std::string* log) {
+  const char* env = std::getenv("ORCH_ORCHC");
+  std::string orchc = env && *env ? env : ORCH_ORCHC_PATH;
+  if (!std::getenv("ORCH_TARGETS_DIR")) setenv("ORCH_TARGETS_DIR", ORCH_TARGETS_DIR_DEFAULT, 0);
+  const std::string log_file = out + ".log";
+  const std::string cmd = "'" + orchc + "' '" + src + "' -o '" + out + "' >'" + log_file + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::ifstream in(log_file);
+  std::stringstream s;
+  s << in.rdbuf();
+  if (log) *log = "$ " + cmd + "\n" + s.str();
+  return rc == 0 ? out : std::string();
+}
+
+}  // namespace
+
+std::string compile_example(const std::string& name, std::string* log) {
+  static std::map<std::string, std::string> done;
+  auto it = done.find(name);
+  if (it != done.end()) return it->second;
+  std::string out = run_orchc(spec_dir() + "/examples/" + name + ".orch", temp_dir() + "/" + name + ".bin", log);
+  if (!out.empty()) done[name] = out;
+  return out;
+}
+
+std::string compile_source(const std::string& name, const std::string& source, std::string* log) {
+  const std::string src = temp_dir() + "/" + name + ".orch";
+  std::ofstream(src) << source;
+  return run_orchc(src, temp_dir() + "/" + name + ".bin", log);
+}
+
+}  // namespace orch::test
+
+int main(int argc, char** argv) {
+  doctest::Context ctx;
+  ctx.applyCommandLine(argc, argv);
+  bool gpu_only = false;
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--test-suite=gpu") || !std::strcmp(argv[i], "-ts=gpu")) gpu_only = true;
+  const std::string& reason = orch::test::gpu_unavailable_reason();
+  if (!reason.empty()) {
+    std::printf("SKIPPED: the GPU tests (test suite \"gpu\"): %s\n", reason.c_str());
+    if (gpu_only) return 77;
+    ctx.addFilter("test-suite-exclude", "gpu");
+  }
+  int rc = ctx.run();
+  if (!reason.empty()) std::printf("SKIPPED: the GPU tests (test suite \"gpu\"): %s\n", reason.c_str());
+  std::error_code ec;
+  if (!std::getenv("ORCH_KEEP_TEST_FILES")) std::filesystem::remove_all(orch::test::temp_dir(), ec);
+  return rc;
+}

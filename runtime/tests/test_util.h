@@ -1,0 +1,38 @@
+// Helpers shared by the runtime tests.
+#pragma once
+
+#include <string>
+
+#include "orch/runtime.h"
+
+namespace orch::test {
+
+// Empty when a CUDA device that can run the sm_90 examples is present, else why not
+// ("no CUDA device: ..."). Computed once.
+const std::string& gpu_unavailable_reason();
+
+// Compiles spec example `name` (no extension) with orchc into a temporary folder, once per
+// process; returns the .bin path, or "" with *log set to orchc's output. The spec folder is
+// $ORCH_SPEC_DIR (else the build's default), orchc is $ORCH_ORCHC (else the build's).
+std::string compile_example(const std::string& name, std::string* log);
+// The same for a pipeline given as text (written to <tmp>/<name>.orch).
+std::string compile_source(const std::string& name, const std::string& source, std::string* log);
+
+std::string spec_dir();
+std::string temp_dir();
+
+}  // namespace orch::test
+
+// Checks a Status or Result and prints its error.
+#define ORCH_REQUIRE_OK(x)                                  \
+  do {                                                      \
+    const auto& orch_r_ = (x);                              \
+    INFO("error: ", orch_r_.error().to_string());           \
+    REQUIRE(orch_r_.ok());                                  \
+  } while (0)
+#define ORCH_CHECK_OK(x)                                    \
+  do {                                                      \
+    const auto& orch_r_ = (x);                              \
+    INFO("error: ", orch_r_.error().to_string());           \
+    CHECK(orch_r_.ok());                                    \
+  } while (0)
