@@ -269,6 +269,16 @@ class Executable {
   // The params' current values, for tests and tools (as f64 / i64).
   Result<double> param_as_double(std::string_view name) const;
 
+  // What set_param and rebind did so far: nodes patched in place (cudaGraphExec*SetParams),
+  // patches CUDA refused, whole-graph cudaGraphExecUpdate fallbacks, device-graph re-uploads.
+  struct Stats {
+    size_t nodes_patched_in_place = 0;
+    size_t patches_refused = 0;
+    size_t graph_updates = 0;
+    size_t device_graph_uploads = 0;
+  };
+  Stats stats() const;
+
   struct Impl;
   explicit Executable(std::unique_ptr<Impl> impl);
 

@@ -105,6 +105,7 @@ struct Executable::Impl {
     FillCall fill;
   };
   std::vector<NodeRecord> records;
+  Executable::Stats stats;
   std::unordered_map<cudaGraphNode_t, size_t> record_of;
 
   // ---- helpers --------------------------------------------------------------------------
@@ -406,6 +407,9 @@ struct Executable::Impl {
       if (x != cudaSuccess) {
         (void)cudaGetLastError();  // refused in place: update the whole graph below
         t.update_needed = true;
+        ++stats.patches_refused;
+      } else if (t.exec) {
+        ++stats.nodes_patched_in_place;
       }
       if (t.device) t.upload_needed = true;
     }
@@ -426,6 +430,7 @@ struct Executable::Impl {
         return rt::cuda_error(e, what, w);
       }
       t.update_needed = false;
+      ++stats.graph_updates;
       if (t.device) t.upload_needed = true;
     }
     return {};
@@ -678,6 +683,7 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
     (void)cudaGetLastError();
     return rt::cuda_error(e, "instantiate: waiting for the uploads");
   }
+  x->stats = Executable::Stats();  // count what happens after instantiate
   return std::make_unique<Executable>(std::move(x));
 }
 
@@ -696,6 +702,7 @@ Status Executable::launch(cudaStream_t stream) {
       return rt::cuda_error(e, "cannot upload device graph '" + str(x.p->graphs()->Get(t.graph)->name()) + "'");
     }
     t.upload_needed = false;
+    ++x.stats.device_graph_uploads;
   }
   for (int s : x.segments) {
     cudaError_t e = cudaGraphLaunch(x.tops[s].exec.get(), stream);
@@ -763,6 +770,8 @@ size_t Executable::buffer_bytes(std::string_view name) const {
   const int i = impl_->buffer_index(name);
   return i < 0 ? 0 : impl_->plan.buffers[i].bytes;
 }
+
+Executable::Stats Executable::stats() const { return impl_->stats; }
 
 Result<double> Executable::param_as_double(std::string_view name) const {
   const fb::Pipeline& p = *impl_->p;
