@@ -9,6 +9,7 @@
 #include "compiler/check.h"
 #include "compiler/emit.h"
 #include "grammar/parse.h"
+#include "lowering/emit_cuda.h"
 #include "lowering/lower.h"
 
 namespace {
@@ -33,6 +34,10 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   if (f.emit == "ir") {
     orch::lower_graphs(*result.program);
     std::cout << orch::emit_yaml(*result.program, sources);
+  }
+  if (f.emit == "cuda") {
+    orch::lower_graphs(*result.program);
+    std::cout << orch::emit_cuda(*result.program, sources);
   }
   if (f.check_only || !f.emit.empty()) return 0;
   if (f.output.empty()) {
@@ -63,9 +68,9 @@ int run(int argc, char** argv) {
   app.add_flag("--check", f.check_only, "check the pipeline and exit (no GPU needed)");
   app.add_option("-o,--output", f.output, "write the compiled pipeline here (pipeline.bin)");
   app.add_option("--emit", f.emit,
-                 "print a view instead of compiling: ast, dot, yaml (the checked DAG) or ir "
-                 "(after the lowering passes)")
-      ->check(CLI::IsMember({"ast", "dot", "yaml", "ir"}));
+                 "print a view instead of compiling: ast, dot, yaml (the checked DAG), ir "
+                 "(after the lowering passes) or cuda (a standalone .cu file building the graph)")
+      ->check(CLI::IsMember({"ast", "dot", "yaml", "ir", "cuda"}));
   app.add_option("--target", f.target, "target profile name (sm_90) or a .yaml profile path");
   app.add_option("--targets-dir", f.targets_dir, "folder of target profiles");
   app.add_option("--arch", f.archs, "archs to compile kernels for (default: the targets)")

@@ -1,0 +1,1487 @@
+// `orchc --emit=cuda`: the lowered program as one standalone C++/CUDA file. The host code
+// mirrors what the runtime does with an artifact (artifact/pipeline.fbs says how each node is
+// built), written out as explicit CUDA runtime calls a person can read, edit and keep.
+#include "lowering/emit_cuda.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "compiler/emit.h"
+#include "lowering/codegen.h"
+
+namespace orch {
+
+namespace {
+
+using lowering::cuda_type;
+
+// ---- names and text ---------------------------------------------------------------------
+
+bool reserved_word(const std::string& s) {
+  static const std::set<std::string> words = {
+      // C++ keywords and alternative tokens
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break",
+      "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept",
+      "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await",
+      "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast",
+      "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto",
+      "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
+      "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      // macros of the headers the file includes
+      "assert", "errno", "stdin", "stdout", "stderr", "NULL", "EOF", "EXIT_SUCCESS", "EXIT_FAILURE",
+      "RAND_MAX", "BUFSIZ", "FILENAME_MAX", "SEEK_SET", "SEEK_CUR", "SEEK_END",
+      // CUDA built-ins that are macros or variables in device code
+      "warpSize", "threadIdx", "blockIdx", "blockDim", "gridDim"};
+  return words.count(s) > 0 || s.rfind("__", 0) == 0;
+}
+
+// A C++ identifier for an orch name: other characters become `_`, reserved words get a `_`.
+std::string ident(const std::string& name) {
+  std::string s;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "_" + s;
+  if (reserved_word(s)) s += "_";
+  return s;
+}
+
+// Hands out identifiers unique within one scope (a struct's members).
+class Names {
+ public:
+  // Names the kernel sources #define are taken too: a member `p.N` must survive `#define N 64`.
+  explicit Names(const std::set<std::string>* macros = nullptr) : macros_(macros) {}
+  std::string take(const std::string& wanted) {
+    std::string s = ident(wanted);
+    if (macros_ && macros_->count(s)) s += "_";
+    std::string candidate = s;
+    for (int i = 2; used_.count(candidate); ++i) candidate = s + "_" + std::to_string(i);
+    used_.insert(candidate);
+    return candidate;
+  }
+
+ private:
+  const std::set<std::string>* macros_;
+  std::set<std::string> used_;
+};
+
+// `dp_step` -> `DpStep`.
+std::string camel(const std::string& name) {
+  std::string out;
+  bool up = true;
+  for (char c : ident(name)) {
+    if (c == '_') {
+      up = true;
+      continue;
+    }
+    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    up = false;
+  }
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "P" + out;
+  return out;
+}
+
+std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    } else if (c == '?') {
+      out += "\\?";  // no trigraphs, whatever the compiler's mode
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// Text safe inside a `//` comment: one line, no trailing backslash.
+std::string comment_text(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  size_t b = s.find_first_not_of(' ');
+  s = b == std::string::npos ? "" : s.substr(b);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\\')) s.pop_back();
+  if (s.size() > 110) s = s.substr(0, 107) + "...";
+  return s;
+}
+
+std::string double_literal(double d) {
+  if (std::isnan(d)) return "NAN";
+  if (std::isinf(d)) return d > 0 ? "HUGE_VAL" : "(-HUGE_VAL)";
+  char buf[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string float_literal(double d) {
+  float f = static_cast<float>(d);
+  if (std::isnan(f)) return "NAN";
+  if (std::isinf(f)) return f > 0 ? "HUGE_VALF" : "(-HUGE_VALF)";
+  char buf[40];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+// A param's default as an initializer of its C++ type.
+std::string literal(const ir::Value& v, ir::ScalarType t) {
+  int64_t i = v.is_float ? static_cast<int64_t>(v.f) : v.i;
+  switch (t) {
+    case ir::ScalarType::F32:
+      return float_literal(v.as_double());
+    case ir::ScalarType::F64:
+      return double_literal(v.as_double());
+    case ir::ScalarType::F16:
+      return "__half(" + float_literal(v.as_double()) + ")";
+    case ir::ScalarType::BF16:
+      return "__nv_bfloat16(" + float_literal(v.as_double()) + ")";
+    case ir::ScalarType::Bool:
+      return v.as_double() != 0 ? "true" : "false";
+    case ir::ScalarType::U32:
+      return std::to_string(static_cast<uint32_t>(i)) + "u";
+    case ir::ScalarType::U64:
+      return std::to_string(static_cast<uint64_t>(i)) + "ull";
+    case ir::ScalarType::I64:
+      if (i == INT64_MIN) return "(-9223372036854775807ll - 1)";
+      return std::to_string(i) + "ll";
+    case ir::ScalarType::I32:
+      if (static_cast<int32_t>(i) == INT32_MIN) return "(-2147483647 - 1)";
+      return std::to_string(static_cast<int32_t>(i));
+    case ir::ScalarType::U8:
+      return std::to_string(static_cast<uint8_t>(i));
+    case ir::ScalarType::U16:
+      return std::to_string(static_cast<uint16_t>(i));
+    case ir::ScalarType::I8:
+      return std::to_string(static_cast<int8_t>(i));
+    case ir::ScalarType::I16:
+      return std::to_string(static_cast<int16_t>(i));
+  }
+  return std::to_string(i);
+}
+
+const char* nccl_type(ir::ScalarType t) {
+  switch (t) {
+    case ir::ScalarType::U8:
+      return "ncclUint8";
+    case ir::ScalarType::I8:
+      return "ncclInt8";
+    case ir::ScalarType::U32:
+      return "ncclUint32";
+    case ir::ScalarType::I32:
+      return "ncclInt32";
+    case ir::ScalarType::U64:
+      return "ncclUint64";
+    case ir::ScalarType::I64:
+      return "ncclInt64";
+    case ir::ScalarType::F16:
+      return "ncclFloat16";
+    case ir::ScalarType::BF16:
+      return "ncclBfloat16";
+    case ir::ScalarType::F32:
+      return "ncclFloat32";
+    case ir::ScalarType::F64:
+      return "ncclFloat64";
+    default:
+      break;  // u16, i16 and bool are rejected by the checker (E0701)
+  }
+  return "ncclUint8";
+}
+
+const char* nccl_op(const std::string& op) {
+  if (op == "prod") return "ncclProd";
+  if (op == "min") return "ncclMin";
+  if (op == "max") return "ncclMax";
+  if (op == "avg") return "ncclAvg";
+  return "ncclSum";
+}
+
+bool is_conditional(const ir::Node& n) {
+  return n.kind == ir::NodeKind::If || n.kind == ir::NodeKind::While ||
+         n.kind == ir::NodeKind::Switch;
+}
+
+// Node indices in an order that puts every edge's source first: program order, unless an
+// edge says otherwise.
+std::vector<int> topological_order(const ir::Region& r) {
+  size_t n = r.nodes.size();
+  std::vector<int> indegree(n, 0);
+  std::vector<std::vector<int>> next(n);
+  for (const ir::Edge& e : r.edges) {
+    next[e.from].push_back(e.to);
+    ++indegree[e.to];
+  }
+  std::set<int> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (indegree[i] == 0) ready.insert(static_cast<int>(i));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int j : next[i])
+      if (--indegree[j] == 0) ready.insert(j);
+  }
+  for (size_t i = 0; i < n && order.size() < n; ++i)  // a cycle: cannot happen after checking
+    if (std::find(order.begin(), order.end(), static_cast<int>(i)) == order.end())
+      order.push_back(static_cast<int>(i));
+  return order;
+}
+
+// ---- the emitter ------------------------------------------------------------------------
+
+class Emitter {
+ public:
+  Emitter(const ir::Program& p, const SourceManager& sources) : p_(p), sources_(sources) {}
+
+  std::string run() {
+    name_things();
+    header();
+    kernels();
+    host_helpers();
+    structs();
+    allocate();
+    bind_checks();
+    graph_builders();
+    build();
+    launch_and_destroy();
+    main_function();
+    return out_;
+  }
+
+ private:
+  // ---- output ----
+  void line(const std::string& s = "") {
+    if (s.empty()) {
+      out_ += "\n";
+      return;
+    }
+    out_ += std::string(indent_ * 2, ' ') + s + "\n";
+  }
+  void open(const std::string& s) {
+    line(s);
+    ++indent_;
+  }
+  void close(const std::string& s = "}") {
+    --indent_;
+    line(s);
+    if (indent_ == 0) resolve_unused();
+  }
+
+  // Functions take (p, b, out) whatever their body uses: a marker line becomes `(void)x;` for
+  // each parameter the finished body does not mention, so the file compiles without warnings.
+  static constexpr const char* kUnused = "@@orch-unused@@";
+  void unused_guard() { line(kUnused); }
+  void resolve_unused() {
+    size_t mark = out_.rfind(kUnused);
+    if (mark == std::string::npos) return;
+    size_t begin = out_.rfind('\n', mark) + 1;
+    size_t end = out_.find('\n', mark) + 1;
+    std::string indent = out_.substr(begin, mark - begin);
+    std::string body = out_.substr(end);
+    auto used = [&](const std::string& name) {
+      for (const char* after : {".", "->"}) {
+        std::string needle = name + after;
+        for (size_t i = body.find(needle); i != std::string::npos; i = body.find(needle, i + 1))
+          if (i == 0 ||
+              !(std::isalnum(static_cast<unsigned char>(body[i - 1])) || body[i - 1] == '_'))
+            return true;
+      }
+      return false;
+    };
+    std::string guard;
+    size_t header = out_.rfind('\n', begin - 2);
+    std::string signature = out_.substr(header + 1, begin - header - 1);
+    for (const char* name : {"p", "b"}) {
+      bool declared = signature.find(std::string("& ") + name + ",") != std::string::npos ||
+                      signature.find(std::string("& ") + name + ")") != std::string::npos ||
+                      signature.find(std::string("* ") + name + ")") != std::string::npos;
+      if (declared && !used(name)) guard += indent + "(void)" + name + ";\n";
+    }
+    out_.replace(begin, end - begin, guard);
+  }
+
+  // ---- source positions ----
+  std::string at(const SourceRange& r) const {
+    if (!r.valid()) return p_.file != 0 ? sources_.path(p_.file) : "<unknown>";
+    return sources_.describe(r);
+  }
+  // The statement as the user wrote it (its first line).
+  std::string statement(const SourceRange& r) const {
+    if (!r.valid()) return "";
+    return comment_text(std::string(sources_.line_text(r.file, r.begin.line)));
+  }
+  // "file:line:col: what", as a C string literal for ORCH_CHECK.
+  std::string where(const SourceRange& r, const std::string& what) const {
+    return c_string(at(r) + ": " + what);
+  }
+  void node_comment(const ir::Node& n) {
+    std::string text = statement(n.loc);
+    line("// " + at(n.loc) + (text.empty() ? "" : "  " + text));
+    for (auto it = n.call_stack.rbegin(); it != n.call_stack.rend(); ++it)
+      line("//   inlined by `" + statement(*it) + "` at " + at(*it));
+    if (n.kind == ir::NodeKind::Kernel && p_.kernels[n.kernel].generated)
+      line("//   runs " + p_.kernels[n.kernel].name + ", a kernel orchc wrote (above)");
+  }
+
+  // ---- naming ----
+  void name_things() {
+    for (const ir::Kernel& k : p_.kernels) {
+      std::istringstream in(k.source);
+      for (std::string l; std::getline(in, l);) {
+        size_t hash = l.find_first_not_of(" \t");
+        if (hash == std::string::npos || l[hash] != '#') continue;
+        std::istringstream words(l.substr(hash + 1));
+        std::string directive, name;
+        words >> directive;
+        if (directive != "define") continue;
+        words >> name;
+        name = name.substr(0, name.find('('));
+        if (!name.empty()) macros_.insert(name);
+      }
+    }
+    type_ = camel(p_.name);
+    fn_ = ident(p_.name);
+    for (const ir::Param& x : p_.params) param_names_.push_back(param_scope_.take(x.name));
+    for (const ir::Comm& c : p_.comms) comm_names_.push_back(param_scope_.take(c.name));
+    if (!p_.comms.empty() || p_.uses_rank) {
+      rank_ = param_scope_.take("rank");
+      world_size_ = param_scope_.take("world_size");
+    }
+    for (const ir::Buffer& b : p_.buffers) buffer_names_.push_back(buffer_scope_.take(b.name));
+    for (size_t i = 0; i < p_.buffers.size(); ++i)
+      host_names_.push_back(p_.buffers[i].host ? buffer_scope_.take(p_.buffers[i].name + "_hostptr")
+                                               : "");
+    graph_names_.resize(p_.graphs.size());
+    for (size_t g = 0; g < p_.graphs.size(); ++g)
+      if (built(static_cast<int>(g))) graph_names_[g] = graph_scope_.take(p_.graphs[g].name);
+    for (size_t g = 0; g < p_.graphs.size(); ++g)
+      if (built(static_cast<int>(g)))
+        exec_names_.push_back(graph_scope_.take(graph_names_[g] + "_exec"));
+      else
+        exec_names_.push_back("");
+    table_names_.resize(p_.graphs.size());
+    patch_names_.resize(p_.graphs.size());
+    for (size_t g = 0; g < p_.graphs.size(); ++g)
+      if (p_.graphs[g].device && p_.graphs[g].family_size > 0)
+        table_names_[g] = graph_scope_.take(graph_names_[g] + "_table");
+
+    // Device graphs in an order where every graph a kernel takes as a `graph` argument is
+    // instantiated first; arguments naming a graph not ready yet (`self`, or a cycle) are set
+    // on the executable graph after instantiation.
+    std::vector<int> state(p_.graphs.size(), 0);
+    std::function<void(int)> visit = [&](int g) {
+      state[g] = 1;
+      for (int t : graph_args(p_.graphs[g].body))
+        if (t != g && p_.graphs[t].device && state[t] == 0) visit(t);
+      state[g] = 2;
+      device_order_.push_back(g);
+    };
+    for (size_t g = 0; g < p_.graphs.size(); ++g)
+      if (p_.graphs[g].device && state[g] == 0) visit(static_cast<int>(g));
+    std::set<int> ready;
+    late_nodes_.resize(p_.graphs.size());
+    for (int g : device_order_) {
+      collect_late(p_.graphs[g].body, g, ready);
+      ready.insert(g);
+      if (!late_nodes_[g].empty()) patch_names_[g] = graph_scope_.take(graph_names_[g] + "_patch");
+    }
+
+    // Generated kernels of the graphs built here (graphs only ever inlined by `call` have their
+    // own copies, unused).
+    std::function<void(const ir::Region&)> use = [&](const ir::Region& r) {
+      for (const ir::Node& n : r.nodes) {
+        if (n.kind == ir::NodeKind::Kernel) used_kernels_.insert(n.kernel);
+        for (const ir::Region& b : n.bodies) use(b);
+      }
+    };
+    for (size_t g = 0; g < p_.graphs.size(); ++g)
+      if (built(static_cast<int>(g))) use(p_.graphs[g].body);
+
+    // Which conditional each handle belongs to, for comments and error locations.
+    handle_nodes_.assign(p_.handles.size(), nullptr);
+    for (int s : p_.segments) find_handles(p_.graphs[s].body);
+  }
+
+  bool built(int g) const {
+    return p_.graphs[g].device ||
+           std::find(p_.segments.begin(), p_.segments.end(), g) != p_.segments.end();
+  }
+
+  // Graphs taken as single `graph` arguments by the kernels of a region (recursively).
+  std::vector<int> graph_args(const ir::Region& r) const {
+    std::vector<int> out;
+    for (const ir::Node& n : r.nodes) {
+      if (n.kind == ir::NodeKind::Kernel)
+        for (const ir::KernelArg& a : n.args)
+          if (a.kind == ir::ArgKind::Graph && a.ref >= 0) out.push_back(a.ref);
+      for (const ir::Region& b : n.bodies)
+        for (int t : graph_args(b)) out.push_back(t);
+    }
+    return out;
+  }
+
+  bool is_late(const ir::Node& n, int graph, const std::set<int>& ready) const {
+    if (n.kind != ir::NodeKind::Kernel) return false;
+    for (const ir::KernelArg& a : n.args)
+      if (a.kind == ir::ArgKind::Graph && (a.ref == graph || !ready.count(a.ref))) return true;
+    return false;
+  }
+
+  void collect_late(const ir::Region& r, int graph, const std::set<int>& ready) {
+    for (const ir::Node& n : r.nodes) {
+      if (is_late(n, graph, ready)) late_nodes_[graph].push_back(&n);
+      for (const ir::Region& b : n.bodies) collect_late(b, graph, ready);
+    }
+  }
+
+  void find_handles(const ir::Region& r) {
+    for (const ir::Node& n : r.nodes) {
+      if (is_conditional(n) && n.handle >= 0 &&
+          static_cast<size_t>(n.handle) < handle_nodes_.size())
+        handle_nodes_[n.handle] = &n;
+      for (const ir::Region& b : n.bodies) find_handles(b);
+    }
+  }
+
+  bool has_collectives() const { return !p_.comms.empty(); }
+
+  std::string params_type() const { return type_ + "Params"; }
+  std::string buffers_type() const { return type_ + "Buffers"; }
+  std::string graphs_type() const { return type_ + "Graphs"; }
+
+  // ---- host expressions ----
+  // Integers are 64-bit (long long) and anything mixed with a float is double, as the
+  // runtime evaluates them. `member` is the family index where there is one.
+  struct HostExpr {
+    std::string code;
+    bool is_float = false;
+  };
+
+  HostExpr host(const ir::Expr& e) const {
+    switch (e.kind) {
+      case ir::ExprKind::Const:
+        if (e.value.is_float) return {double_literal(e.value.f), true};
+        if (e.value.i == INT64_MIN) return {"(-9223372036854775807ll - 1)", false};
+        return {std::to_string(e.value.i) + "ll", false};
+      case ir::ExprKind::Param: {
+        std::string name = "p." + param_names_[e.ref];
+        switch (p_.params[e.ref].type) {
+          case ir::ScalarType::F32:
+          case ir::ScalarType::F64:
+            return {"(double)" + name, true};
+          case ir::ScalarType::F16:
+            return {"(double)__half2float(" + name + ")", true};
+          case ir::ScalarType::BF16:
+            return {"(double)__bfloat162float(" + name + ")", true};
+          default:
+            return {"(long long)" + name, false};
+        }
+      }
+      case ir::ExprKind::FamilyIndex:
+        return {in_family_ ? "(long long)member" : "0ll", false};
+      case ir::ExprKind::Rank:
+        return {rank_.empty() ? "0ll" : "(long long)p." + rank_, false};
+      case ir::ExprKind::WorldSize:
+        return {world_size_.empty() ? "1ll" : "(long long)p." + world_size_, false};
+      case ir::ExprKind::DeviceScalar:
+        return {"0ll /* device scalar */", false};  // never in host expressions
+      case ir::ExprKind::Unary: {
+        HostExpr a = host(e.operands[0]);
+        if (e.op == "!") return {"(!" + a.code + ")", false};
+        if (e.op == "~") return {"(~" + a.code + ")", false};
+        return {"(-" + a.code + ")", a.is_float};
+      }
+      case ir::ExprKind::Binary: {
+        HostExpr a = host(e.operands[0]), b = host(e.operands[1]);
+        static const std::set<std::string> bools = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+        bool fl = a.is_float || b.is_float;
+        if (bools.count(e.op)) return {"(" + a.code + " " + e.op + " " + b.code + ")", false};
+        return {"(" + a.code + " " + e.op + " " + b.code + ")", fl};
+      }
+      case ir::ExprKind::Call: {
+        HostExpr a = host(e.operands[0]), b = host(e.operands[1]);
+        bool fl = a.is_float || b.is_float;
+        if (fl) {
+          if (!a.is_float) a.code = "(double)" + a.code;
+          if (!b.is_float) b.code = "(double)" + b.code;
+        }
+        return {"orch_host_" + e.op + "(" + a.code + ", " + b.code + ")", fl};
+      }
+    }
+    return {"0ll", false};
+  }
+
+  // `e` converted to a C++ type; a plain param of that very type is written as it is.
+  std::string host_as(const ir::Expr& e, ir::ScalarType t) const {
+    std::string type = cuda_type(t);
+    if (e.kind == ir::ExprKind::Param && p_.params[e.ref].type == t)
+      return "p." + param_names_[e.ref];
+    if (t == ir::ScalarType::F16) return "__float2half((float)" + host(e).code + ")";
+    if (t == ir::ScalarType::BF16) return "__float2bfloat16((float)" + host(e).code + ")";
+    if (t == ir::ScalarType::Bool) return "(" + host(e).code + ") != 0";
+    return "static_cast<" + type + ">(" + host(e).code + ")";
+  }
+
+  std::string dim(const ir::Expr& e) const {
+    if (e.kind == ir::ExprKind::Const && !e.value.is_float && e.value.i >= 0 &&
+        e.value.i <= UINT32_MAX)
+      return std::to_string(e.value.i);
+    return "static_cast<unsigned>(" + host(e).code + ")";
+  }
+
+  // Elements of a buffer, as a size_t expression.
+  std::string count_of(int buffer) const {
+    const ir::Buffer& b = p_.buffers[buffer];
+    if (!b.count) return "1";
+    if (b.count->kind == ir::ExprKind::Const && !b.count->value.is_float)
+      return std::to_string(b.count->value.i);
+    return "static_cast<size_t>(" + host(*b.count).code + ")";
+  }
+  std::string bytes_of(int buffer) const {
+    return count_of(buffer) + " * sizeof(" + cuda_type(p_.buffers[buffer].elem) + ")";
+  }
+
+  // ---- sections ----
+  void header() {
+    std::string path = sources_.path(p_.file);
+    std::string base = path.substr(path.find_last_of('/') + 1);
+    std::string stem = base.substr(0, base.find_last_of('.'));
+    std::string arch = p_.targets.empty() ? "sm_90" : p_.targets.front();
+    line("// " + comment_text("Pipeline `" + p_.name + "`, ejected from " + path +
+                              " by `orchc --emit=cuda`."));
+    line("//");
+    line("// One standalone file: every kernel's source, then host code that builds the same CUDA");
+    line("// graph as the orch runtime with plain CUDA runtime calls. It no longer needs orch.");
+    line("//");
+    line("//   nvcc -arch=" + arch + " -rdc=true " + stem + ".cu -lcudadevrt" +
+         (has_collectives() ? " -lnccl" : "") + " -o " + stem);
+    line("//");
+    line("// Build with -DORCH_EJECT_NO_MAIN to use it as a library: allocate_" + fn_ +
+         "() (or your own");
+    line("// buffers), build_" + fn_ + "(), then launch_" + fn_ + "() as often as you like.");
+    line(
+        "// Comments name the .orch statement every node came from; errors print its "
+        "file:line:col.");
+    line();
+    line("#include <cuda_runtime.h>");
+    line("#include <cuda_fp16.h>");
+    line("#include <cuda_bf16.h>");
+    if (has_collectives()) line("#include <nccl.h>");
+    line();
+    line("#include <cmath>");
+    line("#include <cstdio>");
+    line("#include <cstring>");
+    line();
+  }
+
+  void kernels() {
+    line(
+        "// ==== Kernels "
+        "==========================================================================");
+    // Generated kernels share one preamble (helpers and includes): written once, first.
+    std::vector<std::string> preamble;
+    std::vector<std::string> generated_bodies(p_.kernels.size());
+    for (size_t i = 0; i < p_.kernels.size(); ++i) {
+      const ir::Kernel& k = p_.kernels[i];
+      if (!k.generated || !used_kernels_.count(static_cast<int>(i))) continue;
+      size_t cut = k.source.find("extern \"C\"");
+      if (cut == std::string::npos) cut = 0;
+      std::istringstream head(k.source.substr(0, cut));
+      for (std::string l; std::getline(head, l);)
+        if (!l.empty() && l.rfind("// Generated by orchc", 0) != 0 &&
+            std::find(preamble.begin(), preamble.end(), l) == preamble.end())
+          preamble.push_back(l);
+      generated_bodies[i] = k.source.substr(cut);
+    }
+
+    // User kernels: each `from` file once, each distinct inline source once.
+    std::map<std::string, std::vector<size_t>> by_text;  // source text -> kernels
+    std::vector<std::string> order;
+    for (size_t i = 0; i < p_.kernels.size(); ++i) {
+      const ir::Kernel& k = p_.kernels[i];
+      if (k.generated) continue;
+      auto [it, inserted] = by_text.emplace(k.source, std::vector<size_t>{});
+      if (inserted) order.push_back(k.source);
+      it->second.push_back(i);
+    }
+    for (const std::string& text : order) {
+      const std::vector<size_t>& ks = by_text[text];
+      const ir::Kernel& first = p_.kernels[ks.front()];
+      std::string names;
+      for (size_t i : ks) names += (names.empty() ? "" : ", ") + p_.kernels[i].name;
+      line();
+      if (!first.inline_source && !first.source_path.empty()) {
+        line("// ---- " + comment_text(first.source_path) + " (kernel" +
+             (ks.size() > 1 ? "s " : " ") + names + ")");
+      } else {
+        SourceRange where;
+        where.file = first.source_file;
+        where.begin = {first.source_first_line, first.source_first_col};
+        line("// ---- kernel " + names + ": inline source at " +
+             (first.source_file ? at(where) : at(first.loc)));
+      }
+      out_ += text;
+      if (!text.empty() && text.back() != '\n') out_ += "\n";
+    }
+
+    bool any_generated = false;
+    for (size_t i = 0; i < p_.kernels.size(); ++i)
+      any_generated |= p_.kernels[i].generated && used_kernels_.count(static_cast<int>(i));
+    if (any_generated) {
+      line();
+      line("// ---- kernels orchc wrote: conditions, scalar updates, fills and graph launches");
+      for (const std::string& l : preamble) line(l);
+      for (size_t i = 0; i < p_.kernels.size(); ++i) {
+        const ir::Kernel& k = p_.kernels[i];
+        if (!k.generated || !used_kernels_.count(static_cast<int>(i))) continue;
+        line();
+        line("// " + generated_role(k) + " (" + at(k.loc) + ")");
+        out_ += generated_bodies[i];
+        if (!generated_bodies[i].empty() && generated_bodies[i].back() != '\n') out_ += "\n";
+      }
+    }
+    line();
+  }
+
+  std::string generated_role(const ir::Kernel& k) const {
+    std::string s = statement(k.loc);
+    if (k.name.rfind("orch_condition_", 0) == 0)
+      return k.name + ": evaluates the condition of `" + s + "`";
+    if (k.name.rfind("orch_update_", 0) == 0) return k.name + ": device scalar update `" + s + "`";
+    if (k.name.rfind("orch_fill_", 0) == 0)
+      return k.name + ": `" + s + "` (no memset pattern does it)";
+    if (k.name.rfind("orch_launch_", 0) == 0) return k.name + ": `" + s + "` from the GPU";
+    return k.name + ": `" + s + "`";
+  }
+
+  void host_helpers() {
+    line(
+        "// ==== Host side "
+        "========================================================================");
+    line();
+    line(
+        "// Size and launch-shape expressions: integers are 64-bit, anything mixed with a float is "
+        "double.");
+    line("inline long long orch_host_min(long long a, long long b) { return a < b ? a : b; }");
+    line("inline long long orch_host_max(long long a, long long b) { return a < b ? b : a; }");
+    line("inline double orch_host_min(double a, double b) { return a < b ? a : b; }");
+    line("inline double orch_host_max(double a, double b) { return a < b ? b : a; }");
+    open("inline long long orch_host_ceil_div(long long a, long long b) {");
+    line("long long q = a / b;");
+    line("return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;");
+    close();
+    line("inline double orch_host_ceil_div(double a, double b) { return std::ceil(a / b); }");
+    line();
+    line(
+        "// Every CUDA call is checked: a failure prints the .orch statement it builds and "
+        "returns.");
+    line(
+        "#define ORCH_CHECK(call, where)                                                          "
+        "\\");
+    line(
+        "  do {                                                                                   "
+        "\\");
+    line(
+        "    cudaError_t orch_err_ = (call);                                                      "
+        "\\");
+    line(
+        "    if (orch_err_ != cudaSuccess) {                                                      "
+        "\\");
+    line(
+        "      std::fprintf(stderr, \"%s: %s failed: %s (%s)\\n\", where, #call,                   "
+        "\\");
+    line(
+        "                   cudaGetErrorName(orch_err_), cudaGetErrorString(orch_err_));         "
+        "\\");
+    line(
+        "      return orch_err_;                                                                  "
+        "\\");
+    line(
+        "    }                                                                                    "
+        "\\");
+    line("  } while (0)");
+    line("// Passes on an error that was already reported.");
+    line("#define ORCH_TRY(call)                          \\");
+    line("  do {                                          \\");
+    line("    cudaError_t orch_err_ = (call);             \\");
+    line("    if (orch_err_ != cudaSuccess) return orch_err_; \\");
+    line("  } while (0)");
+    if (has_collectives()) {
+      line(
+          "#define ORCH_NCCL_CHECK(call, where)                                                    "
+          " \\");
+      line(
+          "  do {                                                                                  "
+          " \\");
+      line(
+          "    ncclResult_t orch_nccl_ = (call);                                                   "
+          " \\");
+      line(
+          "    if (orch_nccl_ != ncclSuccess) {                                                    "
+          " \\");
+      line(
+          "      std::fprintf(stderr, \"%s: %s failed: %s\\n\", where, #call,                      "
+          "  \\");
+      line(
+          "                   ncclGetErrorString(orch_nccl_));                                     "
+          " \\");
+      line(
+          "      return cudaErrorUnknown;                                                          "
+          " \\");
+      line(
+          "    }                                                                                   "
+          " \\");
+      line("  } while (0)");
+    }
+    line();
+  }
+
+  void structs() {
+    // Params
+    line("// Host-set values (the .orch `param`s, with their defaults).");
+    open("struct " + params_type() + " {");
+    for (size_t i = 0; i < p_.params.size(); ++i) {
+      const ir::Param& x = p_.params[i];
+      std::string init = x.default_evaluated ? literal(*x.default_evaluated, x.type) : "{}";
+      std::string what = "param " + x.name + ": " + ir::to_string(x.type);
+      if (x.default_value)
+        what += " = " + ir::to_string(*x.default_value, p_);
+      else
+        what += "  (no default: set it)";
+      line(std::string(cuda_type(x.type)) + " " + param_names_[i] + " = " + init + ";  // " +
+           comment_text(what + "  (" + at(x.loc) + ")"));
+    }
+    for (size_t i = 0; i < p_.comms.size(); ++i)
+      line("ncclComm_t " + comm_names_[i] + " = nullptr;  // comm " + p_.comms[i].name +
+           ": an NCCL communicator you create (" + at(p_.comms[i].loc) + ")");
+    if (!rank_.empty()) {
+      line("int " + rank_ + " = 0;        // this process's rank in the communicator");
+      line("int " + world_size_ + " = 1;  // the communicator's size");
+    }
+    close("};");
+    line();
+
+    // Buffers
+    line("// Device pointers of every buffer: allocate_" + fn_ +
+         "() fills them, or point them at your own memory.");
+    open("struct " + buffers_type() + " {");
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      const ir::Buffer& b = p_.buffers[i];
+      std::string type = std::string(cuda_type(b.elem)) + "*";
+      std::string what = "buffer " + b.name + ": " + ir::to_string(b.elem) +
+                         (b.count ? "[" + ir::to_string(*b.count, p_) + "]" : "") +
+                         (b.host ? " host" : "");
+      std::string note = b.is_scalar() ? ", a device scalar" : "";
+      if (b.host) note = ", pinned mapped host memory (device address)";
+      line(type + " " + buffer_names_[i] + " = nullptr;  // " +
+           comment_text(what + note + "  (" + at(b.loc) + ")"));
+      if (b.host)
+        line(type + " " + host_names_[i] + " = nullptr;  // the same memory at its host address");
+    }
+    close("};");
+    line();
+
+    // Graphs
+    line("// The CUDA graphs and executable graphs build_" + fn_ + "() makes; destroy_" + fn_ +
+         "() releases them.");
+    open("struct " + graphs_type() + " {");
+    for (int g : device_order_) {
+      const ir::Graph& x = p_.graphs[g];
+      std::string n = graph_names_[g];
+      if (x.family_size > 0) {
+        std::string size = std::to_string(x.family_size);
+        line("// graph " + x.name + "[" + x.family_index + ": " + size +
+             "] device: one graph per member, instantiated for device launch");
+        line("cudaGraph_t " + n + "[" + size + "] = {};");
+        line("cudaGraphExec_t " + exec_names_[g] + "[" + size + "] = {};");
+        line("cudaGraphExec_t* " + table_names_[g] + " = nullptr;  // device array of " +
+             exec_names_[g] + ", for graph[" + size + "] arguments");
+        if (!patch_names_[g].empty())
+          line("cudaGraphNode_t " + patch_names_[g] + "[" + size + "][" +
+               std::to_string(late_nodes_[g].size()) +
+               "] = {};  // kernel nodes whose graph arguments are set after instantiation");
+      } else {
+        line("// graph " + x.name + " device: instantiated for device launch");
+        line("cudaGraph_t " + n + " = nullptr;");
+        line("cudaGraphExec_t " + exec_names_[g] + " = nullptr;");
+        if (!patch_names_[g].empty())
+          line("cudaGraphNode_t " + patch_names_[g] + "[1][" +
+               std::to_string(late_nodes_[g].size()) +
+               "] = {};  // kernel nodes whose graph arguments are set after instantiation");
+      }
+    }
+    if (p_.segments.size() > 1)
+      line(
+          "// host graphs, launched in this order (main is split where one executable graph cannot "
+          "hold it all)");
+    else
+      line("// the host graph");
+    for (int s : p_.segments) {
+      line("cudaGraph_t " + graph_names_[s] + " = nullptr;");
+      line("cudaGraphExec_t " + exec_names_[s] + " = nullptr;");
+    }
+    close("};");
+    line();
+  }
+
+  void allocate() {
+    bool any_device = false, any_host = false;
+    for (const ir::Buffer& b : p_.buffers) (b.host ? any_host : any_device) = true;
+    if (any_device) alloc_device_helper();
+    if (any_host) alloc_mapped_helper();
+    allocate_function();
+  }
+
+  void alloc_device_helper() {
+    open(
+        "static cudaError_t orch_alloc_device(void** ptr, long long count, size_t element, const "
+        "char* where) {");
+    line("if (count < 1) {");
+    line("  std::fprintf(stderr, \"%s: error: size %lld is not positive\\n\", where, count);");
+    line("  return cudaErrorInvalidValue;");
+    line("}");
+    line("size_t bytes = static_cast<size_t>(count) * element;");
+    line("ORCH_CHECK(cudaMalloc(ptr, bytes), where);");
+    line("ORCH_CHECK(cudaMemset(*ptr, 0, bytes), where);");
+    line("return cudaSuccess;");
+    close();
+    line();
+  }
+
+  void alloc_mapped_helper() {
+    open(
+        "static cudaError_t orch_alloc_mapped(void** device, void** host, long long count, size_t "
+        "element,");
+    line("                                     const char* where) {");
+    line("if (count < 1) {");
+    line("  std::fprintf(stderr, \"%s: error: size %lld is not positive\\n\", where, count);");
+    line("  return cudaErrorInvalidValue;");
+    line("}");
+    line("size_t bytes = static_cast<size_t>(count) * element;");
+    line("ORCH_CHECK(cudaHostAlloc(host, bytes, cudaHostAllocMapped), where);");
+    line("std::memset(*host, 0, bytes);");
+    line("ORCH_CHECK(cudaHostGetDevicePointer(device, *host, 0), where);");
+    line("return cudaSuccess;");
+    close();
+    line();
+  }
+
+  void allocate_function() {
+    line("// Allocates every buffer, sized with the params, and zeroes it.");
+    open("cudaError_t allocate_" + fn_ + "(const " + params_type() + "& p, " + buffers_type() +
+         "* b) {");
+    unused_guard();
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      const ir::Buffer& b = p_.buffers[i];
+      std::string count = b.count ? host(*b.count).code : "1ll";
+      if (b.count && b.count->kind == ir::ExprKind::Const && !b.count->value.is_float)
+        count = std::to_string(b.count->value.i);
+      if (b.count && host(*b.count).is_float) count = "static_cast<long long>(" + count + ")";
+      std::string w = where(b.loc, "buffer " + b.name);
+      std::string size = "sizeof(" + std::string(cuda_type(b.elem)) + ")";
+      if (b.host)
+        line("ORCH_TRY(orch_alloc_mapped((void**)&b->" + buffer_names_[i] + ", (void**)&b->" +
+             host_names_[i] + ", " + count + ", " + size + ", " + w + "));");
+      else
+        line("ORCH_TRY(orch_alloc_device((void**)&b->" + buffer_names_[i] + ", " + count + ", " +
+             size + ", " + w + "));");
+    }
+    line("return cudaSuccess;");
+    close();
+    line();
+    line("// Frees what allocate_" + fn_ + "() allocated.");
+    open("void free_" + fn_ + "(" + buffers_type() + "* b) {");
+    if (p_.buffers.empty()) line("(void)b;");
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      if (p_.buffers[i].host)
+        line("if (b->" + host_names_[i] + ") cudaFreeHost(b->" + host_names_[i] + ");");
+      else
+        line("if (b->" + buffer_names_[i] + ") cudaFree(b->" + buffer_names_[i] + ");");
+    }
+    line("*b = " + buffers_type() + "{};");
+    close();
+    line();
+  }
+
+  void bind_checks() {
+    line("// What the compiler proved with the defaults, checked again with the params you set.");
+    open("static cudaError_t orch_check_params(const " + params_type() + "& p) {");
+    unused_guard();
+    for (const ir::BindCheck& c : p_.bind_checks) {
+      const ir::Expr& e = c.condition;
+      if (e.kind == ir::ExprKind::Binary && e.op == "==" &&
+          ir::same_expr(e.operands[0], e.operands[1]))
+        continue;  // true whatever the params: nothing to check
+      open("if (!" + host(c.condition).code + ") {");
+      line("std::fprintf(stderr, \"%s\\n\", " +
+           c_string(at(c.loc) + ": error[" + c.code + "]: " + c.message + " (" +
+                    ir::to_string(c.condition, p_) + ")") +
+           ");");
+      line("return cudaErrorInvalidValue;");
+      close();
+    }
+    line("return cudaSuccess;");
+    close();
+    line();
+  }
+
+  // ---- graph bodies ----
+  struct Scope {
+    int graph = -1;         // top-level graph being built
+    std::string graph_var;  // the cudaGraph_t variable of this region
+    int depth = 0;
+    bool device = false;
+  };
+
+  void graph_builders() {
+    for (int g : device_order_) {
+      device_builder(g);
+      if (!late_nodes_[g].empty()) patcher(g);
+    }
+    for (int s : p_.segments) host_builder(s);
+  }
+
+  std::string member_index(int g) const { return p_.graphs[g].family_size > 0 ? "[member]" : ""; }
+
+  void device_builder(int g) {
+    const ir::Graph& x = p_.graphs[g];
+    bool family = x.family_size > 0;
+    in_family_ = family;
+    line("// graph " + x.name +
+         (family ? "[" + x.family_index + ": " + std::to_string(x.family_size) + "]" : "") +
+         " device  (" + at(x.loc) + ")");
+    if (family)
+      line("// One member of the family; `member` is the family index `" + x.family_index +
+           "`, a constant in each member's graph.");
+    open("static cudaError_t orch_build_" + graph_names_[g] + "(const " + params_type() +
+         "& p, const " + buffers_type() + "& b, " + graphs_type() + "* out" +
+         (family ? ", int member" : "") + ") {");
+    unused_guard();
+    std::string gw = where(x.loc, "graph " + x.name);
+    line("cudaGraph_t graph = nullptr;");
+    line("ORCH_CHECK(cudaGraphCreate(&graph, 0), " + gw + ");");
+    line("out->" + graph_names_[g] + member_index(g) + " = graph;");
+    Scope s;
+    s.graph = g;
+    s.graph_var = "graph";
+    s.device = true;
+    region(x.body, s);
+    line("// Instantiated for launch from the GPU; uploaded once every device graph is ready.");
+    line("ORCH_CHECK(cudaGraphInstantiateWithFlags(&out->" + exec_names_[g] + member_index(g) +
+         ", graph, cudaGraphInstantiateFlagDeviceLaunch), " + gw + ");");
+    line("return cudaSuccess;");
+    close();
+    line();
+    in_family_ = false;
+  }
+
+  void patcher(int g) {
+    const ir::Graph& x = p_.graphs[g];
+    bool family = x.family_size > 0;
+    in_family_ = family;
+    line("// Graph arguments of " + x.name +
+         " that name a graph instantiated after it (or itself):");
+    line("// set on the executable graph now that every exec exists.");
+    open("static cudaError_t orch_patch_" + graph_names_[g] + "(const " + params_type() +
+         "& p, const " + buffers_type() + "& b, " + graphs_type() + "* out" +
+         (family ? ", int member" : "") + ") {");
+    unused_guard();
+    Scope s;
+    s.graph = g;
+    s.device = true;
+    patching_ = true;
+    for (size_t k = 0; k < late_nodes_[g].size(); ++k) {
+      const ir::Node& n = *late_nodes_[g][k];
+      node_comment(n);
+      open("{");
+      kernel_params(n, s);
+      line("ORCH_CHECK(cudaGraphExecKernelNodeSetParams(out->" + exec_names_[g] + member_index(g) +
+           ", out->" + patch_names_[g] + "[" + (family ? "member" : "0") + "][" +
+           std::to_string(k) + "], &kernel), " + where(n.loc, describe_node(p_, n)) + ");");
+      close();
+    }
+    patching_ = false;
+    line("return cudaSuccess;");
+    close();
+    line();
+    in_family_ = false;
+  }
+
+  void host_builder(int g) {
+    const ir::Graph& x = p_.graphs[g];
+    line("// graph " + x.name + "  (" + at(x.loc) + ")");
+    open("static cudaError_t orch_build_" + graph_names_[g] + "(const " + params_type() +
+         "& p, const " + buffers_type() + "& b, " + graphs_type() + "* out) {");
+    unused_guard();
+    std::string gw = where(x.loc, "graph " + x.name);
+    line("cudaGraph_t graph = nullptr;");
+    line("ORCH_CHECK(cudaGraphCreate(&graph, 0), " + gw + ");");
+    line("out->" + graph_names_[g] + " = graph;");
+    std::vector<size_t> handles;
+    for (size_t h = 0; h < p_.handles.size(); ++h)
+      if (p_.handles[h].graph == g) handles.push_back(h);
+    if (!handles.empty()) {
+      line(
+          "// Conditional handles: the GPU sets them (cudaGraphSetConditional) before their node "
+          "runs.");
+      line("cudaGraphConditionalHandle handle[" + std::to_string(p_.handles.size()) + "] = {};");
+      for (size_t h : handles) {
+        const ir::ConditionalHandle& ch = p_.handles[h];
+        const ir::Node* n = handle_nodes_[h];
+        SourceRange loc = n ? n->loc : x.loc;
+        std::string what = n ? describe_node(p_, *n) : "handle " + std::to_string(h);
+        if (ch.set_default)
+          line("// handle " + std::to_string(h) + ": `" + comment_text(what) + "`, reset to " +
+               std::to_string(ch.default_value) + " at every launch (the body runs at least once)");
+        else
+          line("// handle " + std::to_string(h) + ": `" + comment_text(what) + "`");
+        line("ORCH_CHECK(cudaGraphConditionalHandleCreate(&handle[" + std::to_string(h) +
+             "], graph, " + std::to_string(ch.default_value) + ", " +
+             (ch.set_default ? "cudaGraphCondAssignDefault" : "0") + "), " + where(loc, what) +
+             ");");
+      }
+    }
+    Scope s;
+    s.graph = g;
+    s.graph_var = "graph";
+    region(x.body, s);
+    line("ORCH_CHECK(cudaGraphInstantiateWithFlags(&out->" + exec_names_[g] + ", graph, 0), " + gw +
+         ");");
+    line("ORCH_CHECK(cudaGraphUpload(out->" + exec_names_[g] + ", 0), " + gw + ");");
+    line("return cudaSuccess;");
+    close();
+    line();
+  }
+
+  void region(const ir::Region& r, const Scope& s) {
+    std::string nodes = s.depth == 0 ? "node" : "node" + std::to_string(s.depth);
+    if (r.nodes.empty()) {
+      line("// (empty)");
+      return;
+    }
+    line("cudaGraphNode_t " + nodes + "[" + std::to_string(r.nodes.size()) + "] = {};");
+    std::vector<std::vector<int>> deps(r.nodes.size());
+    for (const ir::Edge& e : r.edges) deps[e.to].push_back(e.from);
+    for (int i : topological_order(r)) {
+      const ir::Node& n = r.nodes[i];
+      line();
+      node_comment(n);
+      open("{");
+      std::string dep_args = "nullptr, 0";
+      std::vector<int> d = deps[i];
+      std::sort(d.begin(), d.end());
+      d.erase(std::unique(d.begin(), d.end()), d.end());
+      if (!d.empty()) {
+        std::string list;
+        for (int j : d) list += (list.empty() ? "" : ", ") + nodes + "[" + std::to_string(j) + "]";
+        line("const cudaGraphNode_t deps[] = {" + list + "};  // must finish first");
+        dep_args = "deps, " + std::to_string(d.size());
+      }
+      node(n, s, nodes + "[" + std::to_string(i) + "]", dep_args);
+      close();
+    }
+  }
+
+  void node(const ir::Node& n, const Scope& s, const std::string& slot, const std::string& deps) {
+    std::string w = where(n.loc, describe_node(p_, n));
+    std::string g = s.graph_var;
+    switch (n.kind) {
+      case ir::NodeKind::Kernel: {
+        kernel_params(n, s);
+        line("ORCH_CHECK(cudaGraphAddKernelNode(&" + slot + ", " + g + ", " + deps +
+             ", &kernel), " + w + ");");
+        auto& late = late_nodes_[s.graph];
+        auto it = std::find(late.begin(), late.end(), &n);
+        if (s.device && it != late.end())
+          line("out->" + patch_names_[s.graph] + "[" + (in_family_ ? "member" : "0") + "][" +
+               std::to_string(it - late.begin()) + "] = " + slot + ";");
+        return;
+      }
+      case ir::NodeKind::Copy: {
+        line("ORCH_CHECK(cudaGraphAddMemcpyNode1D(&" + slot + ", " + g + ", " + deps + ", b." +
+             buffer_names_[n.dst] + ", b." + buffer_names_[n.src] + ", " + bytes_of(n.src) +
+             ", cudaMemcpyDefault), " + w + ");");
+        return;
+      }
+      case ir::NodeKind::Fill: {
+        if (n.memset_element_size == 0) break;  // lowered to a kernel: never here
+        uint32_t elem = ir::size_of(p_.buffers[n.dst].elem);
+        uint32_t per = elem / n.memset_element_size;
+        char value[16];
+        std::snprintf(value, sizeof value, "0x%x", n.memset_value);
+        line("cudaMemsetParams fill = {};");
+        line("fill.dst = b." + buffer_names_[n.dst] + ";");
+        line("fill.value = " + std::string(value) + "u;  // the fill value's bytes, " +
+             std::to_string(n.memset_element_size) + "-byte pattern");
+        line("fill.elementSize = " + std::to_string(n.memset_element_size) + ";");
+        line("fill.width = " + count_of(n.dst) + (per > 1 ? " * " + std::to_string(per) : "") +
+             ";  // elements of the pattern");
+        line("fill.height = 1;");
+        line("ORCH_CHECK(cudaGraphAddMemsetNode(&" + slot + ", " + g + ", " + deps + ", &fill), " +
+             w + ");");
+        return;
+      }
+      case ir::NodeKind::If:
+      case ir::NodeKind::While:
+      case ir::NodeKind::Switch: {
+        conditional(n, s, slot, deps, w);
+        return;
+      }
+      case ir::NodeKind::Collective: {
+        collective(n, s, slot, deps, w);
+        return;
+      }
+      default:
+        break;
+    }
+    // Not expected after lowering; an empty node keeps the dependencies.
+    line("// (" + std::string(ir::to_string(n.kind)) + ": nothing to do here)");
+    line("ORCH_CHECK(cudaGraphAddEmptyNode(&" + slot + ", " + g + ", " + deps + "), " + w + ");");
+  }
+
+  void kernel_params(const ir::Node& n, const Scope& s) {
+    const ir::Kernel& k = p_.kernels[n.kernel];
+    std::vector<std::string> pointers;
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const ir::KernelArg& a = n.args[i];
+      const ir::KernelParam& q = k.params[i];
+      std::string var = "arg" + std::to_string(i);
+      switch (a.kind) {
+        case ir::ArgKind::Value:
+          line(std::string(cuda_type(q.elem)) + " " + var + " = " + host_as(a.value, q.elem) +
+               ";  // " + comment_text(q.name + " = " + ir::to_string(a.value, p_)));
+          pointers.push_back("&" + var);
+          break;
+        case ir::ArgKind::Buffer:
+          pointers.push_back("(void*)&b." + buffer_names_[a.ref]);
+          break;
+        case ir::ArgKind::Cond:
+        case ir::ArgKind::CondHandle:
+          pointers.push_back("&handle[" + std::to_string(a.ref) + "]");
+          break;
+        case ir::ArgKind::Graph: {
+          const ir::Graph& t = p_.graphs[a.ref];
+          std::string exec = "out->" + exec_names_[a.ref] + (t.family_size > 0 ? "[member]" : "");
+          bool late =
+              s.device && (a.ref == s.graph ||
+                           std::find(device_order_.begin(), device_order_.end(), a.ref) >
+                               std::find(device_order_.begin(), device_order_.end(), s.graph));
+          if (late && !patching_)
+            line("cudaGraphExec_t " + var + " = nullptr;  // " + q.name + " = " +
+                 (a.self ? "self" : t.name) + ": set by orch_patch_" + graph_names_[s.graph] +
+                 "() after instantiation");
+          else
+            line("cudaGraphExec_t " + var + " = " + exec + ";  // " + q.name + " = " +
+                 (a.self ? "self" : t.name));
+          pointers.push_back("&" + var);
+          break;
+        }
+        case ir::ArgKind::GraphFamily:
+          pointers.push_back("(void*)&out->" + table_names_[a.ref]);
+          break;
+      }
+    }
+    if (!pointers.empty()) {
+      std::string list;
+      for (const std::string& x : pointers) list += (list.empty() ? "" : ", ") + x;
+      line("void* args[] = {" + list + "};");
+    }
+    line("cudaKernelNodeParams kernel = {};");
+    // `::`: the kernel, whatever the locals here are called.
+    std::string entry = k.entry.empty() ? k.name : k.entry;
+    line("kernel.func = (void*)&" + (entry.rfind("::", 0) == 0 ? "" : std::string("::")) + entry +
+         ";");
+    line("kernel.gridDim = dim3(" + dim(n.grid[0]) + ", " + dim(n.grid[1]) + ", " + dim(n.grid[2]) +
+         ");");
+    line("kernel.blockDim = dim3(" + dim(n.block[0]) + ", " + dim(n.block[1]) + ", " +
+         dim(n.block[2]) + ");");
+    line("kernel.sharedMemBytes = " + dim(n.shared_bytes) + ";");
+    line(std::string("kernel.kernelParams = ") + (pointers.empty() ? "nullptr;" : "args;"));
+  }
+
+  void conditional(const ir::Node& n, const Scope& s, const std::string& slot,
+                   const std::string& deps, const std::string& w) {
+    std::string cond = "cond" + (s.depth ? std::to_string(s.depth) : "");
+    const char* type = n.kind == ir::NodeKind::If      ? "cudaGraphCondTypeIf"
+                       : n.kind == ir::NodeKind::While ? "cudaGraphCondTypeWhile"
+                                                       : "cudaGraphCondTypeSwitch";
+    line("cudaGraphNodeParams " + cond + " = {};");
+    line(cond + ".type = cudaGraphNodeTypeConditional;");
+    line(cond + ".conditional.handle = handle[" + std::to_string(n.handle) + "];");
+    line(cond + ".conditional.type = " + type + ";");
+    line(cond + ".conditional.size = " + std::to_string(n.bodies.size()) + ";");
+    line("ORCH_CHECK(cudaGraphAddNode(&" + slot + ", " + s.graph_var + ", " +
+         (deps == "nullptr, 0"
+              ? "nullptr, nullptr, 0"
+              : deps.substr(0, deps.find(',')) + ", nullptr" + deps.substr(deps.find(','))) +
+         ", &" + cond + "), " + w + ");");
+    for (size_t i = 0; i < n.bodies.size(); ++i) {
+      std::string what;
+      if (n.kind == ir::NodeKind::While)
+        what = n.cond
+                   ? "the loop body, run while the condition holds (it ends by evaluating it again)"
+                   : "the loop body, run until its kernel sets the handle to 0";
+      else if (n.kind == ir::NodeKind::If)
+        what = i == 0 ? "then: run when the condition is non-zero" : "else: run when it is zero";
+      else if (i < n.case_values.size())
+        what = "case " + std::to_string(n.case_values[i]) + " (body " + std::to_string(i) + ")";
+      else
+        what = "default (body " + std::to_string(i) + "): any other value";
+      line("// " + what);
+      open("{");
+      Scope inner = s;
+      inner.depth = s.depth + 1;
+      inner.graph_var = "body" + std::to_string(inner.depth);
+      line("cudaGraph_t " + inner.graph_var + " = " + cond + ".conditional.phGraph_out[" +
+           std::to_string(i) + "];");
+      region(n.bodies[i], inner);
+      close();
+    }
+  }
+
+  void collective(const ir::Node& n, const Scope& s, const std::string& slot,
+                  const std::string& deps, const std::string& w) {
+    const ir::Buffer& src = p_.buffers[n.src];
+    std::string type = nccl_type(src.elem);
+    std::string comm = "p." + comm_names_[n.comm];
+    std::string send = "b." + buffer_names_[n.src], recv = "b." + buffer_names_[n.dst];
+    std::string call;
+    switch (n.collective) {
+      case ir::CollectiveKind::AllReduce:
+        call = "ncclAllReduce(" + send + ", " + recv + ", " + count_of(n.src) + ", " + type + ", " +
+               nccl_op(n.reduce_op) + ", " + comm + ", capture)";
+        break;
+      case ir::CollectiveKind::Broadcast:
+        call = "ncclBroadcast(" + send + ", " + recv + ", " + count_of(n.src) + ", " + type + ", " +
+               (n.root ? "static_cast<int>(" + host(*n.root).code + ")" : std::string("0")) + ", " +
+               comm + ", capture)";
+        break;
+      case ir::CollectiveKind::AllGather:
+        call = "ncclAllGather(" + send + ", " + recv + ", " + count_of(n.src) + ", " + type + ", " +
+               comm + ", capture)";
+        break;
+      case ir::CollectiveKind::ReduceScatter:
+        call = "ncclReduceScatter(" + send + ", " + recv + ", " + count_of(n.dst) + ", " + type +
+               ", " + nccl_op(n.reduce_op) + ", " + comm + ", capture)";
+        break;
+    }
+    line("// NCCL work is recorded by stream capture into a child graph.");
+    line("cudaStream_t capture = nullptr;");
+    line("cudaGraph_t child = nullptr;");
+    line("ORCH_CHECK(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking), " + w + ");");
+    line("ORCH_CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal), " + w +
+         ");");
+    line("ncclResult_t recorded = " + call + ";");
+    line("cudaError_t captured = cudaStreamEndCapture(capture, &child);");
+    line("cudaStreamDestroy(capture);");
+    line("ORCH_NCCL_CHECK(recorded, " + w + ");");
+    line("ORCH_CHECK(captured, " + w + ");");
+    line("cudaError_t added = cudaGraphAddChildGraphNode(&" + slot + ", " + s.graph_var + ", " +
+         deps + ", child);");
+    line("cudaGraphDestroy(child);  // the node keeps its own copy");
+    line("ORCH_CHECK(added, " + w + ");");
+  }
+
+  void build() {
+    line(
+        "// Builds every graph of the pipeline with the given params and buffers: the device "
+        "graphs");
+    line(
+        "// (instantiated for device launch and uploaded), then the host graph(s), instantiated "
+        "and");
+    line(
+        "// uploaded. On failure the error is printed with the .orch statement and returned; call");
+    line("// destroy_" + fn_ + "() either way.");
+    open("cudaError_t build_" + fn_ + "(const " + params_type() + "& p, const " + buffers_type() +
+         "& b, " + graphs_type() + "* out) {");
+    line("ORCH_TRY(orch_check_params(p));");
+    bool any_family = false;
+    for (int g : device_order_) any_family |= p_.graphs[g].family_size > 0;
+    if (any_family) {
+      line(
+          "// Tables of family execs, for kernels that take a whole family (graph[N] parameters).");
+      for (int g : device_order_) {
+        const ir::Graph& x = p_.graphs[g];
+        if (x.family_size == 0) continue;
+        line("ORCH_CHECK(cudaMalloc(&out->" + table_names_[g] + ", sizeof(out->" + exec_names_[g] +
+             ")), " + where(x.loc, "graph " + x.name) + ");");
+      }
+    }
+    if (!device_order_.empty()) {
+      line("// Device graphs, each after the graphs its kernels take as arguments.");
+      for (int g : device_order_) {
+        const ir::Graph& x = p_.graphs[g];
+        if (x.family_size > 0)
+          line("for (int member = 0; member < " + std::to_string(x.family_size) +
+               "; ++member) ORCH_TRY(orch_build_" + graph_names_[g] + "(p, b, out, member));");
+        else
+          line("ORCH_TRY(orch_build_" + graph_names_[g] + "(p, b, out));");
+      }
+      for (int g : device_order_) {
+        if (late_nodes_[g].empty()) continue;
+        const ir::Graph& x = p_.graphs[g];
+        if (x.family_size > 0)
+          line("for (int member = 0; member < " + std::to_string(x.family_size) +
+               "; ++member) ORCH_TRY(orch_patch_" + graph_names_[g] + "(p, b, out, member));");
+        else
+          line("ORCH_TRY(orch_patch_" + graph_names_[g] + "(p, b, out));");
+      }
+      for (int g : device_order_) {
+        const ir::Graph& x = p_.graphs[g];
+        if (x.family_size == 0) continue;
+        line("ORCH_CHECK(cudaMemcpy(out->" + table_names_[g] + ", out->" + exec_names_[g] +
+             ", sizeof(out->" + exec_names_[g] + "), cudaMemcpyHostToDevice), " +
+             where(x.loc, "graph " + x.name) + ");");
+      }
+      for (int g : device_order_) {
+        const ir::Graph& x = p_.graphs[g];
+        std::string w = where(x.loc, "graph " + x.name);
+        if (x.family_size > 0)
+          line("for (int member = 0; member < " + std::to_string(x.family_size) +
+               "; ++member) ORCH_CHECK(cudaGraphUpload(out->" + exec_names_[g] + "[member], 0), " +
+               w + ");");
+        else
+          line("ORCH_CHECK(cudaGraphUpload(out->" + exec_names_[g] + ", 0), " + w + ");");
+      }
+    }
+    line(p_.segments.size() > 1 ? "// Host graphs, launched one after another."
+                                : "// The host graph.");
+    for (int s : p_.segments) line("ORCH_TRY(orch_build_" + graph_names_[s] + "(p, b, out));");
+    line("return cudaSuccess;");
+    close();
+    line();
+  }
+
+  void launch_and_destroy() {
+    line("// One run of the pipeline: the host graph" +
+         std::string(p_.segments.size() > 1 ? "s in order" : "") + " on `stream`.");
+    open("cudaError_t launch_" + fn_ + "(const " + graphs_type() + "& g, cudaStream_t stream) {");
+    for (int s : p_.segments)
+      line("ORCH_CHECK(cudaGraphLaunch(g." + exec_names_[s] + ", stream), " +
+           where(p_.graphs[s].loc, "graph " + p_.graphs[s].name) + ");");
+    line("return cudaSuccess;");
+    close();
+    line();
+    open("void destroy_" + fn_ + "(" + graphs_type() + "* g) {");
+    for (int s : p_.segments) {
+      line("if (g->" + exec_names_[s] + ") cudaGraphExecDestroy(g->" + exec_names_[s] + ");");
+      line("if (g->" + graph_names_[s] + ") cudaGraphDestroy(g->" + graph_names_[s] + ");");
+    }
+    for (int d : device_order_) {
+      const ir::Graph& x = p_.graphs[d];
+      if (x.family_size > 0) {
+        open("for (unsigned i = 0; i < " + std::to_string(x.family_size) + "; ++i) {");
+        line("if (g->" + exec_names_[d] + "[i]) cudaGraphExecDestroy(g->" + exec_names_[d] +
+             "[i]);");
+        line("if (g->" + graph_names_[d] + "[i]) cudaGraphDestroy(g->" + graph_names_[d] + "[i]);");
+        close();
+        line("if (g->" + table_names_[d] + ") cudaFree(g->" + table_names_[d] + ");");
+      } else {
+        line("if (g->" + exec_names_[d] + ") cudaGraphExecDestroy(g->" + exec_names_[d] + ");");
+        line("if (g->" + graph_names_[d] + ") cudaGraphDestroy(g->" + graph_names_[d] + ");");
+      }
+    }
+    line("*g = " + graphs_type() + "{};");
+    close();
+    line();
+  }
+
+  void main_function() {
+    line("#ifndef ORCH_EJECT_NO_MAIN");
+    line(
+        "// Allocates zeroed buffers, builds, launches once and waits: a smoke test of the graph.");
+    open("int main() {");
+    line(params_type() + " p;  // the defaults");
+    for (size_t i = 0; i < p_.params.size(); ++i)
+      if (!p_.params[i].default_evaluated)
+        line("// p." + param_names_[i] + " has no default in the .orch file: set it here.");
+    line(buffers_type() + " b;");
+    line(graphs_type() + " g;");
+    line("cudaStream_t stream = nullptr;");
+    line("cudaError_t err = cudaSuccess;");
+    if (has_collectives()) {
+      line("// One process, one GPU: a communicator of one rank for every comm.");
+      line("int device = 0;");
+      for (size_t i = 0; i < p_.comms.size(); ++i) {
+        open("if (ncclCommInitAll(&p." + comm_names_[i] + ", 1, &device) != ncclSuccess) {");
+        line("std::fprintf(stderr, \"" + fn_ + ": ncclCommInitAll failed\\n\");");
+        line("return 1;");
+        close();
+      }
+      line("p." + rank_ + " = 0;");
+      line("p." + world_size_ + " = 1;");
+    }
+    line("err = allocate_" + fn_ + "(p, &b);");
+    line("if (err == cudaSuccess) err = build_" + fn_ + "(p, b, &g);");
+    line(
+        "if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);");
+    line("if (err == cudaSuccess) err = launch_" + fn_ + "(g, stream);");
+    line("if (err == cudaSuccess) err = cudaStreamSynchronize(stream);");
+    line("if (stream) cudaStreamDestroy(stream);");
+    line("destroy_" + fn_ + "(&g);");
+    line("free_" + fn_ + "(&b);");
+    for (size_t i = 0; i < p_.comms.size(); ++i)
+      line("if (p." + comm_names_[i] + ") ncclCommDestroy(p." + comm_names_[i] + ");");
+    open("if (err != cudaSuccess) {");
+    line("std::fprintf(stderr, \"" + fn_ +
+         ": failed: %s (%s)\\n\", cudaGetErrorName(err), cudaGetErrorString(err));");
+    line("return 1;");
+    close();
+    line("std::printf(\"" + fn_ + ": ran once, ok\\n\");");
+    line("return 0;");
+    close();
+    line("#endif  // ORCH_EJECT_NO_MAIN");
+  }
+
+  const ir::Program& p_;
+  const SourceManager& sources_;
+  std::string out_;
+  int indent_ = 0;
+
+  std::string type_, fn_;
+  std::set<std::string> macros_;  // declared before the scopes that point at it
+  Names param_scope_{&macros_}, buffer_scope_{&macros_}, graph_scope_{&macros_};
+  std::vector<std::string> param_names_, comm_names_, buffer_names_, host_names_;
+  std::vector<std::string> graph_names_, exec_names_, table_names_, patch_names_;
+  std::string rank_, world_size_;
+  std::vector<int> device_order_;
+  std::vector<std::vector<const ir::Node*>> late_nodes_;
+  std::vector<const ir::Node*> handle_nodes_;
+  std::set<int> used_kernels_;
+  bool in_family_ = false;
+  bool patching_ = false;
+};
+
+}  // namespace
+
+std::string emit_cuda(const ir::Program& lowered, const SourceManager& sources) {
+  return Emitter(lowered, sources).run();
+}
+
+}  // namespace orch
