@@ -114,8 +114,13 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, const SourceManager& sourc
     if (type == OrchLexer::LPAREN || type == OrchLexer::LBRACK || type == OrchLexer::LBRACE) ++depth;
     if (type == OrchLexer::RPAREN || type == OrchLexer::RBRACK || type == OrchLexer::RBRACE)
       depth = std::max(0, depth - 1);
+    // Tokens no expression contains end a run: braces, keywords, `<<<`, `>>>`, `->`, `=`.
     bool structural = type == OrchLexer::LBRACE || type == OrchLexer::RBRACE ||
-                      (type >= OrchLexer::PIPELINE && type <= OrchLexer::REDUCE_SCATTER);
+                      (type >= OrchLexer::PIPELINE && type <= OrchLexer::REDUCE_SCATTER) ||
+                      type == OrchLexer::LAUNCH_OPEN || type == OrchLexer::LAUNCH_CLOSE ||
+                      type == OrchLexer::ARROW || type == OrchLexer::ASSIGN ||
+                      type == OrchLexer::PLUS_ASSIGN || type == OrchLexer::MINUS_ASSIGN ||
+                      type == OrchLexer::STAR_ASSIGN || type == OrchLexer::SLASH_ASSIGN;
     run = structural ? 0 : run + 1;
     if (depth > kMaxDepth || run > kMaxRun) {
       SourceRange r;

@@ -535,6 +535,14 @@ TEST_SUITE("parse") {
           "1 error generated.\n");
   }
 
+  TEST_CASE("thousands of launch statements in a row are not one long expression") {
+    std::string text = "pipeline p\nbuffer c: i32\ngraph main {\n";
+    for (int i = 0; i < 3000; ++i) text += "  k<<<1, 32>>>(c)\n";
+    text += "}\n";
+    auto p = parse_string(text);
+    CHECK(p->diagnostics() == "");
+  }
+
   TEST_CASE("parse error unterminated source block") {
     // The lexer cannot match `"""` without its closing quotes, so it reads `""` as an empty
     // string, and the parser reports the string where the source block should be.
@@ -633,12 +641,12 @@ TEST_SUITE("parse") {
     auto fine = parse_string("pipeline p\nparam a: u32 = 1" + repeat(" + 1", 500) + "\n");
     CHECK(fine->diags.all().empty());
 
-    // After `param`, the run counts `a`, `:`, `u32`, `=`, then the expression's tokens. Token
-    // 2001 is the `1` of the 998th ` + 1`, at column 16 + 4 * 998 = 4008.
+    // `=` ends the run, which then counts the expression's tokens. Token 2001 is the `+` of the
+    // 1000th ` + 1`, at column 16 + 4 * 1000 = 4016.
     std::string line = "param a: u32 = 1" + repeat(" + 1", 1100);
     CHECK(errors_of("pipeline p\n" + line + "\n") ==
-          "test.orch:2:4008: error[E0003]: expression is longer than 2000 tokens\n" + line + "\n" +
-              repeat(" ", 4007) + "^\n" + "1 error generated.\n");
+          "test.orch:2:4016: error[E0003]: expression is longer than 2000 tokens\n" + line + "\n" +
+              repeat(" ", 4015) + "^\n" + "1 error generated.\n");
   }
 
   TEST_CASE("parse error NUL byte is a stray character") {
