@@ -1,4 +1,3 @@
-#include "artifact/scalar_bits.h"
 #include "runtime/src/plan.h"
 
 #include <cmath>
@@ -7,6 +6,7 @@
 #include <limits>
 
 #include "artifact/artifact.h"
+#include "artifact/scalar_bits.h"
 
 namespace orch::rt {
 
