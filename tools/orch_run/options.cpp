@@ -1,0 +1,264 @@
+#include "tools/orch_run/options.h"
+
+#include <CLI/CLI.hpp>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "artifact/artifact.h"
+
+namespace orch::run {
+
+namespace {
+
+const char* kDescription =
+    "orch-run: load a compiled orch pipeline (pipeline.bin), bind its params, fill its buffers, "
+    "launch it as a CUDA graph and time the launches.";
+
+const char* kFooter = R"(Fills (--fill NAME=SPEC; buffers not filled start zeroed):
+  random          uniform random values of the element type: floats in [0, 1), integers
+                  over the type's whole range, bool 0 or 1; seeded by --seed and the name
+  random:LO:HI    floats in [LO, HI), integers in [LO, HI]
+  file:PATH       the raw bytes of PATH, which must be exactly the buffer's size
+  VALUE           every element set to VALUE (parsed as the element type: 0.5, -3, 0x10, true)
+Params (--param NAME=VALUE) are parsed as their declared type; unbound params keep the
+default written in the pipeline. --list shows both.
+
+Timing: each launch is bracketed by CUDA events on the launch stream; orch-run prints the
+median, p90, min and max time per launch, after the warm-up launches. --nodes then runs
+--repeat more launches under CUPTI's activity tracing (libcupti from the CUDA toolkit,
+loaded at run time) and prints each graph node's GPU time per launch, matched to the .orch
+statements that can have produced it; the graph itself is launched unchanged.
+
+--dump NAME=FILE writes the buffer's raw bytes after the last launch (warm-up launches
+count: use --warmup 0 --repeat 1 to dump the result of exactly one run).
+
+Exit codes: 0 success; 1 an error (the pipeline, a file, a CUDA failure, no CUDA device);
+2 a usage error.)";
+
+}  // namespace
+
+bool split_assignment(const std::string& text, const char* flag, std::string* name,
+                      std::string* value, std::string* error) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    *error = std::string(flag) + " " + text + ": expected NAME=" +
+             (std::string(flag) == "--dump" ? "FILE" : std::string(flag) == "--fill" ? "SPEC" : "VALUE");
+    return false;
+  }
+  *name = text.substr(0, eq);
+  *value = text.substr(eq + 1);
+  if (value->empty()) {
+    *error = std::string(flag) + " " + text + ": the value after '=' is empty";
+    return false;
+  }
+  return true;
+}
+
+bool parse_fill_spec(const std::string& name, const std::string& spec, FillArg* fill,
+                     std::string* error) {
+  fill->name = name;
+  fill->spec = spec;
+  if (spec == "random") {
+    fill->kind = FillArg::Kind::Random;
+    fill->text.clear();
+  } else if (spec.rfind("random:", 0) == 0) {
+    fill->kind = FillArg::Kind::Random;
+    fill->text = spec.substr(7);
+    if (fill->text.find(':') == std::string::npos) {
+      *error = "--fill " + name + "=" + spec + ": expected random:LO:HI";
+      return false;
+    }
+  } else if (spec.rfind("file:", 0) == 0) {
+    fill->kind = FillArg::Kind::File;
+    fill->text = spec.substr(5);
+    if (fill->text.empty()) {
+      *error = "--fill " + name + "=" + spec + ": expected file:PATH";
+      return false;
+    }
+  } else {
+    fill->kind = FillArg::Kind::Constant;
+    fill->text = spec;
+  }
+  return true;
+}
+
+ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o,
+                                std::ostream& out, std::ostream& err) {
+  CLI::App app{kDescription, "orch-run"};
+  app.footer(kFooter);
+  std::vector<std::string> params, fills, dumps;
+  app.add_option("pipeline", o->pipeline, "the compiled pipeline (pipeline.bin)")->required();
+  app.add_option("--param", params, "set a param: NAME=VALUE (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("NAME=VALUE");
+  app.add_option("--fill", fills, "fill a buffer before the first launch: NAME=SPEC (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("NAME=SPEC");
+  app.add_option("--dump", dumps, "write a buffer to a file after the last launch: NAME=FILE (repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("NAME=FILE");
+  app.add_option("--repeat", o->repeat, "timed launches (at least 1)")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(1u, 100000000u).description(""));
+  app.add_option("--warmup", o->warmup, "launches before timing starts")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::Range(0u, 100000000u).description(""));
+  app.add_option("--seed", o->seed, "seed of the random fills")
+      ->capture_default_str()
+      ->type_name("S");
+  app.add_option("--device", o->device, "the CUDA device to run on")
+      ->capture_default_str()
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber.description(""));
+  app.add_flag("--force-ptx", o->force_ptx,
+               "ignore the CUBINs and JIT-compile the pipeline's PTX");
+  app.add_flag("--nodes", o->nodes,
+               "also time each graph node (CUPTI), over --repeat more launches");
+  app.add_flag("--list", o->list,
+               "print the pipeline's params and buffers and exit (no GPU needed)");
+
+  // CLI11 wants argv order with the program name first.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    app.exit(e, out, err);
+    return {false, kExitOk};
+  } catch (const CLI::ParseError& e) {
+    err << "orch-run: " << e.what() << " (see orch-run --help)\n";
+    return {false, kExitUsage};
+  }
+
+  auto usage = [&](const std::string& message) {
+    err << "orch-run: " << message << "\n";
+    return ParseOutcome{false, kExitUsage};
+  };
+  std::string error, name, value;
+  std::set<std::string> seen;
+  for (const std::string& p : params) {
+    if (!split_assignment(p, "--param", &name, &value, &error)) return usage(error);
+    if (!seen.insert(name).second) return usage("--param " + name + " is given twice");
+    o->params.push_back({name, value, {}});
+  }
+  seen.clear();
+  for (const std::string& f : fills) {
+    if (!split_assignment(f, "--fill", &name, &value, &error)) return usage(error);
+    if (!seen.insert(name).second) return usage("--fill " + name + " is given twice");
+    FillArg fill;
+    if (!parse_fill_spec(name, value, &fill, &error)) return usage(error);
+    o->fills.push_back(std::move(fill));
+  }
+  seen.clear();
+  for (const std::string& d : dumps) {
+    if (!split_assignment(d, "--dump", &name, &value, &error)) return usage(error);
+    if (!seen.insert(name).second) return usage("--dump " + name + " is given twice");
+    o->dumps.push_back({name, value});
+  }
+  return {true, kExitOk};
+}
+
+namespace {
+
+const orch::fb::Param* find_param(const orch::fb::Pipeline& p, const std::string& name) {
+  if (p.params())
+    for (const auto* param : *p.params())
+      if (param->name()->str() == name) return param;
+  return nullptr;
+}
+
+const orch::fb::Buffer* find_buffer(const orch::fb::Pipeline& p, const std::string& name) {
+  if (p.buffers())
+    for (const auto* buffer : *p.buffers())
+      if (buffer->name()->str() == name) return buffer;
+  return nullptr;
+}
+
+template <class Vec>
+std::string names_of(const Vec* v) {
+  std::string s;
+  if (v)
+    for (const auto* x : *v) s += (s.empty() ? "" : ", ") + x->name()->str();
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+std::string check_against_pipeline(Options* o, const orch::fb::Pipeline& pipeline) {
+  const std::string pname = pipeline.name()->str();
+  std::string why;
+  for (ParamArg& p : o->params) {
+    const auto* decl = find_param(pipeline, p.name);
+    if (!decl) {
+      if (p.name == "rank" || p.name == "world_size")
+        return "--param " + p.name + ": `" + p.name +
+               "` comes from a bound communicator, which orch-run does not create";
+      return "--param " + p.name + ": pipeline " + pname + " has no param `" + p.name +
+             "` (its params: " + names_of(pipeline.params()) + ")";
+    }
+    if (!parse_value(p.value, decl->type(), &p.parsed, nullptr, &why))
+      return "--param " + p.name + "=" + p.value + ": `" + p.name + "` is " +
+             type_name(decl->type()) + "; " + why;
+  }
+  for (FillArg& f : o->fills) {
+    const auto* decl = find_buffer(pipeline, f.name);
+    if (!decl)
+      return "--fill " + f.name + ": pipeline " + pname + " has no buffer `" + f.name +
+             "` (its buffers: " + names_of(pipeline.buffers()) + ")";
+    f.type = decl->type();
+    const std::string where = "--fill " + f.name + "=" + f.spec + ": `" + f.name + "` is " +
+                              type_name(f.type) + "; ";
+    if (f.kind == FillArg::Kind::Constant &&
+        !parse_value(f.text, f.type, nullptr, &f.element, &why))
+      return where + why;
+    if (f.kind == FillArg::Kind::Random && !f.text.empty()) {
+      RandomRange range;
+      if (!parse_range(f.text, f.type, &range, &why)) return where + why;
+      f.range = range;
+    }
+  }
+  for (const DumpArg& d : o->dumps)
+    if (!find_buffer(pipeline, d.name))
+      return "--dump " + d.name + ": pipeline " + pname + " has no buffer `" + d.name +
+             "` (its buffers: " + names_of(pipeline.buffers()) + ")";
+  return {};
+}
+
+std::string list_pipeline(const orch::fb::Pipeline& pipeline) {
+  std::ostringstream s;
+  s << "pipeline " << pipeline.name()->str() << "\n";
+  if (pipeline.params())
+    for (const auto* p : *pipeline.params()) {
+      s << "  param  " << p->name()->str() << ": " << type_name(p->type());
+      if (p->has_default()) {
+        if (is_float_type(p->type())) {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.9g", p->default_f());
+          s << " = " << buf;
+        } else if (p->type() == ScalarType::Bool) {
+          s << " = " << (p->default_i() ? "true" : "false");
+        } else if (p->type() == ScalarType::U64) {
+          s << " = " << static_cast<uint64_t>(p->default_i());
+        } else {
+          s << " = " << p->default_i();
+        }
+      } else {
+        s << " (no default: --param " << p->name()->str() << "=... is required)";
+      }
+      s << "\n";
+    }
+  if (pipeline.buffers())
+    for (const auto* b : *pipeline.buffers()) {
+      s << "  buffer " << b->name()->str() << ": " << type_name(b->type());
+      if (b->count()) s << "[" << orch::artifact::expr_to_string(b->count(), pipeline) << "]";
+      if (b->host()) s << " host";
+      s << "\n";
+    }
+  if (pipeline.comms())
+    for (const auto* c : *pipeline.comms()) s << "  comm   " << c->name()->str() << "\n";
+  return s.str();
+}
+
+}  // namespace orch::run

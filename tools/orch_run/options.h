@@ -1,0 +1,81 @@
+// orch-run's command line: parsed with CLI11, then checked for shape (NAME=VALUE, fill specs,
+// duplicates). Nothing here needs the pipeline or a GPU; values are checked against the
+// declared types later (check_against_pipeline).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/orch_run/values.h"
+
+namespace orch::run {
+
+// Exit codes: 0 success, 1 an error (the pipeline, a file, the GPU), 2 a usage error.
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+struct ParamArg {
+  std::string name, value;
+  // Filled by check_against_pipeline.
+  ScalarValue parsed;
+};
+
+struct FillArg {
+  enum class Kind { Random, Constant, File };
+  std::string name;
+  Kind kind = Kind::Constant;
+  std::string text;   // Constant: the value; Random: "LO:HI" or empty; File: the path
+  std::string spec;   // as written after '=', for messages
+  // Filled by check_against_pipeline.
+  ScalarType type = ScalarType::U8;
+  std::vector<uint8_t> element;        // Constant: one element
+  std::optional<RandomRange> range;    // Random with bounds
+};
+
+struct DumpArg {
+  std::string name, path;
+};
+
+struct Options {
+  std::string pipeline;
+  std::vector<ParamArg> params;
+  std::vector<FillArg> fills;
+  std::vector<DumpArg> dumps;
+  unsigned repeat = 10;
+  unsigned warmup = 2;
+  uint64_t seed = 1;
+  int device = 0;
+  bool force_ptx = false;
+  bool list = false;
+  bool nodes = false;  // per-node times (CUPTI) over --repeat more launches
+};
+
+struct ParseOutcome {
+  bool run = false;  // go on; otherwise exit with exit_code (help printed, or a usage error)
+  int exit_code = kExitOk;
+};
+
+// Parses argv (without the program name). Help goes to `out`; usage errors to `err` as one
+// "orch-run: ..." line (CLI11's own errors too), exit code 2.
+ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* options,
+                                std::ostream& out, std::ostream& err);
+
+// Splits "NAME=VALUE"; false (with *error) when there is no '=' or the name is empty.
+bool split_assignment(const std::string& text, const char* flag, std::string* name,
+                      std::string* value, std::string* error);
+// Parses a fill spec: random, random:LO:HI, file:PATH, or a constant.
+bool parse_fill_spec(const std::string& name, const std::string& spec, FillArg* fill,
+                     std::string* error);
+
+// Checks the names against the pipeline's params and buffers and parses every value as its
+// declared type. Returns an empty string, or the first problem as one line (exit code 1).
+std::string check_against_pipeline(Options* options, const orch::fb::Pipeline& pipeline);
+
+// The params and buffers of a pipeline, for --list and for messages.
+std::string list_pipeline(const orch::fb::Pipeline& pipeline);
+
+}  // namespace orch::run

@@ -1,0 +1,179 @@
+// orch-run end to end, in-process. The CPU cases need no GPU: every error that can be found
+// before touching the GPU is, and without a device the run stops with one clean line. The GPU
+// cases (suite "gpu") run examples/embed_saxpy/saxpy.orch and check the dumped result.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "artifact/sample_pipeline.h"
+#include "tools/orch_run/values.h"
+#include "tools/tests/test_util.h"
+
+using namespace orch::tools_test;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string saxpy_or_fail() {
+  std::string log;
+  const std::string bin = compiled_saxpy(&log);
+  REQUIRE_MESSAGE(!bin.empty(), log);
+  return bin;
+}
+
+std::vector<float> floats(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a file that is missing or not a pipeline is one line and exit 1") {
+  RunOutput r = orch_run({temp_dir() + "/missing.bin"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: " + temp_dir() + "/missing.bin: cannot open: No such file or directory\n");
+  CHECK(r.out.empty());
+
+  const std::string junk = write_temp("junk.bin", "this is not a pipeline");
+  r = orch_run({junk});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("orch-run: " + junk + ": ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("--list needs no GPU") {
+  const std::string sample = write_temp("sample.bin", orch::artifact::sample_artifact());
+  RunOutput r = orch_run({sample, "--list"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("  param  mode: i32 (no default") != std::string::npos);
+  CHECK(r.out.find("  comm   world\n") != std::string::npos);
+
+  const std::string saxpy = saxpy_or_fail();
+  r = orch_run({saxpy, "--list"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "pipeline saxpy\n  param  n: u32 = 1048576\n  param  a: f32 = 2\n"
+                 "  buffer x: f32[n]\n  buffer y: f32[n]\n");
+}
+
+TEST_CASE("mistakes found in the artifact come before the GPU, with exit 1") {
+  const std::string saxpy = saxpy_or_fail();
+  RunOutput r = orch_run({saxpy, "--param", "m=3"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: --param m: pipeline saxpy has no param `m` (its params: n, a)\n");
+  r = orch_run({saxpy, "--param", "n=-4"});
+  CHECK(r.err == "orch-run: --param n=-4: `n` is u32; '-4' is below the range of u32\n");
+  r = orch_run({saxpy, "--fill", "x=one"});
+  CHECK(r.err == "orch-run: --fill x=one: `x` is f32; 'one' is not a number\n");
+  r = orch_run({saxpy, "--fill", "x=file:" + temp_dir() + "/absent.bin"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: --fill x=file:" + temp_dir() +
+                     "/absent.bin: cannot open: No such file or directory\n");
+
+  const std::string sample = write_temp("sample.bin", orch::artifact::sample_artifact());
+  r = orch_run({sample});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("orch-run: pipeline sample has communicator `world`: orch-run runs "
+                    "single-process pipelines only", 0) == 0);
+}
+
+TEST_CASE("without a CUDA device: one line, 'orch-run: no CUDA device: ...', exit 1") {
+  if (gpu_unavailable_reason().empty()) {
+    MESSAGE("this machine has a CUDA device; the GPU cases cover it");
+    return;
+  }
+  const std::string saxpy = saxpy_or_fail();
+  RunOutput r = orch_run({saxpy, "--param", "n=4096", "--fill", "x=random", "--fill", "y=0.5",
+                          "--repeat", "3", "--dump", "y=" + temp_dir() + "/y.bin"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err.rfind("orch-run: no CUDA device: ", 0) == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  MESSAGE(r.err);
+}
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("saxpy: fills, params, one launch, and the dumped result") {
+  const std::string saxpy = saxpy_or_fail();
+  const size_t n = 4096;
+  const auto x = orch::run::random_bytes(orch::run::ScalarType::F32, n, 3, "input", std::nullopt);
+  const std::string x_file = write_temp("x.bin", std::string(x.begin(), x.end()));
+  const std::string y_out = temp_dir() + "/y.bin", x_out = temp_dir() + "/x_out.bin";
+  RunOutput r = orch_run({saxpy, "--param", "n=4096", "--param", "a=3", "--fill", "x=file:" + x_file,
+                          "--fill", "y=0.5", "--warmup", "0", "--repeat", "1", "--dump",
+                          "y=" + y_out, "--dump", "x=" + x_out});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("params: n=4096 a=3\n") != std::string::npos);
+  CHECK(r.out.find("per launch (CUDA events): median ") != std::string::npos);
+  CHECK(read_all(x_out) == std::string(x.begin(), x.end()));
+  const auto xs = floats(read_all(x_out)), ys = floats(read_all(y_out));
+  REQUIRE(ys.size() == n);
+  for (size_t i = 0; i < n; ++i) REQUIRE(ys[i] == doctest::Approx(3.0f * xs[i] + 0.5f).epsilon(1e-6));
+}
+
+TEST_CASE("saxpy: repeated launches accumulate, random fills match the seed") {
+  const std::string saxpy = saxpy_or_fail();
+  const std::string x_out = temp_dir() + "/xr.bin", y_out = temp_dir() + "/yr.bin";
+  RunOutput r = orch_run({saxpy, "--param", "n=1000", "--fill", "x=random", "--seed", "5",
+                          "--warmup", "2", "--repeat", "20", "--dump", "x=" + x_out, "--dump",
+                          "y=" + y_out});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("launches: 20 timed after 2 warm-up\n") != std::string::npos);
+  const auto expected = orch::run::random_bytes(orch::run::ScalarType::F32, 1000, 5, "x");
+  CHECK(read_all(x_out) == std::string(expected.begin(), expected.end()));
+  const auto xs = floats(read_all(x_out)), ys = floats(read_all(y_out));
+  for (size_t i = 0; i < xs.size(); ++i)  // y starts at 0; 22 launches of y += 2x
+    REQUIRE(ys[i] == doctest::Approx(22 * 2.0f * xs[i]).epsilon(1e-5));
+}
+
+TEST_CASE("a file of the wrong size, and a device that does not exist, are errors") {
+  const std::string saxpy = saxpy_or_fail();
+  const std::string small = write_temp("small.bin", std::string(12, '\0'));
+  RunOutput r = orch_run({saxpy, "--param", "n=4", "--fill", "x=file:" + small});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: --fill x=file:" + small + ": the file has 12 bytes; `x` is f32[4] = 16 bytes\n");
+  r = orch_run({saxpy, "--device", "4096"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("orch-run: no CUDA device 4096: this machine has ", 0) == 0);
+}
+
+TEST_CASE("--force-ptx loads the PTX") {
+  const std::string saxpy = saxpy_or_fail();
+  RunOutput r = orch_run({saxpy, "--param", "n=256", "--force-ptx", "--repeat", "2"});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("PTX") != std::string::npos);
+}
+
+TEST_CASE("--nodes times each graph node and names its statement") {
+  const std::string saxpy = saxpy_or_fail();
+  RunOutput r = orch_run({saxpy, "--param", "n=100000", "--repeat", "5", "--nodes"});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("per node (CUPTI activity records of 5 more launches") != std::string::npos);
+  CHECK(r.out.find("       1  saxpy<<<ceil_div(n, 256), 256>>>  saxpy.orch:21:3\n") != std::string::npos);
+  CHECK(r.out.find("1 nodes; their medians sum to ") != std::string::npos);
+}
+
+}  // TEST_SUITE("gpu")

@@ -1,0 +1,113 @@
+// orch_tools_tests' main. The CPU cases run everywhere. The GPU cases (test suite "gpu") need a
+// CUDA device: where there is none they are skipped visibly (a SKIPPED line with the reason),
+// and run alone (--test-suite=gpu) the executable exits 77, which ctest reports as skipped.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tools/orch_run/options.h"
+#include "tools/orch_run/runner.h"
+#include "tools/tests/test_util.h"
+
+namespace orch::tools_test {
+
+const std::string& gpu_unavailable_reason() {
+  static const std::string reason = [] {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return std::string("no CUDA device: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+    }
+    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess || major < 9)
+      return std::string("no CUDA device that runs sm_90 code (compute capability ") +
+             std::to_string(major) + ".x)";
+    return std::string();
+  }();
+  return reason;
+}
+
+const std::string& temp_dir() {
+  static const std::string dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "orch-tools-tests-XXXXXX").string();
+    char* d = mkdtemp(tmpl.data());
+    return d ? std::string(d) : std::string("/tmp");
+  }();
+  return dir;
+}
+
+std::string spec_dir() {
+  const char* env = std::getenv("ORCH_SPEC_DIR");
+  return env && *env ? env : ORCH_SPEC_DIR;
+}
+
+std::string compiled(const std::string& orch_file, std::string* log) {
+  static std::map<std::string, std::pair<std::string, std::string>> done;  // path: bin, log
+  auto it = done.find(orch_file);
+  if (it == done.end()) {
+    // $ORCH_ORCHC stands in for the build's orchc on a machine that runs a staged copy of the
+    // tests (a GPU machine without this build tree).
+    const char* env = std::getenv("ORCH_ORCHC");
+    const std::string orchc = env && *env ? env : ORCH_TOOLS_ORCHC;
+    const std::string stem = std::filesystem::path(orch_file).stem().string();
+    const std::string out = temp_dir() + "/" + stem + "-" + std::to_string(done.size()) + ".bin";
+    const std::string log_file = out + ".log";
+    const std::string cmd = "'" + orchc + "' '" + orch_file + "' -o '" + out + "' >'" + log_file + "' 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::ifstream in(log_file);
+    std::stringstream s;
+    s << in.rdbuf();
+    it = done.emplace(orch_file, std::make_pair(rc == 0 ? out : std::string(), "$ " + cmd + "\n" + s.str())).first;
+  }
+  if (log) *log = it->second.second;
+  return it->second.first;
+}
+
+std::string compiled_saxpy(std::string* log) {
+  // $ORCH_TOOLS_SAXPY: the example's path on a machine without this checkout's layout.
+  const char* env = std::getenv("ORCH_TOOLS_SAXPY");
+  return compiled(env && *env ? env : ORCH_TOOLS_SAXPY, log);
+}
+
+RunOutput orch_run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  orch::run::Options options;
+  RunOutput r;
+  const auto parsed = orch::run::parse_command_line(args, &options, out, err);
+  r.exit_code = parsed.run ? orch::run::run(options, out, err) : parsed.exit_code;
+  r.out = out.str();
+  r.err = err.str();
+  return r;
+}
+
+}  // namespace orch::tools_test
+
+int main(int argc, char** argv) {
+  doctest::Context ctx;
+  ctx.applyCommandLine(argc, argv);
+  bool gpu_only = false;
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--test-suite=gpu") || !std::strcmp(argv[i], "-ts=gpu")) gpu_only = true;
+  const std::string& reason = orch::tools_test::gpu_unavailable_reason();
+  if (!reason.empty()) {
+    std::printf("SKIPPED: the GPU tests (test suite \"gpu\"): %s\n", reason.c_str());
+    if (gpu_only) return 77;
+    ctx.addFilter("test-suite-exclude", "gpu");
+  }
+  const int rc = ctx.run();
+  if (!reason.empty()) std::printf("SKIPPED: the GPU tests (test suite \"gpu\"): %s\n", reason.c_str());
+  std::error_code ec;
+  if (!std::getenv("ORCH_KEEP_TEST_FILES")) std::filesystem::remove_all(orch::tools_test::temp_dir(), ec);
+  return rc;
+}
