@@ -41,8 +41,13 @@ enum {
   ORCH_ERROR_INVALID_VALUE = 9,
   ORCH_ERROR_BIND_CHECK_FAILED = 10,
   ORCH_ERROR_BUFFER_TOO_SMALL = 11,
-  ORCH_ERROR_UNSUPPORTED = 12
+  ORCH_ERROR_UNSUPPORTED = 12,
+  ORCH_ERROR_NCCL = 13,
+  ORCH_ERROR_RANK_MISMATCH = 14
 };
+
+/* The size of an NCCL unique id (ncclUniqueId). */
+#define ORCH_NCCL_UNIQUE_ID_BYTES 128
 
 int orch_error_code(const orch_error* error);
 /* The message alone, and "file:line:col" (empty when no statement is involved). */
@@ -67,7 +72,16 @@ void orch_bindings_param_i64(orch_bindings* b, const char* name, int64_t value);
 void orch_bindings_param_f32(orch_bindings* b, const char* name, float value);
 void orch_bindings_param_f64(orch_bindings* b, const char* name, double value);
 void orch_bindings_buffer(orch_bindings* b, const char* name, void* device_ptr, size_t bytes);
+/* An ncclComm_t the application made; rank and world_size are checked against it (pass -1 and -1
+ * to take them from the communicator). */
 void orch_bindings_comm(orch_bindings* b, const char* name, void* nccl_comm, int rank, int world_size);
+/* orch makes the communicator at orch_instantiate (ncclCommInitRank) from the 128 bytes of a
+ * unique id (orch_nccl_unique_id on one rank, shared with the others) and destroys it with the
+ * executable. */
+void orch_bindings_comm_from_unique_id(orch_bindings* b, const char* name, const void* unique_id, int rank,
+                                       int world_size);
+/* Writes a fresh NCCL unique id (ORCH_NCCL_UNIQUE_ID_BYTES bytes) to `out`. Loads NCCL. */
+orch_error* orch_nccl_unique_id(void* out);
 
 orch_error* orch_instantiate(const orch_pipeline* pipeline, const orch_bindings* bindings, cudaStream_t stream,
                              orch_executable** out);
@@ -81,6 +95,11 @@ orch_error* orch_set_param_f64(orch_executable* exec, const char* name, double v
 orch_error* orch_rebind(orch_executable* exec, const char* name, void* device_ptr, size_t bytes);
 /* The pointer of a buffer (see Executable::buffer), NULL for an unknown name. */
 void* orch_executable_buffer(const orch_executable* exec, const char* name);
+/* The ncclComm_t in use for comm `name`, NULL for an unknown or unbound name. */
+void* orch_executable_comm(const orch_executable* exec, const char* name);
+/* This process's rank and the world size (0 and 1 without comms). */
+int orch_executable_rank(const orch_executable* exec);
+int orch_executable_world_size(const orch_executable* exec);
 void orch_executable_destroy(orch_executable* exec);
 
 #ifdef __cplusplus

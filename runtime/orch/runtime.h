@@ -9,7 +9,8 @@
 //   exec.value()->launch(stream);                                // one call per run
 //   exec.value()->set_param("tol", 1e-7f);                       // patched in place
 //
-// Depends on the CUDA runtime (linked statically) and nothing else; NCCL is not linked.
+// Depends on the CUDA runtime (linked statically) and nothing else; NCCL is not linked: a
+// pipeline with collectives loads it at instantiate() (see docs/multi-gpu.md).
 // Every failure is a value (Error), never an exception or an abort; an error caused by a node
 // or declaration names the .orch statement it came from (Error::where()).
 //
@@ -27,6 +28,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,6 +55,8 @@ enum class ErrorCode {
   BindCheckFailed,   // one of the pipeline's bind checks is false for the bound values
   BufferTooSmall,    // a bound buffer is smaller than its declared size
   Unsupported,       // the pipeline needs something this runtime cannot do yet
+  Nccl,              // NCCL could not be loaded, or an NCCL call failed
+  RankMismatch,      // ranks disagree: another rank runs a different pipeline, or failed
 };
 
 // The name of a code ("BindCheckFailed").
@@ -159,10 +163,20 @@ class Bindings {
   // The memory must stay valid while an Executable uses it.
   Bindings& buffer(std::string_view name, void* device_ptr, size_t bytes);
 
-  // An NCCL communicator (an ncclComm_t, passed as void* so this header needs no NCCL) with
-  // this process's rank and the world size. `rank` and `world_size` in the pipeline's
-  // expressions come from the bound communicator.
+  // An NCCL communicator the application made (an ncclComm_t, passed as void* so this header
+  // needs no NCCL), with this process's rank and the world size. instantiate() asks the
+  // communicator (ncclCommUserRank, ncclCommCount, ncclCommCuDevice) and refuses a rank or size
+  // that differs, or a communicator of another device. `rank` and `world_size` in the
+  // pipeline's expressions come from the bound communicator (its first comm, if it has more).
+  // The communicator must outlive the Executable; orch never destroys it.
   Bindings& comm(std::string_view name, void* nccl_comm, int rank, int world_size);
+  // The same, with rank and world size read from the communicator.
+  Bindings& comm(std::string_view name, void* nccl_comm) { return comm(name, nccl_comm, -1, -1); }
+  // Asks orch to make the communicator: instantiate() calls ncclCommInitRank with these 128
+  // bytes (an ncclUniqueId, from orch::nccl_unique_id() on one rank, shared with the others),
+  // and the Executable owns and destroys it. Every rank of the world must instantiate at once:
+  // ncclCommInitRank waits for all of them.
+  Bindings& comm_from_unique_id(std::string_view name, const void* unique_id, int rank, int world_size);
 
   struct Param {
     std::string name;
@@ -175,9 +189,11 @@ class Bindings {
   };
   struct Comm {
     std::string name;
-    void* handle = nullptr;
-    int rank = 0;
+    void* handle = nullptr;  // the application's ncclComm_t
+    int rank = 0;            // -1 (with world_size -1): read from the communicator
     int world_size = 1;
+    bool from_unique_id = false;  // orch makes the communicator from unique_id
+    std::array<char, 128> unique_id{};
   };
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Buffer>& buffers() const { return buffers_; }
@@ -190,6 +206,14 @@ class Bindings {
 };
 
 class Executable;
+
+// The bytes of a fresh ncclUniqueId (ncclGetUniqueId), for Bindings::comm_from_unique_id: one
+// rank makes it and sends it to the others (a file, a socket, MPI_Bcast). Loads NCCL, so an
+// application needs neither NCCL's header nor its library at link time.
+Result<std::array<char, 128>> nccl_unique_id();
+// The NCCL orch loads ($ORCH_NCCL_LIBRARY, else libnccl.so.2, else libnccl.so): "2.28.9 from
+// libnccl.so.2", or why it cannot be loaded.
+Result<std::string> nccl_version();
 
 struct LoadOptions {
   // Ignore the CUBINs and JIT-compile the PTX (what a GPU newer than every image gets).
@@ -213,6 +237,10 @@ class Pipeline {
   // allocates the unbound ones (zero-filled), builds every graph with explicit node calls,
   // instantiates device graphs (and each member of a family) for device launch, then the
   // segments, and uploads them on `stream`. Returns once `stream` has finished the uploads.
+  // With collectives: loads NCCL, makes or checks the communicators, compares the pipeline's
+  // collective hash with every other rank (RankMismatch when one runs a different pipeline or
+  // fails to instantiate), and records each collective into a child graph node by stream
+  // capture. Every rank of a communicator must call instantiate() at the same time.
   Result<std::unique_ptr<Executable>> instantiate(const Bindings& bindings, cudaStream_t stream) const;
 
   const std::string& name() const;
@@ -269,13 +297,23 @@ class Executable {
   // The params' current values, for tests and tools (as f64 / i64).
   Result<double> param_as_double(std::string_view name) const;
 
+  // The ncclComm_t in use for comm `name` (the bound one, or the one orch made), nullptr for
+  // an unknown name or an unbound comm. An application may run its own NCCL calls on it.
+  void* comm(std::string_view name) const;
+  // This process's rank and the world size (0 and 1 for a pipeline without comms).
+  int rank() const;
+  int world_size() const;
+
   // What set_param and rebind did so far: nodes patched in place (cudaGraphExec*SetParams),
-  // patches CUDA refused, whole-graph cudaGraphExecUpdate fallbacks, device-graph re-uploads.
+  // patches CUDA refused, whole-graph cudaGraphExecUpdate fallbacks, device-graph re-uploads,
+  // and segments built and instantiated again because a collective in them changed (NCCL's
+  // work is recorded by capture, so a new size or buffer means a new capture).
   struct Stats {
     size_t nodes_patched_in_place = 0;
     size_t patches_refused = 0;
     size_t graph_updates = 0;
     size_t device_graph_uploads = 0;
+    size_t segments_rebuilt = 0;
   };
   Stats stats() const;
 

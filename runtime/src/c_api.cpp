@@ -1,6 +1,7 @@
 // The C API: thin wrappers that hold the C++ objects and turn Errors into orch_error*.
 #include "orch/orch.h"
 
+#include <cstring>
 #include <new>
 
 #include "orch/runtime.h"
@@ -80,6 +81,17 @@ void orch_bindings_buffer(orch_bindings* b, const char* n, void* ptr, size_t byt
 void orch_bindings_comm(orch_bindings* b, const char* n, void* comm, int rank, int world_size) {
   if (b && n) b->bindings.comm(n, comm, rank, world_size);
 }
+void orch_bindings_comm_from_unique_id(orch_bindings* b, const char* n, const void* id, int rank, int world_size) {
+  if (b && n) b->bindings.comm_from_unique_id(n, id, rank, world_size);
+}
+
+orch_error* orch_nccl_unique_id(void* out) {
+  if (!out) return invalid("orch_nccl_unique_id: null out");
+  auto r = orch::nccl_unique_id();
+  if (!r.ok()) return wrap(r.error());
+  std::memcpy(out, r->data(), r->size());
+  return nullptr;
+}
 
 orch_error* orch_instantiate(const orch_pipeline* p, const orch_bindings* b, cudaStream_t stream,
                              orch_executable** out) {
@@ -112,6 +124,9 @@ orch_error* orch_rebind(orch_executable* x, const char* n, void* ptr, size_t byt
 void* orch_executable_buffer(const orch_executable* x, const char* n) {
   return x && n ? x->exec->buffer(n) : nullptr;
 }
+void* orch_executable_comm(const orch_executable* x, const char* n) { return x && n ? x->exec->comm(n) : nullptr; }
+int orch_executable_rank(const orch_executable* x) { return x ? x->exec->rank() : 0; }
+int orch_executable_world_size(const orch_executable* x) { return x ? x->exec->world_size() : 1; }
 void orch_executable_destroy(orch_executable* x) { delete x; }
 
 }  // extern "C"

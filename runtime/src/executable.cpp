@@ -2,10 +2,15 @@
 // instantiated for device launch, segments instantiated and uploaded; launch(), set_param()
 // and rebind(), which patch the executable graphs in place.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <unordered_map>
 
 #include "runtime/src/internal.h"
+#include "runtime/src/nccl.h"
 
 namespace orch {
 
@@ -57,12 +62,139 @@ struct FillCall {
   }
 };
 
+// One NCCL call as evaluated; a change means a new capture.
+struct CollectiveCall {
+  fb::CollectiveKind kind = fb::CollectiveKind::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // NCCL's count: elements per rank (allgather: sent; reduce_scatter: received)
+  rt::nccl::DataType type = rt::nccl::kFloat32;
+  rt::nccl::RedOp op = rt::nccl::kSum;
+  int root = 0;
+  void* comm = nullptr;
+  bool operator==(const CollectiveCall& o) const {
+    return kind == o.kind && send == o.send && recv == o.recv && count == o.count && type == o.type && op == o.op &&
+           root == o.root && comm == o.comm;
+  }
+};
+
+const char* nccl_function(fb::CollectiveKind k) {
+  switch (k) {
+    case fb::CollectiveKind::AllReduce: return "ncclAllReduce";
+    case fb::CollectiveKind::Broadcast: return "ncclBroadcast";
+    case fb::CollectiveKind::AllGather: return "ncclAllGather";
+    case fb::CollectiveKind::ReduceScatter: return "ncclReduceScatter";
+  }
+  return "nccl?";
+}
+
+bool nccl_type(fb::ScalarType t, rt::nccl::DataType* out) {
+  switch (t) {
+    case fb::ScalarType::I8: *out = rt::nccl::kInt8; return true;
+    case fb::ScalarType::U8: *out = rt::nccl::kUint8; return true;
+    case fb::ScalarType::I32: *out = rt::nccl::kInt32; return true;
+    case fb::ScalarType::U32: *out = rt::nccl::kUint32; return true;
+    case fb::ScalarType::I64: *out = rt::nccl::kInt64; return true;
+    case fb::ScalarType::U64: *out = rt::nccl::kUint64; return true;
+    case fb::ScalarType::F16: *out = rt::nccl::kFloat16; return true;
+    case fb::ScalarType::BF16: *out = rt::nccl::kBfloat16; return true;
+    case fb::ScalarType::F32: *out = rt::nccl::kFloat32; return true;
+    case fb::ScalarType::F64: *out = rt::nccl::kFloat64; return true;
+    default: return false;
+  }
+}
+
+rt::nccl::RedOp nccl_op(fb::ReduceOp op) {
+  switch (op) {
+    case fb::ReduceOp::Sum: return rt::nccl::kSum;
+    case fb::ReduceOp::Prod: return rt::nccl::kProd;
+    case fb::ReduceOp::Min: return rt::nccl::kMin;
+    case fb::ReduceOp::Max: return rt::nccl::kMax;
+    case fb::ReduceOp::Avg: return rt::nccl::kAvg;
+  }
+  return rt::nccl::kSum;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Every collective node of the top-level graphs (the validator allows them nowhere else).
+std::vector<const fb::Node*> collectives_of(const fb::Pipeline& p) {
+  std::vector<const fb::Node*> out;
+  if (!p.graphs()) return out;
+  for (const fb::Graph* g : *p.graphs())
+    if (g->nodes())
+      for (const fb::Node* n : *g->nodes())
+        if (n->kind() == fb::NodeKind::Collective) out.push_back(n);
+  return out;
+}
+
+// Seconds to wait for the other ranks in instantiate's exchanges: $ORCH_NCCL_TIMEOUT, else 600.
+double exchange_timeout_s() {
+  const char* env = std::getenv("ORCH_NCCL_TIMEOUT");
+  if (env && *env) {
+    char* end = nullptr;
+    double v = std::strtod(env, &end);
+    if (end && *end == '\0' && v > 0) return v;
+  }
+  return 600;
+}
+
+inline cudaError_t destroy_stream(cudaStream_t s) { return cudaStreamDestroy(s); }
+using StreamOwner = rt::Owner<cudaStream_t, destroy_stream>;
+
+// A communicator in use: the application's, or one orch made and destroys.
+class CommState {
+ public:
+  CommState() = default;
+  CommState(CommState&& o) noexcept { *this = std::move(o); }
+  CommState& operator=(CommState&& o) noexcept {
+    if (this != &o) {
+      reset();
+      api = o.api;
+      handle = std::exchange(o.handle, nullptr);
+      owned = std::exchange(o.owned, false);
+      rank = o.rank;
+      world_size = o.world_size;
+    }
+    return *this;
+  }
+  CommState(const CommState&) = delete;
+  CommState& operator=(const CommState&) = delete;
+  ~CommState() { reset(); }
+  void reset() {
+    if (owned && handle) (void)api->CommDestroy(handle);
+    handle = nullptr;
+    owned = false;
+  }
+  // After ncclCommAbort: nothing left to destroy.
+  void forget() {
+    handle = nullptr;
+    owned = false;
+  }
+
+  const rt::nccl::Api* api = nullptr;
+  void* handle = nullptr;
+  bool owned = false;
+  int rank = 0;
+  int world_size = 1;
+};
+
 }  // namespace
 
 struct Executable::Impl {
   // Keeps the kernels loaded; destroyed last.
   std::shared_ptr<const Pipeline::Impl> pipeline;
   const fb::Pipeline* p = nullptr;
+
+  // NCCL, when the pipeline uses it. The communicators are destroyed after every graph that
+  // holds their captured work (members are destroyed in reverse order).
+  const rt::nccl::Api* nccl = nullptr;
+  std::vector<CommState> comms;  // per Pipeline.comms
+  StreamOwner side_stream;       // captures collectives; uploads rebuilt segments
 
   Bindings bindings;  // what instantiate got, updated by set_param and rebind
   rt::Plan plan;
@@ -84,6 +216,7 @@ struct Executable::Impl {
     int graph = -1;   // Pipeline.graphs index
     int member = -1;  // family member, -1 otherwise
     bool device = false;
+    std::vector<rt::Graph> captured;  // NCCL captures cloned into child nodes, kept alive with them
     rt::Graph graph_template;  // destroyed after the exec (declared first)
     rt::GraphExec exec;
     bool upload_needed = false;  // a device graph patched since its last upload
@@ -103,6 +236,7 @@ struct Executable::Impl {
     KernelCall kernel;
     CopyCall copy;
     FillCall fill;
+    CollectiveCall collective;
   };
   std::vector<NodeRecord> records;
   Executable::Stats stats;
@@ -228,6 +362,105 @@ struct Executable::Impl {
     return {};
   }
 
+  Status compute_collective(const fb::Node& n, const Top& t, CollectiveCall* out) const {
+    const fb::Buffer* src = p->buffers()->Get(n.src());
+    const fb::Buffer* dst = p->buffers()->Get(n.dst());
+    const uint64_t sc = plan.buffers[n.src()].count, dc = plan.buffers[n.dst()].count;
+    const CommState& c = comms[n.comm()];
+    const uint64_t world = static_cast<uint64_t>(c.world_size > 0 ? c.world_size : 1);
+    if (src->type() != dst->type())
+      return node_error(ErrorCode::InvalidArtifact, n, t, "source and destination element types differ");
+    if (!nccl_type(src->type(), &out->type))
+      return node_error(ErrorCode::Unsupported, n, t,
+                        std::string("NCCL has no ") + rt::scalar_type_name(src->type()) + " type");
+    out->kind = n.collective();
+    out->op = nccl_op(n.reduce_op());
+    out->send = buffers[n.src()].ptr;
+    out->recv = buffers[n.dst()].ptr;
+    out->root = 0;
+    out->comm = c.handle;
+    if (!out->comm)
+      return node_error(ErrorCode::Unbound, n, t,
+                        "comm '" + str(p->comms()->Get(n.comm())->name()) + "' has no NCCL communicator");
+    auto too_small = [&](const fb::Buffer* b, uint64_t have, uint64_t need) {
+      return node_error(ErrorCode::InvalidValue, n, t,
+                        "buffer '" + str(b->name()) + "' has " + std::to_string(have) + " elements; " +
+                            nccl_function(n.collective()) + " on " + std::to_string(world) + " ranks needs " +
+                            std::to_string(need));
+    };
+    switch (n.collective()) {
+      case fb::CollectiveKind::AllReduce:
+      case fb::CollectiveKind::Broadcast:
+        out->count = sc;
+        if (dc < sc) return too_small(dst, dc, sc);
+        break;
+      case fb::CollectiveKind::AllGather:
+        out->count = sc;
+        if (dc / world < sc) return too_small(dst, dc, sc * world);
+        break;
+      case fb::CollectiveKind::ReduceScatter:
+        out->count = dc;
+        if (sc / world < dc) return too_small(src, sc, dc * world);
+        break;
+    }
+    if (n.collective() == fb::CollectiveKind::Broadcast) {
+      Value v;
+      std::string e = rt::evaluate(n.root(), plan.env(t.member), &v);
+      if (e.empty() && v.is_float) e = "expected an integer, got a float";
+      if (e.empty() && (v.i < 0 || static_cast<uint64_t>(v.i) >= world))
+        e = "rank " + std::to_string(v.i) + " is outside 0.." + std::to_string(world - 1);
+      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "broadcast root: " + e);
+      out->root = static_cast<int>(v.i);
+    }
+    return {};
+  }
+
+  // Waits for a non-blocking communicator's call to leave ncclInProgress.
+  rt::nccl::Result settle(rt::nccl::Result r, void* comm) const {
+    while (r == rt::nccl::kInProgress) {
+      std::this_thread::yield();
+      if (nccl->CommGetAsyncError(comm, &r) != rt::nccl::kSuccess) break;
+    }
+    return r;
+  }
+
+  rt::nccl::Result issue(const CollectiveCall& c, cudaStream_t s) const {
+    rt::nccl::Result r = rt::nccl::kSuccess;
+    switch (c.kind) {
+      case fb::CollectiveKind::AllReduce: r = nccl->AllReduce(c.send, c.recv, c.count, c.type, c.op, c.comm, s); break;
+      case fb::CollectiveKind::Broadcast: r = nccl->Broadcast(c.send, c.recv, c.count, c.type, c.root, c.comm, s); break;
+      case fb::CollectiveKind::AllGather: r = nccl->AllGather(c.send, c.recv, c.count, c.type, c.comm, s); break;
+      case fb::CollectiveKind::ReduceScatter:
+        r = nccl->ReduceScatter(c.send, c.recv, c.count, c.type, c.op, c.comm, s);
+        break;
+    }
+    return settle(r, c.comm);
+  }
+
+  // Records the NCCL call into a graph of its own by stream capture (relaxed mode: NCCL may
+  // set up connections on the first use of an algorithm, which allocates).
+  Status capture(const fb::Node& n, const Top& t, const CollectiveCall& c, rt::Graph* out) {
+    if (!side_stream) {
+      cudaError_t e = cudaStreamCreateWithFlags(side_stream.out(), cudaStreamNonBlocking);
+      if (e != cudaSuccess) return node_cuda_error(e, n, t, "cannot create the stream that captures collectives");
+    }
+    cudaStream_t cs = side_stream.get();
+    cudaError_t e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaStreamBeginCapture");
+    rt::nccl::Result r = issue(c, cs);
+    cudaGraph_t g = nullptr;
+    cudaError_t end = cudaStreamEndCapture(cs, &g);
+    rt::Graph owner(g);
+    const std::string call = std::string(nccl_function(c.kind)) + " of " + std::to_string(c.count) + " elements";
+    if (r != rt::nccl::kSuccess) {
+      (void)cudaGetLastError();
+      return Error(ErrorCode::Nccl, node_name(n, t) + ": " + call + ": " + nccl->describe(r, c.comm), node_where(n));
+    }
+    if (end != cudaSuccess || !g) return node_cuda_error(end, n, t, "capturing " + call);
+    *out = std::move(owner);
+    return {};
+  }
+
   // ---- building -------------------------------------------------------------------------
 
   Status build(cudaGraph_t g, const fb::Graph& graph, int top) {
@@ -235,11 +468,18 @@ struct Executable::Impl {
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
     std::vector<cudaGraphNode_t> deps;
+    // NCCL needs every rank to issue its collectives in one order, and two branches of a CUDA
+    // graph that nothing orders may run in either order (or at once): each collective waits
+    // for the one before it in the graph's node order, which every rank shares.
+    cudaGraphNode_t last_collective = nullptr;
     for (uint32_t i = 0; i < count; ++i) {
       const fb::Node& n = *graph.nodes()->Get(i);
       deps.clear();
       if (n.deps())
         for (uint32_t d : *n.deps()) deps.push_back(made[d]);
+      if (n.kind() == fb::NodeKind::Collective && last_collective &&
+          std::find(deps.begin(), deps.end(), last_collective) == deps.end())
+        deps.push_back(last_collective);
       const cudaGraphNode_t* dp = deps.empty() ? nullptr : deps.data();
       NodeRecord rec;
       rec.top = top;
@@ -299,8 +539,18 @@ struct Executable::Impl {
           }
           break;
         }
-        case fb::NodeKind::Collective:
-          return node_error(ErrorCode::Unsupported, n, t, "collectives need NCCL support (not built yet)");
+        case fb::NodeKind::Collective: {
+          Status s = compute_collective(n, t, &rec.collective);
+          if (!s.ok()) return s;
+          rt::Graph child;
+          s = capture(n, t, rec.collective, &child);
+          if (!s.ok()) return s;
+          e = cudaGraphAddChildGraphNode(&made[i], g, deps.empty() ? nullptr : deps.data(), deps.size(), child.get());
+          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddChildGraphNode (the captured NCCL call)");
+          t.captured.push_back(std::move(child));
+          last_collective = made[i];
+          break;
+        }
       }
       rec.handle = made[i];
       record_of[made[i]] = records.size();
@@ -332,6 +582,78 @@ struct Executable::Impl {
     return {};
   }
 
+  // Conditional handles of host graph `top`, created on its (new) template.
+  Status create_handles(int top) {
+    const Top& t = tops[top];
+    const uint32_t nhandles = p->handles() ? p->handles()->size() : 0;
+    for (uint32_t h = 0; h < nhandles; ++h) {
+      const fb::ConditionalHandle* ch = p->handles()->Get(h);
+      if (ch->graph() != t.graph) continue;
+      cudaError_t e = cudaGraphConditionalHandleCreate(&handles[h], t.graph_template.get(), ch->default_value(),
+                                                       ch->set_default() ? cudaGraphCondAssignDefault : 0);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return rt::cuda_error(e, "cannot create conditional handle " + std::to_string(h) + " of graph '" +
+                                     str(p->graphs()->Get(t.graph)->name()) + "'");
+      }
+      handle_created[h] = true;
+    }
+    return {};
+  }
+
+  void index_records() {
+    record_of.clear();
+    for (size_t r = 0; r < records.size(); ++r) record_of[records[r].handle] = r;
+  }
+
+  // Builds host segment `top` again from the current plan (capturing its collectives anew),
+  // instantiates and uploads it, and replaces the old exec, which CUDA frees once any launch
+  // of it in flight has finished. On failure the old exec stays.
+  Status rebuild_top(int top) {
+    Top& t = tops[top];
+    Top old;
+    old.captured = std::move(t.captured);
+    old.graph_template = std::move(t.graph_template);
+    old.exec = std::move(t.exec);
+    std::vector<NodeRecord> kept, old_records;
+    for (NodeRecord& r : records) (r.top == top ? old_records : kept).push_back(std::move(r));
+    records = std::move(kept);
+    const std::vector<cudaGraphConditionalHandle> old_handles = handles;
+    auto restore = [&](Status s) {
+      records.erase(std::remove_if(records.begin(), records.end(), [&](const NodeRecord& r) { return r.top == top; }),
+                    records.end());
+      t.captured = std::move(old.captured);
+      t.graph_template = std::move(old.graph_template);
+      t.exec = std::move(old.exec);
+      for (NodeRecord& r : old_records) records.push_back(std::move(r));
+      handles = old_handles;
+      index_records();
+      return s;
+    };
+    cudaError_t e = cudaGraphCreate(t.graph_template.out(), 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return restore(rt::cuda_error(e, "cudaGraphCreate"));
+    }
+    Status s = create_handles(top);
+    if (s.ok()) s = build(t.graph_template.get(), *p->graphs()->Get(t.graph), top);
+    if (!s.ok()) return restore(s);
+    index_records();
+    s = instantiate_top(top, side_stream.get());
+    if (s.ok()) {
+      e = cudaGraphUpload(t.exec.get(), side_stream.get());
+      if (e == cudaSuccess) e = cudaStreamSynchronize(side_stream.get());
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        s = rt::cuda_error(e, "cannot upload graph '" + str(p->graphs()->Get(t.graph)->name()) + "'");
+      }
+    }
+    if (!s.ok()) return restore(s);
+    t.update_needed = false;
+    ++stats.segments_rebuilt;
+    return {};
+  }
+
   // Re-evaluates every node of the tops selected by `which` and patches the ones whose values
   // changed: the template node, then the executable node in place; a refused in-place patch
   // marks the top for a whole-graph cudaGraphExecUpdate. Evaluates everything before the first
@@ -345,6 +667,9 @@ struct Executable::Impl {
       FillCall fill;
     };
     std::vector<Change> changes;
+    // Segments whose collectives changed: NCCL's captured work cannot be patched from outside,
+    // so these are built, captured and instantiated again (their other changes included).
+    std::vector<bool> rebuild(tops.size(), false);
     for (size_t r = 0; r < records.size(); ++r) {
       NodeRecord& rec = records[r];
       if (!which(rec.top)) continue;
@@ -370,11 +695,19 @@ struct Executable::Impl {
           if (!(c.fill == rec.fill)) changes.push_back(std::move(c));
           break;
         }
+        case fb::NodeKind::Collective: {
+          CollectiveCall call;
+          Status s = compute_collective(*rec.node, t, &call);
+          if (!s.ok()) return s;
+          if (!(call == rec.collective)) rebuild[rec.top] = true;
+          break;
+        }
         default: break;
       }
     }
     for (Change& c : changes) {
       NodeRecord& rec = records[c.record];
+      if (rebuild[rec.top]) continue;
       Top& t = tops[rec.top];
       const fb::Node& n = *rec.node;
       cudaError_t e = cudaSuccess, x = cudaSuccess;
@@ -413,6 +746,11 @@ struct Executable::Impl {
       }
       if (t.device) t.upload_needed = true;
     }
+    for (size_t i = 0; i < tops.size(); ++i) {
+      if (!rebuild[i]) continue;
+      Status s = rebuild_top(static_cast<int>(i));
+      if (!s.ok()) return s;
+    }
     for (Top& t : tops) {
       if (!t.update_needed || !t.exec) continue;
       cudaGraphExecUpdateResultInfo info = {};
@@ -434,6 +772,214 @@ struct Executable::Impl {
       if (t.device) t.upload_needed = true;
     }
     return {};
+  }
+
+  // ---- communicators ----------------------------------------------------------------------
+
+  int comm_index(std::string_view name) const {
+    const uint32_t n = p->comms() ? p->comms()->size() : 0;
+    for (uint32_t i = 0; i < n; ++i)
+      if (p->comms()->Get(i)->name()->string_view() == name) return static_cast<int>(i);
+    return -1;
+  }
+
+  bool any_comm() const {
+    for (const CommState& c : comms)
+      if (c.handle) return true;
+    return false;
+  }
+
+  // Loads NCCL where a communicator is bound or asked for, makes the ones asked for
+  // (ncclCommInitRank), and checks the application's against their bindings; rank and world
+  // size read from a communicator go into `b`. Errors that leave a usable communicator (a
+  // rank that differs from the binding) are returned with the communicator kept, so that
+  // instantiate() still tells the other ranks, which would otherwise wait for this one.
+  Status open_comms(Bindings& b, const std::vector<const fb::Node*>& collectives) {
+    const uint32_t ncomms = p->comms() ? p->comms()->size() : 0;
+    comms.clear();
+    comms.resize(ncomms);
+    std::vector<const Bindings::Comm*> bound(ncomms, nullptr);
+    bool needs_nccl = false;
+    for (const Bindings::Comm& c : b.comms()) {
+      const int i = comm_index(c.name);
+      if (i < 0) continue;  // make_plan names the unknown comm
+      bound[i] = &c;
+      needs_nccl |= c.handle != nullptr || c.from_unique_id;
+    }
+    for (const fb::Node* n : collectives) {
+      const uint32_t i = static_cast<uint32_t>(n->comm());
+      if (i < ncomms && bound[i] && !bound[i]->handle && !bound[i]->from_unique_id)
+        return Error(ErrorCode::Unbound,
+                     "comm '" + str(p->comms()->Get(i)->name()) + "' is bound without an NCCL communicator, but `" +
+                         str(n->what()) + "` needs one (Bindings::comm with an ncclComm_t, or comm_from_unique_id)",
+                     rt::where(*p, n->loc()));
+    }
+    if (!needs_nccl) return {};
+    Result<const rt::nccl::Api*> api = rt::nccl::api();
+    if (!api.ok())
+      return Error(ErrorCode::Nccl, api.error().message(),
+                   collectives.empty() ? std::string() : rt::where(*p, collectives.front()->loc()));
+    nccl = *api;
+
+    Status first;  // the first problem that keeps the communicators usable
+    std::vector<Bindings::Comm> resolved;
+    for (uint32_t i = 0; i < ncomms; ++i) {
+      if (!bound[i] || (!bound[i]->handle && !bound[i]->from_unique_id)) continue;
+      const Bindings::Comm& c = *bound[i];
+      CommState& st = comms[i];
+      st.api = nccl;
+      const std::string cn = "comm '" + c.name + "'";
+      if (c.from_unique_id) {
+        if (c.world_size < 1 || c.rank < 0 || c.rank >= c.world_size)
+          return Error(ErrorCode::InvalidValue, cn + ": rank " + std::to_string(c.rank) + " is not within world size " +
+                                                    std::to_string(c.world_size));
+        if (std::all_of(c.unique_id.begin(), c.unique_id.end(), [](char ch) { return ch == 0; }))
+          return Error(ErrorCode::InvalidArgument,
+                       cn + ": the unique id is all zeros (comm_from_unique_id needs the 128 bytes of orch::nccl_unique_id() "
+                            "made on one rank)");
+        rt::nccl::UniqueId id;
+        std::memcpy(id.internal, c.unique_id.data(), sizeof id.internal);
+        void* h = nullptr;
+        rt::nccl::Result r = nccl->CommInitRank(&h, c.world_size, id, c.rank);
+        if (r != rt::nccl::kSuccess)
+          return rt::nccl::error(*nccl, r, cn + ": ncclCommInitRank(rank " + std::to_string(c.rank) + " of " +
+                                               std::to_string(c.world_size) + ")");
+        st.handle = h;
+        st.owned = true;
+        st.rank = c.rank;
+        st.world_size = c.world_size;
+        continue;
+      }
+      int rank = -1, count = -1, device = -1;
+      rt::nccl::Result r = nccl->CommUserRank(c.handle, &rank);
+      if (r == rt::nccl::kSuccess) r = nccl->CommCount(c.handle, &count);
+      if (r == rt::nccl::kSuccess) r = nccl->CommCuDevice(c.handle, &device);
+      if (r != rt::nccl::kSuccess)
+        return rt::nccl::error(*nccl, r, cn + ": cannot query the bound communicator (is it an ncclComm_t?)", c.handle);
+      st.handle = c.handle;
+      st.rank = rank;
+      st.world_size = count;
+      if (device != pipeline->device && first.ok())
+        first = Error(ErrorCode::InvalidArgument, cn + ": the communicator belongs to device " + std::to_string(device) +
+                                                      ", but pipeline '" + pipeline->name + "' was loaded on device " +
+                                                      std::to_string(pipeline->device));
+      const bool asked = c.rank >= 0 || c.world_size >= 0;
+      if (asked && (c.rank != rank || c.world_size != count) && first.ok())
+        first = Error(ErrorCode::InvalidValue, cn + " is bound as rank " + std::to_string(c.rank) + " of " +
+                                                   std::to_string(c.world_size) + ", but the communicator is rank " +
+                                                   std::to_string(rank) + " of " + std::to_string(count));
+      Bindings::Comm fixed = c;
+      fixed.rank = rank;
+      fixed.world_size = count;
+      resolved.push_back(fixed);
+    }
+    for (const Bindings::Comm& c : resolved) b.comm(c.name, c.handle, c.rank, c.world_size);
+    return first;
+  }
+
+  // Waits for `stream` (an exchange with the other ranks), giving up after ORCH_NCCL_TIMEOUT.
+  Status wait_exchange(cudaStream_t stream, CommState& c, const std::string& what, bool* stuck) {
+    *stuck = false;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(exchange_timeout_s());
+    auto pause = std::chrono::microseconds(20);
+    for (;;) {
+      cudaError_t e = cudaStreamQuery(stream);
+      if (e == cudaSuccess) return {};
+      if (e != cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        return rt::cuda_error(e, what);
+      }
+      rt::nccl::Result async = rt::nccl::kSuccess;
+      if (nccl->CommGetAsyncError(c.handle, &async) == rt::nccl::kSuccess && async != rt::nccl::kSuccess &&
+          async != rt::nccl::kInProgress)
+        return rt::nccl::error(*nccl, async, what, c.handle);
+      if (std::chrono::steady_clock::now() > deadline) {
+        *stuck = true;
+        std::string msg = what + ": no answer from the other ranks within " +
+                          std::to_string(static_cast<long>(exchange_timeout_s())) +
+                          " s (ORCH_NCCL_TIMEOUT); does every rank instantiate a pipeline on this communicator?";
+        if (c.owned) {
+          (void)nccl->CommAbort(c.handle);  // ends the stuck NCCL kernel
+          c.forget();
+          msg += " The communicator was aborted.";
+        } else {
+          msg += " The application's communicator still holds the call on the instantiate stream.";
+        }
+        return Error(ErrorCode::RankMismatch, msg);
+      }
+      std::this_thread::sleep_for(pause);
+      if (pause < std::chrono::milliseconds(2)) pause *= 2;
+    }
+  }
+
+  // Every rank tells every other rank its pipeline's collective hash and whether it got this
+  // far (`mine`), through an allgather on each communicator. Returns `mine` if it failed,
+  // else a RankMismatch naming the first rank that runs another pipeline or failed.
+  Status agree(const Status& mine, cudaStream_t stream) {
+    if (!any_comm()) return mine;
+    const uint64_t hash = p->collective_hash();
+    Status verdict = mine;
+    for (uint32_t i = 0; i < comms.size(); ++i) {
+      CommState& c = comms[i];
+      if (!c.handle) continue;
+      const std::string cn = "comm '" + str(p->comms()->Get(i)->name()) + "'";
+      const std::string what = cn + ": comparing pipelines with the other ranks";
+      const size_t world = static_cast<size_t>(c.world_size);
+      const uint64_t local[2] = {hash, mine.ok() ? 0u : 1u};
+      void* dev = nullptr;
+      cudaError_t e = cudaMalloc(&dev, (world + 1) * sizeof local);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return mine.ok() ? Status(rt::cuda_error(e, what)) : mine;
+      }
+      auto* send = static_cast<uint64_t*>(dev);
+      uint64_t* recv = send + 2;
+      std::vector<uint64_t> all(2 * world, 0);
+      e = cudaMemcpyAsync(send, local, sizeof local, cudaMemcpyHostToDevice, stream);
+      rt::nccl::Result r = rt::nccl::kSuccess;
+      if (e == cudaSuccess) r = settle(nccl->AllGather(send, recv, 2, rt::nccl::kUint64, c.handle, stream), c.handle);
+      Status s;
+      bool stuck = false;
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        s = rt::cuda_error(e, what);
+      } else if (r != rt::nccl::kSuccess) {
+        s = rt::nccl::error(*nccl, r, what + ": ncclAllGather", c.handle);
+      } else {
+        s = wait_exchange(stream, c, what, &stuck);
+        if (s.ok()) {
+          e = cudaMemcpyAsync(all.data(), recv, all.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream);
+          if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+          if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            s = rt::cuda_error(e, what);
+          }
+        }
+      }
+      if (!stuck) (void)cudaFree(dev);  // else the NCCL call may still use it: leaked on purpose
+      if (!s.ok()) {
+        if (verdict.ok()) verdict = s;
+        continue;
+      }
+      if (!verdict.ok()) continue;
+      for (size_t rk = 0; rk < world && verdict.ok(); ++rk) {
+        if (static_cast<int>(rk) == c.rank) continue;
+        if (all[2 * rk] != hash)
+          verdict = Error(ErrorCode::RankMismatch,
+                          "rank " + std::to_string(rk) + " runs a different pipeline (collective sequence hash " +
+                              hex64(all[2 * rk]) + "; this rank, " + std::to_string(c.rank) + ", runs pipeline '" +
+                              pipeline->name + "' with hash " + hex64(hash) + " on " + cn +
+                              "): every rank must instantiate the same pipeline.bin, or the ranks would wait for "
+                              "each other's collectives forever");
+        else if (all[2 * rk + 1] != 0)
+          verdict = Error(ErrorCode::RankMismatch,
+                          "rank " + std::to_string(rk) + " could not instantiate pipeline '" + pipeline->name +
+                              "' (its own error says why); this rank, " + std::to_string(c.rank) +
+                              ", stops too rather than wait for it in a collective");
+      }
+    }
+    return verdict;
   }
 
   // ---- buffers --------------------------------------------------------------------------
@@ -533,6 +1079,10 @@ struct Executable::Impl {
 
 // ---- instantiate ------------------------------------------------------------------------
 
+namespace {
+Status build_all(Executable::Impl& x, cudaStream_t stream);
+}  // namespace
+
 Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindings, cudaStream_t stream) const {
   auto x = std::make_unique<Executable::Impl>();
   x->pipeline = impl_;
@@ -541,26 +1091,47 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   Status s = x->check_device();
   if (!s.ok()) return s.error();
 
-  if (const fb::Node* c = rt::find_collective(p))
-    return Error(ErrorCode::Unsupported,
-                 "collectives need NCCL support (not built yet): `" + str(c->what()) + "` cannot run in this runtime",
-                 rt::where(p, c->loc()));
+  // Communicators (NCCL is loaded only where one is bound or asked for), then params, bind
+  // checks and buffers. With communicators, every rank then learns whether the others run the
+  // same pipeline and got this far, so no rank is left waiting in a collective.
+  const std::vector<const fb::Node*> collectives = collectives_of(p);
+  Bindings resolved = bindings;
+  Status local = x->open_comms(resolved, collectives);
+  if (!local.ok() && !x->any_comm()) return local.error();
+  auto prepare = [&]() -> Status {
+    Result<rt::Plan> plan = rt::make_plan(p, resolved);
+    if (!plan.ok()) return plan.error();
+    x->plan = std::move(plan.value());
+    x->bindings = resolved;
+    // Buffers: the application's, checked, or allocated here (zero-filled).
+    const uint32_t nbuffers = p.buffers() ? p.buffers()->size() : 0;
+    x->buffers.resize(nbuffers);
+    for (uint32_t i = 0; i < nbuffers; ++i) {
+      const Bindings::Buffer* bound = nullptr;
+      for (const Bindings::Buffer& b : resolved.buffers())
+        if (b.name == p.buffers()->Get(i)->name()->string_view()) bound = &b;
+      Status st = bound ? x->bind_buffer(i, bound->ptr, bound->bytes, &x->buffers[i])
+                        : x->allocate_buffer(i, &x->buffers[i], stream);
+      if (!st.ok()) return st;
+    }
+    return {};
+  };
+  if (local.ok()) local = prepare();
+  s = x->agree(local, stream);
+  if (!s.ok()) return s.error();
+  s = x->agree(build_all(*x, stream), stream);
+  if (!s.ok()) return s.error();
+  x->stats = Executable::Stats();  // count what happens after instantiate
+  return std::make_unique<Executable>(std::move(x));
+}
 
-  Result<rt::Plan> plan = rt::make_plan(p, bindings);
-  if (!plan.ok()) return plan.error();
-  x->plan = std::move(plan.value());
-  x->bindings = bindings;
+namespace {
 
-  // Buffers: the application's, checked, or allocated here (zero-filled).
-  const uint32_t nbuffers = p.buffers() ? p.buffers()->size() : 0;
-  x->buffers.resize(nbuffers);
-  for (uint32_t i = 0; i < nbuffers; ++i) {
-    const Bindings::Buffer* bound = nullptr;
-    for (const Bindings::Buffer& b : bindings.buffers())
-      if (b.name == p.buffers()->Get(i)->name()->string_view()) bound = &b;
-    s = bound ? x->bind_buffer(i, bound->ptr, bound->bytes, &x->buffers[i]) : x->allocate_buffer(i, &x->buffers[i], stream);
-    if (!s.ok()) return s.error();
-  }
+// Everything after the buffers: exec tables, templates and handles, device graphs, segments.
+Status build_all(Executable::Impl& xr, cudaStream_t stream) {
+  Executable::Impl* x = &xr;
+  const fb::Pipeline& p = *x->p;
+  Status s;
 
   // Family exec tables, allocated now so kernels that take them can be built.
   const uint32_t ngraphs = p.graphs() ? p.graphs()->size() : 0;
@@ -611,25 +1182,15 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   const uint32_t nhandles = p.handles() ? p.handles()->size() : 0;
   x->handles.assign(nhandles, 0);
   x->handle_created.assign(nhandles, false);
-  for (auto& t : x->tops) {
-    cudaError_t e = cudaGraphCreate(t.graph_template.out(), 0);
+  for (size_t t = 0; t < x->tops.size(); ++t) {
+    cudaError_t e = cudaGraphCreate(x->tops[t].graph_template.out(), 0);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return rt::cuda_error(e, "cudaGraphCreate");
     }
-    if (t.device) continue;
-    for (uint32_t h = 0; h < nhandles; ++h) {
-      const fb::ConditionalHandle* ch = p.handles()->Get(h);
-      if (ch->graph() != t.graph) continue;
-      e = cudaGraphConditionalHandleCreate(&x->handles[h], t.graph_template.get(), ch->default_value(),
-                                           ch->set_default() ? cudaGraphCondAssignDefault : 0);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return rt::cuda_error(e, "cannot create conditional handle " + std::to_string(h) + " of graph '" +
-                                     str(p.graphs()->Get(t.graph)->name()) + "'");
-      }
-      x->handle_created[h] = true;
-    }
+    if (x->tops[t].device) continue;
+    s = x->create_handles(static_cast<int>(t));
+    if (!s.ok()) return s;
   }
 
   // Device graphs: build, instantiate for device launch, then give kernels the execs they
@@ -683,9 +1244,10 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
     (void)cudaGetLastError();
     return rt::cuda_error(e, "instantiate: waiting for the uploads");
   }
-  x->stats = Executable::Stats();  // count what happens after instantiate
-  return std::make_unique<Executable>(std::move(x));
+  return {};
 }
+
+}  // namespace
 
 // ---- Executable -------------------------------------------------------------------------
 
@@ -772,6 +1334,14 @@ size_t Executable::buffer_bytes(std::string_view name) const {
 }
 
 Executable::Stats Executable::stats() const { return impl_->stats; }
+
+void* Executable::comm(std::string_view name) const {
+  const int i = impl_->comm_index(name);
+  return i < 0 || static_cast<size_t>(i) >= impl_->comms.size() ? nullptr : impl_->comms[i].handle;
+}
+
+int Executable::rank() const { return static_cast<int>(impl_->plan.rank); }
+int Executable::world_size() const { return static_cast<int>(impl_->plan.world_size); }
 
 Result<double> Executable::param_as_double(std::string_view name) const {
   const fb::Pipeline& p = *impl_->p;

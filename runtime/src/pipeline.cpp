@@ -5,6 +5,7 @@
 #include <map>
 
 #include "runtime/src/internal.h"
+#include "runtime/src/nccl.h"
 
 namespace orch {
 
@@ -23,6 +24,8 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::BindCheckFailed: return "BindCheckFailed";
     case ErrorCode::BufferTooSmall: return "BufferTooSmall";
     case ErrorCode::Unsupported: return "Unsupported";
+    case ErrorCode::Nccl: return "Nccl";
+    case ErrorCode::RankMismatch: return "RankMismatch";
   }
   return "Unknown";
 }
@@ -54,15 +57,53 @@ Bindings& Bindings::buffer(std::string_view name, void* device_ptr, size_t bytes
 }
 
 Bindings& Bindings::comm(std::string_view name, void* nccl_comm, int rank, int world_size) {
-  for (Comm& c : comms_)
-    if (c.name == name) {
-      c.handle = nccl_comm;
-      c.rank = rank;
-      c.world_size = world_size;
+  Comm c;
+  c.name = std::string(name);
+  c.handle = nccl_comm;
+  c.rank = rank;
+  c.world_size = world_size;
+  for (Comm& old : comms_)
+    if (old.name == name) {
+      old = c;
       return *this;
     }
-  comms_.push_back({std::string(name), nccl_comm, rank, world_size});
+  comms_.push_back(std::move(c));
   return *this;
+}
+
+Bindings& Bindings::comm_from_unique_id(std::string_view name, const void* unique_id, int rank, int world_size) {
+  Comm c;
+  c.name = std::string(name);
+  c.rank = rank;
+  c.world_size = world_size;
+  c.from_unique_id = true;
+  // A null id stays all zeros, which instantiate() refuses.
+  if (unique_id) std::memcpy(c.unique_id.data(), unique_id, c.unique_id.size());
+  for (Comm& old : comms_)
+    if (old.name == name) {
+      old = c;
+      return *this;
+    }
+  comms_.push_back(std::move(c));
+  return *this;
+}
+
+Result<std::array<char, 128>> nccl_unique_id() {
+  Result<const rt::nccl::Api*> api = rt::nccl::api();
+  if (!api.ok()) return api.error();
+  rt::nccl::UniqueId id = {};
+  rt::nccl::Result r = (*api)->GetUniqueId(&id);
+  if (r != rt::nccl::kSuccess) return rt::nccl::error(**api, r, "ncclGetUniqueId");
+  std::array<char, 128> out{};
+  static_assert(sizeof(id.internal) == 128, "ncclUniqueId is 128 bytes");
+  std::memcpy(out.data(), id.internal, out.size());
+  return out;
+}
+
+Result<std::string> nccl_version() {
+  Result<const rt::nccl::Api*> api = rt::nccl::api();
+  if (!api.ok()) return api.error();
+  return (*api)->version_string() + " from " + (*api)->path;
 }
 
 namespace rt {

@@ -352,6 +352,10 @@ Result<Plan> make_plan(const fb::Pipeline& p, const Bindings& bindings) {
     if (i == ncomms)
       return Error(ErrorCode::UnknownName, "pipeline '" + pname + "' has no comm '" + c.name +
                                                "' (its comms: " + names_list(p.comms()) + ")");
+    if (c.rank < 0 && c.world_size < 0)
+      return Error(ErrorCode::InvalidValue, "comm '" + c.name +
+                                                "' has no rank and world size yet (instantiate() reads them from the "
+                                                "bound communicator)");
     if (c.world_size < 1 || c.rank < 0 || c.rank >= c.world_size)
       return Error(ErrorCode::InvalidValue, "comm '" + c.name + "': rank " + std::to_string(c.rank) +
                                                 " is not within world size " + std::to_string(c.world_size));

@@ -304,6 +304,21 @@ TEST_CASE("plan: comms must be bound, and give rank and world_size") {
   b.comm("world", nullptr, 0, 1).comm("other", nullptr, 0, 1);
   CHECK(orch::rt::make_plan(*o.p, b).error().code() == orch::ErrorCode::UnknownName);
   CHECK(orch::rt::find_collective(*open_example("saxpy").p) == nullptr);
+  // Rank and size left to the communicator: instantiate() reads them before make_plan.
+  int fake = 0;
+  b = orch::Bindings();
+  b.param("n", 1024u).comm("world", &fake);
+  plan = orch::rt::make_plan(*o.p, b);
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.error().code() == orch::ErrorCode::InvalidValue);
+  CHECK(plan.error().message() ==
+        "comm 'world' has no rank and world size yet (instantiate() reads them from the bound communicator)");
+  const char id[128] = {1};
+  b.comm_from_unique_id("world", id, 1, 2);
+  plan = orch::rt::make_plan(*o.p, b);
+  REQUIRE(plan.ok());
+  CHECK(plan->rank == 1);
+  CHECK(plan->world_size == 2);
 }
 
 TEST_CASE("plan: a param without default must be bound; its error names the declaration") {

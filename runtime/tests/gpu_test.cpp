@@ -481,17 +481,45 @@ graph main {
   CHECK(read<int32_t>(*x, "out", 4) == std::vector<int32_t>{20, 20, 20, 20});
 }
 
-TEST_CASE("dp_step compiles and loads; instantiate refuses collectives clearly") {
+TEST_CASE("dp_step on one rank: orch makes the communicator, captures the allreduce, equals the CPU reference") {
   auto p = load("dp_step");
   Stream s;
+  const uint32_t n = 5003;
   orch::Bindings b;
-  b.param("n", 1024u).comm("world", nullptr, 0, 1);
+  b.param("n", n).comm("world", nullptr, 0, 1);
   auto r = p->instantiate(b, s);
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code() == orch::ErrorCode::Unsupported);
-  CHECK(r.error().message().find("collectives need NCCL support (not built yet)") == 0);
+  REQUIRE_FALSE(r.ok());  // a collective needs a communicator
+  CHECK(r.error().code() == orch::ErrorCode::Unbound);
+  CHECK(r.error().message().find("comm 'world' is bound without an NCCL communicator, but `allreduce") == 0);
   CHECK(r.error().where().find("dp_step.orch:") != std::string::npos);
   MESSAGE(r.error().to_string());
+
+  auto version = orch::nccl_version();
+  if (!version.ok()) {
+    MESSAGE("SKIPPED the one-rank run (no NCCL): ", version.error().message());
+    return;
+  }
+  MESSAGE("NCCL ", *version);
+  auto id = orch::nccl_unique_id();
+  ORCH_REQUIRE_OK(id);
+  b.comm_from_unique_id("world", id->data(), 0, 1).param("lr", 0.25f);
+  auto x = instantiate(*p, b, s);
+  CHECK(x->comm("world") != nullptr);
+  CHECK(x->rank() == 0);
+  CHECK(x->world_size() == 1);
+  std::vector<float> w = random_floats(n, -1, 1), data = random_floats(n, -1, 1);
+  write(*x, "w", w);
+  write(*x, "data", data);
+  run(*x, s);
+  for (uint32_t i = 0; i < n; ++i) w[i] -= 0.25f * 1.0f * ((w[i] - data[i]) * 1.0f);
+  check_close(read<float>(*x, "w", n), w, 1e-6, "w after one step");
+  // A smaller n changes the allreduce's count: its segment is captured and built again.
+  ORCH_REQUIRE_OK(x->set_param("n", n - 1000));
+  CHECK(x->stats().segments_rebuilt == 1);
+  run(*x, s);
+  for (uint32_t i = 0; i < n - 1000; ++i) w[i] -= 0.25f * 1.0f * ((w[i] - data[i]) * 1.0f);
+  check_close(read<float>(*x, "w", n), w, 1e-6, "w after a second step on fewer elements");
+  report("dp_step, one rank", *x);
 }
 
 TEST_CASE("errors name the statement: a bind check at instantiate") {

@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <unistd.h>
+#include <vector>
 
 #include "runtime/tests/test_util.h"
 
@@ -36,6 +37,37 @@ const std::string& gpu_unavailable_reason() {
     return std::string();
   }();
   return reason;
+}
+
+const std::string& multi_gpu_unavailable_reason() {
+  static const std::string reason = [] {
+    const std::string& one = gpu_unavailable_reason();
+    if (!one.empty()) return one;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    (void)cudaGetLastError();
+    if (count < 2) return "only " + std::to_string(count) + " CUDA device; the multi-GPU tests need 2";
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 1) != cudaSuccess || major < 9)
+      return std::string("the second CUDA device cannot run the sm_90 examples");
+    return std::string();
+  }();
+  return reason;
+}
+
+std::string pipelines_dir() {
+  const char* env = std::getenv("ORCH_PIPELINES_DIR");
+  return env && *env ? env : ORCH_PIPELINES_DIR_DEFAULT;
+}
+
+std::map<std::string, RankScenario>& rank_scenarios() {
+  static std::map<std::string, RankScenario> m;
+  return m;
+}
+
+bool register_rank_scenario(const char* name, RankScenario fn) {
+  rank_scenarios()[name] = fn;
+  return true;
 }
 
 std::string spec_dir() {
@@ -79,6 +111,10 @@ std::string compile_example(const std::string& name, std::string* log) {
   return out;
 }
 
+std::string compile_file(const std::string& name, const std::string& path, std::string* log) {
+  return run_orchc(path, temp_dir() + "/" + name + ".bin", log);
+}
+
 std::string compile_source(const std::string& name, const std::string& source, std::string* log) {
   const std::string src = temp_dir() + "/" + name + ".orch";
   std::ofstream(src) << source;
@@ -88,19 +124,36 @@ std::string compile_source(const std::string& name, const std::string& source, s
 }  // namespace orch::test
 
 int main(int argc, char** argv) {
+  // NVLink multicast stays off in every test and every rank process they start.
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  const char* worker_flag = "--orch-rank-worker=";
+  if (argc > 1 && std::strncmp(argv[1], worker_flag, std::strlen(worker_flag)) == 0) {
+    std::vector<std::string> args(argv + 2, argv + argc);
+    return orch::test::run_rank_worker(argv[1] + std::strlen(worker_flag), args);
+  }
   doctest::Context ctx;
   ctx.applyCommandLine(argc, argv);
-  bool gpu_only = false;
-  for (int i = 1; i < argc; ++i)
+  bool gpu_only = false, multi_only = false;
+  for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--test-suite=gpu") || !std::strcmp(argv[i], "-ts=gpu")) gpu_only = true;
+    if (!std::strcmp(argv[i], "--test-suite=multi-gpu") || !std::strcmp(argv[i], "-ts=multi-gpu")) multi_only = true;
+  }
   const std::string& reason = orch::test::gpu_unavailable_reason();
+  const std::string& multi_reason = orch::test::multi_gpu_unavailable_reason();
   if (!reason.empty()) {
     std::printf("SKIPPED: the GPU tests (test suite \"gpu\"): %s\n", reason.c_str());
     if (gpu_only) return 77;
     ctx.addFilter("test-suite-exclude", "gpu");
   }
+  if (!multi_reason.empty()) {
+    std::printf("SKIPPED: the multi-GPU tests (test suite \"multi-gpu\"): %s\n", multi_reason.c_str());
+    if (multi_only) return 77;
+    ctx.addFilter("test-suite-exclude", "multi-gpu");
+  }
   int rc = ctx.run();
   if (!reason.empty()) std::printf("SKIPPED: the GPU tests (test suite \"gpu\"): %s\n", reason.c_str());
+  if (!multi_reason.empty())
+    std::printf("SKIPPED: the multi-GPU tests (test suite \"multi-gpu\"): %s\n", multi_reason.c_str());
   std::error_code ec;
   if (!std::getenv("ORCH_KEEP_TEST_FILES")) std::filesystem::remove_all(orch::test::temp_dir(), ec);
   return rc;

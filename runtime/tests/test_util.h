@@ -1,7 +1,9 @@
 // Helpers shared by the runtime tests.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "orch/runtime.h"
 
@@ -20,6 +22,21 @@ std::string compile_source(const std::string& name, const std::string& source, s
 
 std::string spec_dir();
 std::string temp_dir();
+// The repository's pipelines/ folder: $ORCH_PIPELINES_DIR, else the build's default.
+std::string pipelines_dir();
+// Compiles a .orch file at `path` into the temporary folder as <name>.bin; "" and *log on failure.
+std::string compile_file(const std::string& name, const std::string& path, std::string* log);
+
+// Empty when at least two CUDA devices that run the sm_90 examples are present, else why not.
+const std::string& multi_gpu_unavailable_reason();
+
+// Multi-GPU tests run each rank as this test binary again (orch::ranks::spawn), with
+// --orch-rank-worker=<scenario> and the scenario's arguments; main() hands such a process to
+// run_rank_worker, which picks the rank's GPU and runs the scenario registered under that name.
+using RankScenario = int (*)(const std::vector<std::string>& args);
+bool register_rank_scenario(const char* name, RankScenario fn);
+std::map<std::string, RankScenario>& rank_scenarios();
+int run_rank_worker(const std::string& scenario, const std::vector<std::string>& args);
 
 }  // namespace orch::test
 
