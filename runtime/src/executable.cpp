@@ -438,7 +438,11 @@ struct Executable::Impl {
   }
 
   // Records the NCCL call into a graph of its own by stream capture (relaxed mode: NCCL may
-  // set up connections on the first use of an algorithm, which allocates).
+  // set up connections on the first use of an algorithm, which allocates), which build() adds
+  // as a child graph node. Capturing straight into the segment's graph instead
+  // (cudaStreamBeginCaptureToGraph) fails at the second collective of a graph with NCCL 2.28.3:
+  // "dependency created on uncaptured work in another stream" (NCCL's internal stream remembers
+  // the earlier capture); a capture of its own per collective has no such history.
   Status capture(const fb::Node& n, const Top& t, const CollectiveCall& c, rt::Graph* out) {
     if (!side_stream) {
       cudaError_t e = cudaStreamCreateWithFlags(side_stream.out(), cudaStreamNonBlocking);

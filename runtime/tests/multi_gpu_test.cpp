@@ -687,12 +687,22 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+std::string last_lines(const std::string& text, int n) {
+  size_t pos = text.size();
+  if (pos && text[pos - 1] == '\n') --pos;
+  while (n-- > 0 && pos != std::string::npos && pos > 0) pos = text.rfind('\n', pos - 1);
+  return pos == std::string::npos ? text : text.substr(pos + 1);
+}
+
 // Runs `scenario` on one process per GPU and checks that every rank succeeded.
 void run_ranks(const std::string& scenario, const std::vector<std::string>& args, int timeout_s,
                bool show_logs = false) {
   static int serial = 0;
   const std::string logs = orch::test::temp_dir() + "/ranks-" + scenario + "-" + std::to_string(serial++);
   std::filesystem::create_directories(logs);
+  // ORCH_TEST_RANK_TIMEOUT caps every case's timeout (seconds), for a GPU machine on a budget.
+  if (const char* cap = std::getenv("ORCH_TEST_RANK_TIMEOUT"))
+    if (std::atoi(cap) > 0) timeout_s = std::min(timeout_s, std::atoi(cap));
   orch::ranks::SpawnOptions o;
   o.timeout = std::chrono::seconds(timeout_s);
   o.log_dir = logs;
@@ -705,6 +715,7 @@ void run_ranks(const std::string& scenario, const std::vector<std::string>& args
   for (const orch::ranks::Exit& x : *exits) {
     const std::string log = slurp(x.log);
     if (show_logs || !x.ok()) MESSAGE(x.describe(), "\n", log);
+    else MESSAGE(x.describe(), "\n", last_lines(log, 2));
     INFO(x.describe(), "\n", log);
     CHECK(x.ok());
   }

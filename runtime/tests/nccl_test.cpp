@@ -115,7 +115,9 @@ TEST_CASE("nccl loader: the installed NCCL, where there is one") {
   CHECK(*v == a.version_string() + " from " + a.path);
   MESSAGE("NCCL ", *v);
 #ifdef ORCH_TEST_HAVE_NCCL_H
-  if (a.path == "libnccl.so.2") CHECK(a.version == NCCL_VERSION_CODE);
+  // The library need not be the one whose header this was built with (no link-time tie).
+  if (a.version != NCCL_VERSION_CODE)
+    MESSAGE("built with nccl.h ", NCCL_VERSION_CODE, ", running with ", a.version);
 #endif
   // Loaded once: the same table again.
   auto again = orch::rt::nccl::api();
