@@ -58,8 +58,9 @@ endfunction()
 _orch_exportable_includes(orch_runtime)
 _orch_exportable_includes(orch_artifact)
 # A consumer may link the static runtime into a shared library (a language binding, a plugin).
-set_target_properties(orch_runtime orch_artifact PROPERTIES POSITION_INDEPENDENT_CODE ON)
+set_target_properties(orch_runtime orch_artifact orch_ranks PROPERTIES POSITION_INDEPENDENT_CODE ON)
 set_target_properties(orch_runtime PROPERTIES EXPORT_NAME runtime)
+set_target_properties(orch_ranks PROPERTIES EXPORT_NAME ranks)
 # orch_artifact is exported only because the static orch::runtime needs it at link time
 # ($<LINK_ONLY:...>); its headers are not installed.
 set_target_properties(orch_artifact PROPERTIES EXPORT_NAME artifact_internal)
@@ -70,7 +71,7 @@ set_target_properties(orch-inspect PROPERTIES EXPORT_NAME orch-inspect)
 # toolkit is not in ld.so.conf) through an RPATH to where they were linked from.
 set_target_properties(orchc orch-run orch-inspect PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 
-install(TARGETS orch_runtime orch_artifact
+install(TARGETS orch_runtime orch_artifact orch_ranks
   EXPORT orchTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -78,6 +79,7 @@ install(TARGETS orchc orch-run orch-inspect
   EXPORT orchTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/orch/runtime.h ${PROJECT_SOURCE_DIR}/runtime/orch/orch.h
+              ${PROJECT_SOURCE_DIR}/runtime/orch/ranks.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/orch)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/targets/
   DESTINATION ${ORCH_INSTALL_TARGETS_SUBDIR}

@@ -33,6 +33,15 @@ statements that can have produced it; the graph itself is launched unchanged.
 --dump NAME=FILE writes the buffer's raw bytes after the last launch (warm-up launches
 count: use --warmup 0 --repeat 1 to dump the result of exactly one run).
 
+Several GPUs (a pipeline with a `comm`): --ranks N starts N processes on this host, rank r on
+device r, and orch makes the NCCL communicator; rank 0 prints every rank's times and the
+slowest rank's, which is the step time. Under an MPI launcher (mpirun -np N orch-run ...,
+srun), each process takes its rank from OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE or
+SLURM_PROCID/SLURM_NTASKS and its device from the local rank; rank 0 writes the NCCL unique id
+to --nccl-id-file PATH (a fresh path on a file system every rank sees) and the others read it.
+One process alone runs a pipeline with a `comm` as rank 0 of 1. Random fills are seeded by the
+rank too, and --dump writes FILE.rank<r> for each rank. NCCL_NVLS_ENABLE=0 unless set.
+
 Exit codes: 0 success; 1 an error (the pipeline, a file, a CUDA failure, no CUDA device);
 2 a usage error.)";
 
@@ -119,7 +128,14 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
                "also time each graph node (CUPTI), over --repeat more launches");
   app.add_flag("--list", o->list,
                "print the pipeline's params and buffers and exit (no GPU needed)");
+  app.add_option("--ranks", o->ranks, "run on N GPUs of this host, one process per rank")
+      ->type_name("N")
+      ->check(CLI::Range(1u, 1024u).description(""));
+  app.add_option("--nccl-id-file", o->nccl_id_file,
+                 "under an MPI launcher: where rank 0 writes the NCCL unique id for the others")
+      ->type_name("PATH");
 
+  o->command_line = args;
   // CLI11 wants argv order with the program name first.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -194,7 +210,7 @@ std::string check_against_pipeline(Options* o, const orch::fb::Pipeline& pipelin
     if (!decl) {
       if (p.name == "rank" || p.name == "world_size")
         return "--param " + p.name + ": `" + p.name +
-               "` comes from a bound communicator, which orch-run does not create";
+               "` comes from the communicator (--ranks N, or the MPI launcher's environment)";
       return "--param " + p.name + ": pipeline " + pname + " has no param `" + p.name +
              "` (its params: " + names_of(pipeline.params()) + ")";
     }

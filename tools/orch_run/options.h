@@ -52,6 +52,13 @@ struct Options {
   bool force_ptx = false;
   bool list = false;
   bool nodes = false;  // per-node times (CUPTI) over --repeat more launches
+  // Several ranks (a pipeline with a `comm`): --ranks N starts N processes of this program on
+  // this host, one per GPU; under an MPI launcher the rank comes from its environment and the
+  // NCCL unique id through --nccl-id-file (see docs/multi-gpu.md).
+  unsigned ranks = 0;
+  std::string nccl_id_file;
+  std::vector<std::string> command_line;    // the arguments as given, for the rank processes
+  std::string self_exe = "/proc/self/exe";  // what --ranks starts
 };
 
 struct ParseOutcome {

@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -14,6 +16,7 @@
 #include <sstream>
 
 #include "artifact/artifact.h"
+#include "orch/ranks.h"
 #include "orch/runtime.h"
 #include "tools/orch_run/nodes.h"
 
@@ -89,11 +92,38 @@ class Runner {
     // 2. Names and values against the declarations; the fill files.
     error = check_against_pipeline(&o_, fb);
     if (!error.empty()) return fail(error);
-    if (fb.comms() && fb.comms()->size() > 0)
-      return fail("pipeline " + fb.name()->str() + " has communicator `" +
-                  fb.comms()->Get(0)->name()->str() +
-                  "`: orch-run runs single-process pipelines only (collectives need NCCL "
-                  "communicators that the application creates and binds)");
+    const bool has_comms = fb.comms() && fb.comms()->size() > 0;
+    if (o_.ranks > 0 && !has_comms)
+      return fail("--ranks " + std::to_string(o_.ranks) + ": pipeline " + fb.name()->str() +
+                  " has no comm, so its ranks would not work together; run it without --ranks");
+    // --ranks N: this process starts N copies of itself (ORCH_RANK set) and waits for them.
+    if (o_.ranks > 0 && !std::getenv("ORCH_RANK")) {
+      auto launcher = orch::ranks::from_environment();
+      if (launcher && !launcher->source.empty())
+        return fail("--ranks " + std::to_string(o_.ranks) +
+                    ": the rank processes get ORCH_RANK from orch-run itself; under " + launcher->source +
+                    " leave --ranks out (the launcher starts the ranks)");
+      return spawn_ranks();
+    }
+    if (has_comms) {
+      auto me = orch::ranks::from_environment();
+      if (!me) return fail(me.error().message());
+      me_ = *me;
+      if (o_.ranks > 0 && me_.world_size != static_cast<int>(o_.ranks))
+        return fail("--ranks " + std::to_string(o_.ranks) + ", but " + me_.source + " says world size " +
+                    std::to_string(me_.world_size));
+      if (me_.world_size > 1 && o_.device != 0)
+        return fail("--device cannot be combined with several ranks: each rank uses the GPU of its local rank");
+      if (!me_.source.empty()) o_.device = me_.local_rank;
+      quiet_ = me_.rank != 0;
+      const char* spawned = std::getenv("ORCH_NCCL_ID_FILE");
+      if (me_.world_size > 1 && !(spawned && *spawned) && o_.nccl_id_file.empty())
+        return fail("give --nccl-id-file PATH (rank " + std::to_string(me_.rank) + " of " +
+                    std::to_string(me_.world_size) + ", from " + me_.source +
+                    "): rank 0 writes the NCCL unique id there for the others; use a fresh path every "
+                    "rank can read");
+      orch::ranks::default_nccl_environment();  // before NCCL is loaded
+    }
     if (o_.nodes && uses_device_graphs(fb))
       return fail("--nodes: pipeline " + fb.name()->str() +
                   " launches graphs from the device, and its launches fail while CUPTI traces "
@@ -136,23 +166,54 @@ class Runner {
       return fail("cannot create a stream: " + cuda_text(e));
     orch::Bindings bindings;
     for (const ParamArg& p : o_.params) bindings.set_param(p.name, p.parsed);
+    std::vector<std::string> id_files;
+    if (has_comms) {
+      // One communicator per declared comm, from a unique id each: made here for one rank,
+      // else shared by rank 0 through a file (spawn's private one, or --nccl-id-file).
+      std::string base;
+      if (me_.world_size > 1) {
+        const char* spawned = std::getenv("ORCH_NCCL_ID_FILE");
+        base = spawned && *spawned ? spawned : o_.nccl_id_file;
+      }
+      for (uint32_t i = 0; i < fb.comms()->size(); ++i) {
+        orch::Result<std::array<char, 128>> id = std::array<char, 128>{};
+        if (me_.world_size == 1) {
+          id = orch::nccl_unique_id();
+        } else {
+          id_files.push_back(i == 0 ? base : base + "." + std::to_string(i));
+          id = orch::ranks::share_unique_id(id_files.back(), me_.rank, std::chrono::seconds(300));
+        }
+        if (!id) return fail(id.error());
+        bindings.comm_from_unique_id(fb.comms()->Get(i)->name()->string_view(), id->data(), me_.rank,
+                                     me_.world_size);
+      }
+    }
     auto exec = (*pipeline)->instantiate(bindings, stream.s);
     if (!exec) return fail(exec.error());
     orch::Executable& x = *exec.value();
     SyncOnExit sync_on_exit{stream.s};
+    // Every rank has read the ids (the communicators exist): rank 0 removes them, so that a
+    // later run cannot read a stale one.
+    if (me_.rank == 0)
+      for (const std::string& f : id_files) std::remove(f.c_str());
 
-    out_ << "pipeline " << (*pipeline)->name() << " on device " << o_.device << " ("
+    out() << "pipeline " << (*pipeline)->name() << " on device " << o_.device << " ("
          << prop.name << ", sm_" << prop.major << prop.minor << "): " << (*pipeline)->image()
          << "\n";
+    if (has_comms) {
+      auto v = orch::nccl_version();
+      out() << "ranks: " << me_.world_size << (me_.source.empty() ? " (this process alone)" : " (from " + me_.source + ")")
+            << ", NCCL " << (v ? *v : std::string("?")) << "\n";
+    }
     if (fb.params() && fb.params()->size() > 0) {
-      out_ << "params:";
+      out() << "params:";
       for (const auto* p : *fb.params()) {
         auto v = x.param_as_double(p->name()->string_view());
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.9g", v ? *v : 0.0);
-        out_ << " " << p->name()->str() << "=" << (v ? buf : "?");
+        out() << " " << p->name()->str() << "=" << (v ? buf : "?");
       }
-      out_ << "\n";
+      out() << "\n";
     }
 
     // 5. Fill.
@@ -201,13 +262,24 @@ class Runner {
             .count();
 
     const Summary s = summarize(ms);
-    out_ << "launches: " << o_.repeat << " timed after " << o_.warmup << " warm-up\n"
+    std::vector<std::vector<double>> per_rank;
+    if (me_.world_size > 1) {
+      // Every rank's figures to every rank (rank 0 prints them), through the pipeline's first
+      // communicator.
+      auto all = orch::ranks::allgather(
+          x.comm(fb.comms()->Get(0)->name()->string_view()),
+          {double(o_.device), s.median, s.p90, s.min, s.max, s.mean, wall_ms / o_.repeat}, stream.s);
+      if (!all) return fail(all.error());
+      per_rank = std::move(*all);
+    }
+    out() << "launches: " << o_.repeat << " timed after " << o_.warmup << " warm-up\n"
          << "per launch (CUDA events): median " << format_ms(s.median) << ", p90 "
          << format_ms(s.p90) << ", min " << format_ms(s.min) << ", max " << format_ms(s.max)
          << ", mean " << format_ms(s.mean) << "\n"
          << "wall clock: " << format_ms(wall_ms) << " for " << o_.repeat << " launches ("
          << format_ms(wall_ms / o_.repeat) << " per launch, event records included)\n";
-    out_.flush();
+    if (!per_rank.empty()) print_ranks(per_rank);
+    out().flush();
     if (o_.nodes) {
       const int rc = profile_nodes(x, fb, stream.s, s);
       if (rc != kExitOk) return rc;
@@ -224,8 +296,59 @@ class Runner {
 
  private:
   int fail(const std::string& message) {
-    err_ << "orch-run: " << message << "\n";
+    err_ << "orch-run: " << (me_.world_size > 1 ? "rank " + std::to_string(me_.rank) + ": " : std::string())
+         << message << "\n";
     return kExitError;
+  }
+
+  // Results go to out_ on rank 0 only.
+  std::ostream& out() { return quiet_ ? null_ : out_; }
+
+  // --ranks N: checks the GPUs, then runs this program once per rank and waits for them all.
+  int spawn_ranks() {
+    if (o_.device != 0)
+      return fail("--device cannot be combined with --ranks: rank r runs on device r");
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return fail("no CUDA device: " + cuda_text(e));
+    }
+    if (count < static_cast<int>(o_.ranks))
+      return fail("--ranks " + std::to_string(o_.ranks) + ": this machine has " + std::to_string(count) +
+                  " CUDA device" + (count == 1 ? "" : "s") + " (one rank per GPU)");
+    std::vector<std::string> argv = {o_.self_exe};
+    argv.insert(argv.end(), o_.command_line.begin(), o_.command_line.end());
+    out_.flush();
+    auto exits = orch::ranks::spawn(static_cast<int>(o_.ranks), argv);
+    if (!exits) return fail(exits.error());
+    int rc = kExitOk;
+    for (const orch::ranks::Exit& x : *exits)
+      if (!x.ok()) {
+        // A rank that was stopped because another failed says nothing of its own.
+        if (!x.killed) err_ << "orch-run: " << x.describe() << "\n";
+        rc = kExitError;
+      }
+    return rc;
+  }
+
+  // Rank 0's table of every rank's figures: {device, median, p90, min, max, mean, wall}.
+  void print_ranks(const std::vector<std::vector<double>>& all) {
+    out() << "rank  device  median      p90         min         max         wall/launch\n";
+    double slowest = 0, fastest = 1e300;
+    for (size_t r = 0; r < all.size(); ++r) {
+      const std::vector<double>& v = all[r];
+      char line[200];
+      std::snprintf(line, sizeof line, "%-5zu %-7d %-11s %-11s %-11s %-11s %s\n", r, static_cast<int>(v[0]),
+                    format_ms(v[1]).c_str(), format_ms(v[2]).c_str(), format_ms(v[3]).c_str(),
+                    format_ms(v[4]).c_str(), format_ms(v[6]).c_str());
+      out() << line;
+      slowest = std::max(slowest, v[1]);
+      fastest = std::min(fastest, v[1]);
+    }
+    out() << "all " << all.size() << " ranks: step time (the slowest rank's median) " << format_ms(slowest)
+          << ", fastest rank's median " << format_ms(fastest) << ", spread "
+          << format_ms(slowest - fastest) << "\n";
   }
   int fail(const orch::Error& error) { return fail(error.to_string()); }
 
@@ -245,7 +368,7 @@ class Runner {
       if (!error.empty()) return fail("--nodes: " + error);
     }
     const auto rows = aggregate_nodes(launches);
-    out_ << format_node_table(fb, rows, [&](const std::string& name) { return x.buffer_bytes(name); },
+    out() << format_node_table(fb, rows, [&](const std::string& name) { return x.buffer_bytes(name); },
                               launch, launches.size());
     return kExitOk;
   }
@@ -259,8 +382,8 @@ class Runner {
     std::vector<uint8_t> host;
     const void* src = nullptr;
     switch (f.kind) {
-      case FillArg::Kind::Random:
-        host = random_bytes(f.type, count, o_.seed, f.name, f.range);
+      case FillArg::Kind::Random:  // each rank its own data
+        host = random_bytes(f.type, count, o_.seed + static_cast<uint64_t>(me_.rank), f.name, f.range);
         src = host.data();
         break;
       case FillArg::Kind::Constant:
@@ -293,15 +416,20 @@ class Runner {
       if (e != cudaSuccess) return fail("--dump " + d.name + ": cudaMemcpy: " + cuda_text(e));
     }
     std::string error;
-    if (!orch::artifact::write_file_atomically(d.path, data, &error))
-      return fail("--dump " + d.name + "=" + d.path + ": " + error);
-    out_ << "dumped " << d.name << " (" << format_bytes(bytes) << ") to " << d.path << "\n";
+    const std::string path = me_.world_size > 1 ? d.path + ".rank" + std::to_string(me_.rank) : d.path;
+    if (!orch::artifact::write_file_atomically(path, data, &error))
+      return fail("--dump " + d.name + "=" + path + ": " + error);
+    out() << "dumped " << d.name << " (" << format_bytes(bytes) << ") to " << path
+          << (me_.world_size > 1 ? " (rank 0's; each rank writes " + d.path + ".rank<r>)" : std::string()) << "\n";
     return kExitOk;
   }
 
   Options& o_;
   std::ostream& out_;
   std::ostream& err_;
+  std::ostream null_{nullptr};
+  bool quiet_ = false;
+  orch::ranks::Rank me_;  // rank 0 of 1 unless the pipeline has comms and a launcher says more
   std::vector<uint64_t> storage_;
   size_t size_ = 0;
   std::map<std::string, std::pair<std::vector<uint64_t>, size_t>> file_data_;

@@ -170,7 +170,7 @@ TEST_CASE("names and values are checked against the pipeline's declarations") {
   CHECK(check({"--param", "n=0.5"}) == "--param n=0.5: `n` is u32; '0.5' is not an integer");
   CHECK(check({"--param", "tol=small"}) == "--param tol=small: `tol` is f32; 'small' is not a number");
   CHECK(check({"--param", "rank=1"}) ==
-        "--param rank: `rank` comes from a bound communicator, which orch-run does not create");
+        "--param rank: `rank` comes from the communicator (--ranks N, or the MPI launcher's environment)");
   CHECK(check({"--fill", "w=random"}) ==
         "--fill w: pipeline sample has no buffer `w` (its buffers: u, v, u_host, flag, counts)");
   CHECK(check({"--fill", "flag=0.5"}) == "--fill flag=0.5: `flag` is u32; '0.5' is not an integer");

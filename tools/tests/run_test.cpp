@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,24 @@ std::string saxpy_or_fail() {
   REQUIRE_MESSAGE(!bin.empty(), log);
   return bin;
 }
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  bool had = false;
+  std::string old;
+  ScopedEnv(const char* n, const char* value) : name(n) {
+    if (const char* v = std::getenv(n)) {
+      had = true;
+      old = v;
+    }
+    setenv(n, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
 
 std::vector<float> floats(const std::string& bytes) {
   std::vector<float> v(bytes.size() / 4);
@@ -87,11 +106,30 @@ TEST_CASE("mistakes found in the artifact come before the GPU, with exit 1") {
   CHECK(r.err == "orch-run: --fill x=file:" + temp_dir() +
                      "/absent.bin: cannot open: No such file or directory\n");
 
-  const std::string sample = write_temp("sample.bin", orch::artifact::sample_artifact());
-  r = orch_run({sample});
+  // Several ranks: what can be found without a GPU is found first.
+  r = orch_run({saxpy, "--ranks", "2"});
   CHECK(r.exit_code == 1);
-  CHECK(r.err.rfind("orch-run: pipeline sample has communicator `world`: orch-run runs "
-                    "single-process pipelines only", 0) == 0);
+  CHECK(r.err == "orch-run: --ranks 2: pipeline saxpy has no comm, so its ranks would not work together; run "
+                 "it without --ranks\n");
+  const std::string sample = write_temp("sample.bin", orch::artifact::sample_artifact());
+  {
+    ScopedEnv rank("OMPI_COMM_WORLD_RANK", "1"), size("OMPI_COMM_WORLD_SIZE", "2");
+    r = orch_run({sample, "--param", "mode=1"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "orch-run: rank 1: give --nccl-id-file PATH (rank 1 of 2, from OMPI_COMM_WORLD_RANK): rank 0 "
+                   "writes the NCCL unique id there for the others; use a fresh path every rank can read\n");
+    r = orch_run({sample, "--param", "mode=1", "--nccl-id-file", temp_dir() + "/id", "--device", "1"});
+    CHECK(r.err == "orch-run: rank 1: --device cannot be combined with several ranks: each rank uses the GPU of "
+                   "its local rank\n");
+    r = orch_run({sample, "--param", "mode=1", "--ranks", "3"});
+    CHECK(r.err == "orch-run: --ranks 3: the rank processes get ORCH_RANK from orch-run itself; under "
+                   "OMPI_COMM_WORLD_RANK leave --ranks out (the launcher starts the ranks)\n");
+  }
+  {
+    ScopedEnv rank("PMI_RANK", "x"), size("PMI_SIZE", "2");
+    r = orch_run({sample, "--param", "mode=1"});
+    CHECK(r.err == "orch-run: PMI_RANK='x' is not a rank (a whole number >= 0)\n");
+  }
 }
 
 TEST_CASE("without a CUDA device: one line, 'orch-run: no CUDA device: ...', exit 1") {
