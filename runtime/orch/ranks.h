@@ -47,8 +47,10 @@ Result<Rank> from_environment();
 // The same with a lookup of one's own (tests): returns the value or nullptr.
 Result<Rank> from_environment(const std::function<const char*(const char*)>& lookup);
 
-// Makes the GPU of `r` current: cudaSetDevice(local_rank). An error when the host has fewer
-// GPUs than local ranks (NCCL cannot put two ranks of one communicator on one GPU).
+// Makes the GPU of `r` current: cudaSetDevice(local_rank), or device 0 where the process sees
+// one GPU only (CUDA_VISIBLE_DEVICES, or a launcher that binds one GPU per process). An error
+// when it sees several but fewer than local ranks (NCCL cannot put two ranks of one
+// communicator on one GPU).
 Status use_device(const Rank& r);
 
 // Sets NCCL_NVLS_ENABLE=0 unless the variable is set (export NCCL_NVLS_ENABLE=1 to opt in).

@@ -92,14 +92,16 @@ Status use_device(const Rank& r) {
     (void)cudaGetLastError();
     return Error(ErrorCode::NoDevice, std::string("no CUDA device: ") + cudaGetErrorString(e), {}, static_cast<int>(e));
   }
-  if (r.local_rank >= count)
+  // One visible GPU (CUDA_VISIBLE_DEVICES or the launcher bound one per process): that one.
+  const int device = count == 1 ? 0 : r.local_rank;
+  if (device >= count)
     return Error(ErrorCode::NoDevice, "rank " + std::to_string(r.rank) + " (local rank " + std::to_string(r.local_rank) +
                                           ") needs GPU " + std::to_string(r.local_rank) + ", but this host has " +
                                           std::to_string(count) + " (one GPU per rank)");
-  e = cudaSetDevice(r.local_rank);
+  e = cudaSetDevice(device);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return Error(ErrorCode::Cuda, "cudaSetDevice(" + std::to_string(r.local_rank) + "): " + cudaGetErrorString(e), {},
+    return Error(ErrorCode::Cuda, "cudaSetDevice(" + std::to_string(device) + "): " + cudaGetErrorString(e), {},
                  static_cast<int>(e));
   }
   return {};

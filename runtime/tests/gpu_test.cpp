@@ -106,7 +106,8 @@ void write(orch::Executable& x, const char* name, const std::vector<T>& v) {
 void report(const char* what, const orch::Executable& x) {
   auto st = x.stats();
   MESSAGE(std::string(what), ": ", st.nodes_patched_in_place, " nodes patched in place, ", st.patches_refused, " refused, ",
-          st.graph_updates, " whole-graph updates, ", st.device_graph_uploads, " device graph re-uploads");
+          st.graph_updates, " whole-graph updates, ", st.device_graph_uploads, " device graph re-uploads, ",
+          st.segments_rebuilt, " segments rebuilt");
 }
 
 void run(orch::Executable& x, cudaStream_t s) {
@@ -481,7 +482,7 @@ graph main {
   CHECK(read<int32_t>(*x, "out", 4) == std::vector<int32_t>{20, 20, 20, 20});
 }
 
-TEST_CASE("dp_step on one rank: orch makes the communicator, captures the allreduce, equals the CPU reference") {
+TEST_CASE("dp_step on one rank with NCCL: orch makes the communicator, captures the allreduce, equals the CPU reference") {
   auto p = load("dp_step");
   Stream s;
   const uint32_t n = 5003;
