@@ -16,12 +16,9 @@ namespace {
 
 using detail::in_range;
 using detail::printable;
+using detail::size_of;
 using detail::type_name;
 
-template <class T>
-uint32_t size_of(const flatbuffers::Vector<T>* v) {
-  return v ? v->size() : 0;
-}
 
 // Shortest text that reads back as the same double; always looks like a float ("256.0").
 std::string format_double(double v) {

@@ -13,6 +13,12 @@ bool in_range(E value) {
   return static_cast<unsigned>(value) <= static_cast<unsigned>(E::MAX);
 }
 
+// Elements of an optional vector: absent counts as empty.
+template <class T>
+uint32_t size_of(const flatbuffers::Vector<T>* v) {
+  return v ? v->size() : 0;
+}
+
 // A name from the file made safe for a one-line message: control bytes become '?', and long
 // names are cut, so a hostile file cannot forge extra lines or flood the terminal.
 inline std::string printable(const flatbuffers::String* s, size_t limit = 80) {

@@ -17,12 +17,9 @@ namespace {
 
 using detail::in_range;
 using detail::printable;
+using detail::size_of;
 using detail::type_name;
 
-template <class T>
-uint32_t size_of(const flatbuffers::Vector<T>* v) {
-  return v ? v->size() : 0;
-}
 
 std::string_view view(const flatbuffers::String* s) {
   return s ? std::string_view(s->c_str(), s->size()) : std::string_view();
