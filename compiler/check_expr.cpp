@@ -2,6 +2,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "compiler/checker.h"
 
@@ -52,6 +53,21 @@ int64_t to_int(double d) {
 }
 
 ir::Value int_value(int64_t i) { return {false, i, 0}; }
+
+// Comparisons and min/max read the same in both domains.
+template <class T>
+std::optional<ir::Value> compare_or_select(const std::string& op, T x, T y) {
+  if (op == "<") return int_value(x < y);
+  if (op == "<=") return int_value(x <= y);
+  if (op == ">") return int_value(x > y);
+  if (op == ">=") return int_value(x >= y);
+  if (op == "==") return int_value(x == y);
+  if (op == "!=") return int_value(x != y);
+  if (op != "min" && op != "max") return std::nullopt;
+  T chosen = op == "min" ? std::min(x, y) : std::max(x, y);
+  if constexpr (std::is_floating_point_v<T>) return ir::Value{true, 0, chosen};
+  else return int_value(chosen);
+}
 ir::Value float_value(double f) { return {true, 0, f}; }
 
 }  // namespace
@@ -327,15 +343,7 @@ std::optional<ir::Value> Checker::evaluate(const ir::Expr& e, std::optional<uint
         if (op == "-") return float_value(x - y);
         if (op == "*") return float_value(x * y);
         if (op == "/") return y == 0 ? std::nullopt : std::optional<ir::Value>(float_value(x / y));
-        if (op == "<") return int_value(x < y);
-        if (op == "<=") return int_value(x <= y);
-        if (op == ">") return int_value(x > y);
-        if (op == ">=") return int_value(x >= y);
-        if (op == "==") return int_value(x == y);
-        if (op == "!=") return int_value(x != y);
-        if (op == "min") return float_value(std::min(x, y));
-        if (op == "max") return float_value(std::max(x, y));
-        return std::nullopt;
+        return compare_or_select(op, x, y);
       }
       int64_t x = a->i, y = b->i;
       if (op == "+") return int_value(wrap_add(x, y));
@@ -354,15 +362,7 @@ std::optional<ir::Value> Checker::evaluate(const ir::Expr& e, std::optional<uint
       if (op == "&") return int_value(x & y);
       if (op == "|") return int_value(x | y);
       if (op == "^") return int_value(x ^ y);
-      if (op == "<") return int_value(x < y);
-      if (op == "<=") return int_value(x <= y);
-      if (op == ">") return int_value(x > y);
-      if (op == ">=") return int_value(x >= y);
-      if (op == "==") return int_value(x == y);
-      if (op == "!=") return int_value(x != y);
-      if (op == "min") return int_value(std::min(x, y));
-      if (op == "max") return int_value(std::max(x, y));
-      return std::nullopt;
+      return compare_or_select(op, x, y);
     }
   }
   return std::nullopt;

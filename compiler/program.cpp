@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "grammar/ast.h"
+
 namespace orch::ir {
 
 namespace {
@@ -34,24 +36,9 @@ uint32_t size_of(ScalarType t) { return info(t).size; }
 bool is_float(ScalarType t) { return info(t).is_float; }
 bool is_signed(ScalarType t) { return info(t).is_signed; }
 
-const char* to_string(LaunchMode m) {
-  switch (m) {
-    case LaunchMode::FireAndForget: return "fire_and_forget";
-    case LaunchMode::Sibling: return "sibling";
-    case LaunchMode::Tail: break;
-  }
-  return "tail";
-}
-
-const char* to_string(Access a) {
-  switch (a) {
-    case Access::In: return "in";
-    case Access::Out: return "out";
-    case Access::InOut: return "inout";
-    case Access::None: break;
-  }
-  return "value";
-}
+// The checker copies these enums from the AST's, value for value.
+const char* to_string(LaunchMode m) { return ast::to_string(static_cast<ast::LaunchMode>(m)); }
+const char* to_string(Access a) { return ast::to_string(static_cast<ast::Access>(a)); }
 
 const char* to_string(NodeKind k) {
   switch (k) {
