@@ -250,6 +250,8 @@ struct BindCheck {
   std::string message;  // e.g. "block of `scale` has at most 1024 threads"
   Expr condition;       // must be true (non-zero)
   SourceRange loc;
+  // > 0: the condition uses a family's index; it must hold for every member 0..family_size-1.
+  uint32_t family_size = 0;
 };
 
 // A CUDA conditional handle, created on the top-level graph that holds its node.
