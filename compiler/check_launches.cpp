@@ -315,7 +315,7 @@ void Checker::check_launches() {
                   name_of(a) + " is launched as a sibling, which runs in the parent graph's "
                   "execution, so the tail launch does not wait for it");
           diags_.add_note(d, an.loc,
-                          name_of(a) + " is launched sibling here; launched fire_and_forget, it "
+                          name_of(a) + " is launched as a sibling here; launched fire_and_forget, it "
                                        "would finish before the tail launch starts");
         }
       }
