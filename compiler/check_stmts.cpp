@@ -437,6 +437,8 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       out.self = sym->index == ctx.graph;
       return out;
     }
+    case ir::KernelParamKind::Status:
+      break;  // generated kernels only
   }
   return std::nullopt;
 }

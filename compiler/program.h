@@ -91,7 +91,8 @@ struct Comm {
 };
 
 enum class Access : uint8_t { None, In, Out, InOut };
-enum class KernelParamKind : uint8_t { Value, Scalar, Array, Cond, Graph, GraphFamily };
+// Status: the executable's device status record (generated kernels only; lowering/codegen.h).
+enum class KernelParamKind : uint8_t { Value, Scalar, Array, Cond, Graph, GraphFamily, Status };
 enum class LaunchMode : uint8_t { FireAndForget, Tail, Sibling };
 const char* to_string(LaunchMode m);
 const char* to_string(Access a);
@@ -161,7 +162,8 @@ struct BufferAccess {
 
 // Cond: the handle of the enclosing `while kernel` until lowering resolves it to
 // CondHandle with `ref` set to the handle's index.
-enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily, CondHandle };
+// Status: the executable's device status record, where generated kernels report errors.
+enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily, CondHandle, Status };
 
 struct KernelArg {
   ArgKind kind = ArgKind::Value;
@@ -254,6 +256,15 @@ struct BindCheck {
   uint32_t family_size = 0;
 };
 
+// A place a generated kernel reports a device-side error from (a failed device graph launch,
+// a family index out of range, an expression that cannot be evaluated): the number is compiled
+// into the kernel, and the runtime turns it back into the statement.
+struct StatusSite {
+  SourceRange loc;
+  std::vector<SourceRange> call_stack;
+  std::string what;  // e.g. "launch child tail"
+};
+
 // A CUDA conditional handle, created on the top-level graph that holds its node.
 struct ConditionalHandle {
   int graph = -1;
@@ -278,6 +289,7 @@ struct Program {
   // Set by lowering.
   std::vector<ConditionalHandle> handles;
   std::vector<int> segments;  // host graphs launched in order; {main_graph} unless split
+  std::vector<StatusSite> status_sites;
   uint64_t collective_hash = 0;
 };
 
