@@ -259,6 +259,27 @@ graph main {
   CHECK(is_ordered(main, 0, 1));  // the family reads x, which the fill writes
 }
 
+TEST_CASE("a launch is ordered after what the graphs it launches need, through nested launches") {
+  // `outer` only launches `inner`, which reads x: the launch of `outer` waits for the fill.
+  auto c = check(R"(pipeline p
+buffer x: f32[64]
+buffer y: f32[64]
+kernel work(x: in f32[], y: out f32[]) source """extern "C" __global__ void work(const float* x, float* y) {}"""
+graph inner device { work<<<1, 64>>>(x, y) }
+graph outer device { launch inner fire_and_forget }
+graph main {
+  fill x = 1
+  launch outer tail
+}
+)");
+  const ir::Region& checked = c->program().graphs[c->program().main_graph].body;
+  REQUIRE(checked.nodes.size() == 2);
+  CHECK(is_ordered(checked, 0, 1));
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  CHECK(is_ordered(p.graphs[p.main_graph].body, 0, 1));
+}
+
 TEST_CASE("the collective hash follows the collective sequence, not the rest") {
   auto hash = [](const std::string& body) {
     auto c = check("pipeline p\nparam n: u32 = 64\ncomm world\nbuffer g: f32[n]\nbuffer h: f32[n]\n"
