@@ -179,7 +179,10 @@ void Checker::check_launches() {
     if (s.member) name += "[" + ir::to_string(*s.member, p) + "]";
     return "`" + name + "`";
   };
-  auto mode_of = [](const Site& s) { return std::string(ir::to_string(s.mode)); };
+  auto mode_of = [](const Site& s) {
+    return s.mode == ir::LaunchMode::Sibling ? std::string("as a sibling")
+                                             : std::string(ir::to_string(s.mode));
+  };
   auto kernel_of = [&](const ir::Node& node) { return "`" + p.kernels[node.kernel].name + "`"; };
 
   // ---- ordering, graph by graph ----
