@@ -998,41 +998,72 @@ TEST_CASE("launch shapes from the family index are checked per member at bind ti
 
 const char* const kTwice = R"orch(pipeline twice
 target sm_90
-param ns: u64 = 200000000
+param limit: u64 = 5000000000
+buffer gate1: u32
+buffer gate2: u32
+buffer gate3: u32
 buffer done1: u32
 buffer done2: u32
-kernel spin(ns: u64, done: inout u32) source """
-extern "C" __global__ void spin(unsigned long long ns, unsigned* done) {
+kernel hold(gate: in u32, limit: u64, done: inout u32) source """
+extern "C" __global__ void hold(const unsigned* gate, unsigned long long limit, unsigned* done) {
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (*(volatile const unsigned*)gate == 0u && t - t0 < limit);
   if (threadIdx.x == 0) atomicAdd(done, 1u);
 }
 """
-graph c1 device { spin<<<1, 32>>>(ns, done1) }
-graph c2 device { spin<<<1, 32>>>(ns, done2) }
+kernel release(gate: out u32) source """
+extern "C" __global__ void release(unsigned* gate) { *(volatile unsigned*)gate = 1u; __threadfence(); }
+"""
+graph c1 device { hold<<<1, 32>>>(gate1, limit, done1) }
+graph c2 device { hold<<<1, 32>>>(gate2, limit, done2) }
 graph main {
+  fill gate1 = 0
+  fill gate2 = 0
   fill done1 = 0
   fill done2 = 0
   launch c1 fire_and_forget
   launch c2 fire_and_forget
+  release<<<1, 1>>>(gate3)
 }
 )orch";
 
 TEST_CASE("a device graph launch that fails on the GPU is a DeviceError naming the statement") {
-  // The checker refuses two launches of one graph (E0608), so the second launcher is pointed at
-  // c1 by editing the artifact: c1 spins for 200 ms, and the launch that comes second finds it
-  // running, which CUDA refuses on the device.
+  // The checker refuses two launches of one graph (E0608), so the artifact is edited: the second
+  // launcher is pointed at c1, and `release` (which opens c1's gate) runs after both launchers.
+  // c1 holds until its gate opens, so whichever launch comes second finds it running, which
+  // CUDA refuses on the device. (The hold gives up after `limit` ns, so nothing can hang.)
   auto p = load_edited("twice", kTwice, [](orch::fb::PipelineT& t) {
     const int c1 = graph_index(t, "c1"), c2 = graph_index(t, "c2");
-    int edited = 0;
-    for (auto& node : t.graphs[t.main_graph]->nodes)
-      for (auto& a : node->args)
-        if (a->kind == orch::fb::ArgKind::GraphExec && a->ref == c2) {
+    int gate1 = -1, gate3 = -1;
+    for (size_t b = 0; b < t.buffers.size(); ++b) {
+      if (t.buffers[b]->name == "gate1") gate1 = static_cast<int>(b);
+      if (t.buffers[b]->name == "gate3") gate3 = static_cast<int>(b);
+    }
+    REQUIRE(gate1 >= 0);
+    REQUIRE(gate3 >= 0);
+    auto& nodes = t.graphs[t.main_graph]->nodes;
+    std::vector<uint32_t> launchers;
+    int release = -1;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (auto& a : nodes[i]->args) {
+        if (a->kind == orch::fb::ArgKind::GraphExec && (a->ref == c1 || a->ref == c2)) {
           a->ref = c1;
-          ++edited;
+          launchers.push_back(static_cast<uint32_t>(i));
         }
-    REQUIRE(edited == 1);
+        if (a->kind == orch::fb::ArgKind::Buffer && a->ref == gate3) {
+          a->ref = gate1;
+          release = static_cast<int>(i);
+        }
+      }
+    }
+    REQUIRE(launchers.size() == 2);
+    REQUIRE(release > static_cast<int>(std::max(launchers[0], launchers[1])));
+    for (uint32_t l : launchers)
+      if (std::find(nodes[release]->deps.begin(), nodes[release]->deps.end(), l) == nodes[release]->deps.end())
+        nodes[release]->deps.push_back(l);
   });
   Stream s;
   auto x = instantiate(*p, orch::Bindings(), s);
