@@ -338,6 +338,8 @@ class Describer {
                               : "exec of graph " + name_at(p_.graphs(), a->ref());
       case fb::ArgKind::GraphTable:
         return "execs of family " + name_at(p_.graphs(), a->ref());
+      case fb::ArgKind::Status:
+        return "device status record";
     }
     return "arg kind #" + std::to_string(static_cast<unsigned>(a->kind()));
   }
@@ -432,8 +434,11 @@ class Describer {
     for (uint32_t i = 0; i < size_of(v); ++i) {
       const fb::BindCheck* c = v->Get(i);
       line(1, "[" + std::to_string(i) + "] " + printable(c->code()) + ": require " +
-                  expr(c->condition()) + "  else \"" + printable(c->message(), 200) + "\"" +
-                  at(c->loc()));
+                  expr(c->condition()) +
+                  (c->family_size() > 0
+                       ? " for each of " + std::to_string(c->family_size()) + " members"
+                       : std::string()) +
+                  "  else \"" + printable(c->message(), 200) + "\"" + at(c->loc()));
     }
   }
 

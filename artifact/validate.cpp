@@ -65,6 +65,8 @@ fb::ArgKind arg_kind_for(fb::KernelParamKind kind) {
       return fb::ArgKind::GraphExec;
     case fb::KernelParamKind::GraphFamily:
       return fb::ArgKind::GraphTable;
+    case fb::KernelParamKind::Status:
+      return fb::ArgKind::Status;
   }
   return fb::ArgKind::Value;
 }
@@ -364,6 +366,25 @@ class Validator {
         return false;
       std::string problem = loc_problem(c->loc());
       if (!problem.empty()) return fail(label + ": " + problem);
+      // The runtime evaluates a check once per member with the family index set, and once
+      // without one otherwise (where the family index has no value).
+      bool uses_index = false;
+      for (const fb::ExprInstr* in : *c->condition()->code())
+        uses_index |= in->op() == fb::ExprOp::FamilyIndex;
+      if (uses_index && c->family_size() == 0)
+        return fail(label + " (" + printable(c->code()) +
+                    ") uses the family index but has no family_size to check it for");
+      if (c->family_size() > kMaxFamilySize)
+        return fail(label + " (" + printable(c->code()) + ") has family_size " +
+                    std::to_string(c->family_size()) + ", more than the limit of " +
+                    std::to_string(kMaxFamilySize));
+    }
+    const auto* sites = p_.status_sites();
+    for (uint32_t i = 0; i < size_of(sites); ++i) {
+      const fb::StatusSite* site = sites->Get(i);
+      if (!charge(8 + (site->what() ? site->what()->size() : 0))) return false;
+      std::string problem = loc_problem(site->loc());
+      if (!problem.empty()) return fail("status site " + std::to_string(i) + ": " + problem);
     }
     return true;
   }
@@ -593,6 +614,8 @@ class Validator {
         }
         return true;
       }
+      case fb::ArgKind::Status:
+        return true;  // the runtime's record; nothing to look up
     }
     return true;
   }

@@ -237,6 +237,8 @@ TEST_CASE("validate: conditional handles, graphs, main graph and segments") {
        [](fb::PipelineT& t) { t.graphs[kMainTail]->fire_and_forget_launches = 120; }, ""},
       {"tail launches", [](fb::PipelineT& t) { t.graphs[kMainTail]->tail_launches = 256; },
        "graph 'main.1': 256 tail launches, more than CUDA's 255"},
+      {"tail launch limit", [](fb::PipelineT& t) { t.graphs[kMainTail]->tail_launches = 255; },
+       ""},
       {"unnamed graph",
        [](fb::PipelineT& t) {
          t.graphs[kMainTail]->name = "";
@@ -279,6 +281,37 @@ TEST_CASE("validate: conditional handles, graphs, main graph and segments") {
       {"bind check loc",
        [](fb::PipelineT& t) { t.bind_checks[0]->loc = std::make_unique<fb::SourceLoc>(2, 1, 1); },
        "bind check 0: source location refers to file 2, but the pipeline lists 2 source files"},
+      {"bind check with the family index and no members",
+       [](fb::PipelineT& t) {
+         t.bind_checks[0]->condition->code = {fb::ExprInstr(Op::FamilyIndex, 0, 0, 0), lit(4),
+                                              op(Op::Lt)};
+       },
+       "bind check 0 (E0410) uses the family index but has no family_size to check it for"},
+      {"bind check with the family index for every member",
+       [](fb::PipelineT& t) {
+         t.bind_checks[0]->condition->code = {fb::ExprInstr(Op::FamilyIndex, 0, 0, 0), lit(4),
+                                              op(Op::Lt)};
+         t.bind_checks[0]->family_size = 4;
+       },
+       ""},
+      {"bind check members at the limit",
+       [](fb::PipelineT& t) { t.bind_checks[0]->family_size = 65536; }, ""},
+      {"bind check members over the limit",
+       [](fb::PipelineT& t) { t.bind_checks[0]->family_size = 65537; },
+       "bind check 0 (E0410) has family_size 65537, more than the limit of 65536"},
+      {"status site loc",
+       [](fb::PipelineT& t) {
+         t.status_sites.push_back(std::make_unique<fb::StatusSiteT>());
+         t.status_sites.back()->loc = std::make_unique<fb::SourceLoc>(5, 1, 1);
+       },
+       "status site 0: source location refers to file 5, but the pipeline lists 2 source files"},
+      {"status site",
+       [](fb::PipelineT& t) {
+         t.status_sites.push_back(std::make_unique<fb::StatusSiteT>());
+         t.status_sites.back()->loc = std::make_unique<fb::SourceLoc>(1, 1, 1);
+         t.status_sites.back()->what = "launch expert tail";
+       },
+       ""},
   });
 }
 
@@ -341,6 +374,20 @@ TEST_CASE("validate: kernel nodes and arguments") {
       {"unknown argument kind",
        [](fb::PipelineT& t) { node(t, kMain, 2).args[0]->kind = fb::ArgKind(7); },
        "graph 'main' node 2 arg 0: unknown argument kind 7"},
+      {"status param needs the status record",
+       [](fb::PipelineT& t) {
+         t.kernels[0]->params[0]->kind = fb::KernelParamKind::Status;
+       },
+       "graph 'main' node 2 arg 0: a Value argument cannot bind kernel param 'n' of kind Status"},
+      {"status record for a status param",
+       [](fb::PipelineT& t) {
+         t.kernels[0]->params[0]->kind = fb::KernelParamKind::Status;
+         node(t, kMain, 2).args[0]->kind = fb::ArgKind::Status;
+         // `scale` runs in two more places.
+         node(t, kMain, 4).bodies[0]->nodes[0]->args[0]->kind = fb::ArgKind::Status;
+         node(t, kExpert, 0).args[0]->kind = fb::ArgKind::Status;
+       },
+       ""},
       {"value type",
        [](fb::PipelineT& t) { node(t, kMain, 2).args[0]->type = fb::ScalarType::F32; },
        "graph 'main' node 2 arg 0: argument type f32 does not match kernel param 'n' of type u32"},

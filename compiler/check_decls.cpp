@@ -60,7 +60,7 @@ std::unique_ptr<ir::Program> Checker::run() {
   for (ir::Graph& g : program_->graphs) derive_edges(g.body);
   check_device_graphs();
   check_budgets();
-  check_launch_ordering();
+  check_launches();
   return std::move(program_);
 }
 
@@ -332,6 +332,16 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
                        " fire-and-forget launches, but one graph execution allows at most " +
                        std::to_string(prof.max_fire_and_forget_launches));
     }
+    // A graph[N] argument is launched member by member, each at most once per execution
+    // (E0608 counts them so): a budget over N would launch some member twice.
+    if (p.kind == ir::KernelParamKind::GraphFamily && p.family_size > 0 &&
+        budget.limit > p.family_size)
+      diags_.error("E0608", b.loc,
+                   "kernel `" + k.name.name + "` may make " + std::to_string(budget.limit) +
+                       " launches from `" + p.name + "`, a family of " +
+                       std::to_string(p.family_size) +
+                       " graphs, so it would launch some member twice; an executable graph "
+                       "runs one launch at a time");
     out.budgets.push_back(budget);
   }
   for (size_t i = 0; i < out.params.size(); ++i) {

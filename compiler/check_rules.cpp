@@ -1,7 +1,7 @@
 // Rules that need every graph built: what each graph touches when launched, launch budgets
-// per graph execution, the ordering of work launched from the device, and device graphs.
+// per graph execution, and device graphs (the ordering of work launched from the device is
+// in check_launches.cpp).
 #include <functional>
-#include <optional>
 
 #include "compiler/checker.h"
 
@@ -44,23 +44,6 @@ void for_each_node(ir::Region& r, const std::function<void(ir::Node&)>& f) {
     for (ir::Region& b : n.bodies) for_each_node(b, f);
     f(n);  // after the bodies, so containers see their children's updates
   }
-}
-
-// A conflict between a statement's accesses and a launched graph's: which buffer, and what
-// each side does with it ("reads"/"writes").
-struct Conflict {
-  int buffer = -1;
-  const char* statement_does = "";
-  const char* graph_does = "";
-};
-
-std::optional<Conflict> conflict(const std::vector<ir::BufferAccess>& statement,
-                                 const std::vector<ir::BufferAccess>& graph) {
-  for (const ir::BufferAccess& x : statement)
-    for (const ir::BufferAccess& y : graph)
-      if (x.buffer == y.buffer && (x.write || y.write))
-        return Conflict{x.buffer, x.write ? "writes" : "reads", y.write ? "writes" : "reads"};
-  return std::nullopt;
 }
 
 }  // namespace
@@ -138,6 +121,8 @@ void Checker::check_budgets() {
   ir::Program& p = *program_;
   for (size_t gi = 0; gi < p.graphs.size(); ++gi) {
     ir::Graph& g = p.graphs[gi];
+    // A graph only ever `call`ed is counted where it is inlined.
+    if (!g.device && static_cast<int>(gi) != p.main_graph) continue;
     bool reported_ff = !profile_ok_, reported_tail = !profile_ok_, reported_self = !profile_ok_;
     (void)reported_ff;
     std::vector<SourceRange> ff_sites, tail_sites;
@@ -186,48 +171,6 @@ void Checker::check_budgets() {
             for (size_t i = 0; i + 1 < ff_sites.size(); ++i)
               diags_.add_note(d, ff_sites[i], "fire-and-forget launches are also made here");
           }
-        }
-      }
-    }
-  }
-}
-
-void Checker::check_launch_ordering() {
-  ir::Program& p = *program_;
-  for (size_t gi = 0; gi < p.graphs.size(); ++gi) {
-    const ir::Region& body = p.graphs[gi].body;
-    for (size_t i = 0; i < body.nodes.size(); ++i) {
-      const ir::Node& launcher = body.nodes[i];
-      if (!args_complete(p, launcher)) continue;
-      for (const Launch& l : launches_of(p, launcher, static_cast<int>(gi))) {
-        const std::vector<ir::BufferAccess>& launched = footprints_[l.graph];
-        const std::string& name = p.graphs[l.graph].name;
-        for (size_t j = i + 1; j < body.nodes.size(); ++j) {
-          const ir::Node& later = body.nodes[j];
-          // The launching node's own accesses include the launched footprint; compare the
-          // later node's accesses only.
-          auto c = conflict(later.accesses, launched);
-          if (!c) continue;
-          const std::string& buf = p.buffers[c->buffer].name;
-          std::string what = "this statement " + std::string(c->statement_does) + " `" + buf +
-                             "`, which `" + name + "` " + c->graph_does;
-          if (l.mode == ir::LaunchMode::Tail) {
-            Diagnostic& d = diags_.error(
-                "E0607", later.loc,
-                what + ", but `" + name + "` is tail-launched: it runs after this whole graph, "
-                       "not before this statement");
-            diags_.add_note(d, launcher.loc, "`" + name + "` is tail-launched here");
-          } else {
-            Diagnostic& d = diags_.error(
-                "E0606", later.loc,
-                what + "; `" + name + "` is launched " + ir::to_string(l.mode) +
-                    ", so nothing orders its work before this statement");
-            diags_.add_note(d, launcher.loc,
-                            "`" + name + "` is launched " + std::string(ir::to_string(l.mode)) +
-                                " here; work that needs its results belongs in a graph it "
-                                "tail-launches, which runs after it");
-          }
-          break;  // one report per launch: the first statement that races
         }
       }
     }

@@ -70,6 +70,9 @@ void Checker::build_graph(int g) {
   ctx.device = out.device;
   ctx.family_index = out.family_index;
   ctx.family_size = out.family_size;
+  // A graph only `call`ed is checked alone too (for its own mistakes), but what `self` and
+  // launches mean depends on the graph it is inlined into, where they are checked.
+  ctx.helper = !out.device && g != program_->main_graph;
   ctx.inlining = {g};
   block(ast_graph.body, ctx, out.body);
 }
@@ -239,11 +242,12 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
     if (dynamic) {
       std::string message = l.message;
       message.replace(message.find("{}"), 2, "too many");
+      // A shape from the family index is checked for every member at bind time.
       program_->bind_checks.push_back(
           {l.code, message,
            binary("&&", binary(">=", l.value, constant(l.min)),
                   binary("<=", l.value, constant(static_cast<int64_t>(l.max)))),
-           l.loc});
+           l.loc, has_family_index(l.value) ? ctx.family_size : 0});
     }
   }
 }
@@ -388,7 +392,7 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
           note_param(d);
           return std::nullopt;
         }
-        if (!ctx.device) {
+        if (!ctx.device && !ctx.helper) {
           diags_.error("E0113", arg.loc,
                        "`self` is the device graph being executed, but `" +
                            program_->graphs[ctx.graph].name + "` is launched from the host");
@@ -433,6 +437,8 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       out.self = sym->index == ctx.graph;
       return out;
     }
+    case ir::KernelParamKind::Status:
+      break;  // generated kernels only
   }
   return std::nullopt;
 }
@@ -569,7 +575,7 @@ void Checker::fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir:
         {"E0303",
          "fill value of `" + b.name + "` fits " + ir::to_string(b.elem),
          binary("&&", binary(">=", *value, constant(lo)), binary("<=", *value, constant(hi))),
-         n.value->loc});
+         n.value->loc, has_family_index(*value) ? ctx.family_size : 0});
   }
   ir::Node node = make_node(ir::NodeKind::Fill, s, ctx);
   node.dst = dst;
@@ -839,11 +845,47 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
     }
     auto x = expr(*n.index, ExprContext::Host, &ctx);
     if (!x) return;
-    if (auto v = evaluate(*x); v && (v->is_float || v->i < 0 || v->i >= g.family_size)) {
-      diags_.error("E0504", n.index->loc,
-                   "`" + g.name + "` has members 0 to " + std::to_string(g.family_size - 1) +
-                       "; " + ir::to_string(*x, *program_) + " is not one");
+    // An index from the family index is checked for every member of the launching family
+    // (`launch stage[j + 1]` from the last one is past the end); one from params with their
+    // defaults, and again at bind time. The launcher also refuses an index out of range
+    // rather than read past the launch table.
+    const bool by_member = has_family_index(*x) && ctx.family_size > 0;
+    const std::string last = std::to_string(g.family_size - 1);
+    for (uint32_t m = 0; m < (by_member ? ctx.family_size : 1); ++m) {
+      auto v = evaluate(*x, by_member ? std::optional<uint32_t>(m) : std::nullopt);
+      if (!v || !(v->is_float || v->i < 0 || v->i >= g.family_size)) continue;
+      const std::string text = ir::to_string(*x, *program_);
+      const std::string value = v->is_float ? std::to_string(v->f) : std::to_string(v->i);
+      std::string message = "`" + g.name + "` has members 0 to " + last + "; ";
+      if (x->kind == ir::ExprKind::Const)
+        message += text + " is not one";
+      else
+        message += "`" + text + "` is " + value +
+                   (by_member ? " in member " + std::to_string(m) + " of `" +
+                                    program_->graphs[ctx.graph].name + "`"
+                              : "") +
+                   default_values_note(*x);
+      diags_.error("E0504", n.index->loc, message);
       return;
+    }
+    bool from_params = false;
+    std::vector<const ir::Expr*> stack{&*x};
+    while (!stack.empty()) {
+      const ir::Expr* e = stack.back();
+      stack.pop_back();
+      from_params |= e->kind == ir::ExprKind::Param || e->kind == ir::ExprKind::Rank ||
+                     e->kind == ir::ExprKind::WorldSize;
+      for (const ir::Expr& o : e->operands) stack.push_back(&o);
+    }
+    if (from_params) {
+      ir::BindCheck check{"E0504",
+                          "`" + g.name + "` has members 0 to " + last + "; the index of `launch " +
+                              g.name + "[...]` is one of them",
+                          binary("&&", binary(">=", *x, constant(0)),
+                                 binary("<", *x, constant(g.family_size))),
+                          n.index->loc};
+      if (by_member) check.family_size = ctx.family_size;
+      program_->bind_checks.push_back(std::move(check));
     }
     node.family_member = std::move(*x);
   } else if (n.index) {

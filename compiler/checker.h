@@ -39,6 +39,7 @@ struct BodyContext {
   SourceRange loop_loc;  // innermost while
   int while_kernel_depth = 0;  // `cond` is meaningful inside `while kernel`
   bool* cond_used = nullptr;   // set when a kernel in the innermost `while kernel` takes `cond`
+  bool helper = false;  // a graph only `call`ed, checked alone: launched from where it is called
   std::vector<SourceRange> call_stack;
   std::vector<int> inlining;  // graphs being inlined by `call`, to catch cycles
 };
@@ -99,7 +100,8 @@ class Checker {
   // ---- check_rules.cpp (after every graph is built)
   void compute_footprints();
   void check_budgets();
-  void check_launch_ordering();
+  // check_launches.cpp: ordering of device-launched work, pending launches per graph.
+  void check_launches();
   void check_device_graphs();
 
   const ast::Module& module_;

@@ -14,14 +14,32 @@ namespace {
 using DepGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS,
                                        boost::no_property, ir::Edge>;
 
+// Conditional handles a node sets with cudaGraphSetConditional: its `cond` arguments (-1, the
+// innermost `while kernel`'s handle, until the lowering names it) and handle arguments, and
+// for a conditional node what its bodies set (a nested `while kernel`'s `cond` is its own).
+void handles_set(const ir::Node& n, bool in_own_loop, std::vector<int>& out) {
+  for (const ir::KernelArg& a : n.args) {
+    int key = a.kind == ir::ArgKind::CondHandle         ? a.ref
+              : a.kind == ir::ArgKind::Cond && !in_own_loop ? -1
+                                                              : -2;
+    if (key != -2 && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  }
+  const bool own = n.kind == ir::NodeKind::While && !n.cond;
+  for (const ir::Region& body : n.bodies)
+    for (const ir::Node& child : body.nodes) handles_set(child, in_own_loop || own, out);
+}
+
 // Every ordering the sequential meaning needs, before reduction: for each buffer, the last
-// writer and the readers since, as a single pass in program order.
+// writer and the readers since, as a single pass in program order. Nodes that set the same
+// conditional handle are ordered too: concurrent cudaGraphSetConditional calls on one handle
+// are undefined (cuda_device_runtime_api.h), and in program order the last one wins.
 std::vector<ir::Edge> dependencies(const ir::Region& region) {
   struct BufferState {
     int last_writer = -1;
     std::vector<int> readers;
   };
   std::unordered_map<int, BufferState> state;
+  std::unordered_map<int, int> last_setter;  // per handle
   std::vector<ir::Edge> edges;
   for (int j = 0; j < static_cast<int>(region.nodes.size()); ++j) {
     for (const ir::BufferAccess& a : region.nodes[j].accesses) {
@@ -34,6 +52,16 @@ std::vector<ir::Edge> dependencies(const ir::Region& region) {
         // With readers in between, the writer is already ordered through them.
         if (s.readers.empty() && !a.read && s.last_writer >= 0)
           edges.push_back({s.last_writer, j, a.buffer, ir::DepKind::WAW});
+      }
+    }
+    // After the buffer edges, so that a pair ordered by both is labelled by its buffer.
+    std::vector<int> handles;
+    handles_set(region.nodes[j], false, handles);
+    for (int h : handles) {
+      auto [it, first] = last_setter.emplace(h, j);
+      if (!first) {
+        edges.push_back({it->second, j, -1, ir::DepKind::Condition});
+        it->second = j;
       }
     }
     for (const ir::BufferAccess& a : region.nodes[j].accesses) {

@@ -58,6 +58,7 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
         case ir::ArgKind::GraphFamily:
           out << (a.self ? "self" : p.graphs[a.ref].name);
           break;
+        case ir::ArgKind::Status: out << "device status"; break;
       }
     }
     out << YAML::EndSeq;
@@ -154,6 +155,7 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
         case ir::KernelParamKind::GraphFamily:
           type = "graph[" + std::to_string(q.family_size) + "]";
           break;
+        case ir::KernelParamKind::Status: type = "status"; break;
       }
       out << q.name + ": " + type;
     }
@@ -199,7 +201,10 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
   for (const ir::BindCheck& c : p.bind_checks) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "code" << YAML::Value << c.code
         << YAML::Key << "check" << YAML::Value << ir::to_string(c.condition, p) << YAML::Key
-        << "at" << YAML::Value << location(sources, c.loc) << YAML::EndMap;
+        << "at" << YAML::Value << location(sources, c.loc);
+    if (c.family_size > 0)  // checked for every member
+      out << YAML::Key << "members" << YAML::Value << c.family_size;
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq;
   out << YAML::EndMap;

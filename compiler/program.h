@@ -91,7 +91,8 @@ struct Comm {
 };
 
 enum class Access : uint8_t { None, In, Out, InOut };
-enum class KernelParamKind : uint8_t { Value, Scalar, Array, Cond, Graph, GraphFamily };
+// Status: the executable's device status record (generated kernels only; lowering/codegen.h).
+enum class KernelParamKind : uint8_t { Value, Scalar, Array, Cond, Graph, GraphFamily, Status };
 enum class LaunchMode : uint8_t { FireAndForget, Tail, Sibling };
 const char* to_string(LaunchMode m);
 const char* to_string(Access a);
@@ -161,7 +162,8 @@ struct BufferAccess {
 
 // Cond: the handle of the enclosing `while kernel` until lowering resolves it to
 // CondHandle with `ref` set to the handle's index.
-enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily, CondHandle };
+// Status: the executable's device status record, where generated kernels report errors.
+enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily, CondHandle, Status };
 
 struct KernelArg {
   ArgKind kind = ArgKind::Value;
@@ -250,6 +252,17 @@ struct BindCheck {
   std::string message;  // e.g. "block of `scale` has at most 1024 threads"
   Expr condition;       // must be true (non-zero)
   SourceRange loc;
+  // > 0: the condition uses a family's index; it must hold for every member 0..family_size-1.
+  uint32_t family_size = 0;
+};
+
+// A place a generated kernel reports a device-side error from (a failed device graph launch,
+// a family index out of range, an expression that cannot be evaluated): the number is compiled
+// into the kernel, and the runtime turns it back into the statement.
+struct StatusSite {
+  SourceRange loc;
+  std::vector<SourceRange> call_stack;
+  std::string what;  // e.g. "launch child tail"
 };
 
 // A CUDA conditional handle, created on the top-level graph that holds its node.
@@ -276,6 +289,7 @@ struct Program {
   // Set by lowering.
   std::vector<ConditionalHandle> handles;
   std::vector<int> segments;  // host graphs launched in order; {main_graph} unless split
+  std::vector<StatusSite> status_sites;
   uint64_t collective_hash = 0;
 };
 

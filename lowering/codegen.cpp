@@ -14,6 +14,21 @@ template <class A, class B> __device__ __forceinline__ auto orch_max(A a, B b) {
 template <class A, class B> __device__ __forceinline__ auto orch_ceil_div(A a, B b) { return (a + b - 1) / b; }
 )";
 
+}  // namespace
+
+// One line per definition: --emit=cuda writes the generated kernels' preamble lines once each.
+// The first error wins (atomicCAS on code); count counts every report. Codes are
+// fb::DeviceError (artifact/pipeline.fbs): 1 a device graph launch failed (detail: the
+// cudaError_t), 2 a family index out of range (detail: the index), 3 an expression could not be
+// evaluated (detail: the expression's error code).
+const char* const kDeviceStatusPreamble =
+    R"(struct OrchDeviceStatus { unsigned code; unsigned site; unsigned detail; unsigned count; };
+__device__ __forceinline__ void orch_report_error(OrchDeviceStatus* s, unsigned code, unsigned site, unsigned detail) { if (atomicCAS(&s->code, 0u, code) == 0u) { s->site = site; s->detail = detail; } atomicAdd(&s->count, 1u); __threadfence_system(); }
+#define orch_expr_error(code) orch_report_error(orch_status, 3u, orch_site, (unsigned)(code))
+)";
+
+namespace {
+
 bool host_only(const ir::Expr& e) {
   if (e.kind == ir::ExprKind::DeviceScalar) return false;
   for (const ir::Expr& o : e.operands)
@@ -147,6 +162,21 @@ std::string GeneratedKernel::value(const ir::Expr& e) {
   return p.name;
 }
 
+void GeneratedKernel::status(const SourceRange& loc, const std::vector<SourceRange>& call_stack,
+                             const std::string& what) {
+  if (site_ >= 0) return;
+  site_ = static_cast<int>(program_.status_sites.size());
+  program_.status_sites.push_back({loc, call_stack, what});
+  ir::KernelParam p;
+  p.name = "orch_status";
+  p.kind = ir::KernelParamKind::Status;
+  params_.push_back(p);
+  ir::KernelArg a;
+  a.kind = ir::ArgKind::Status;
+  args_.push_back(a);
+  param_code_.push_back("OrchDeviceStatus* orch_status");
+}
+
 std::string GeneratedKernel::expr(const ir::Expr& e) {
   if (e.kind == ir::ExprKind::Const) {
     std::ostringstream s;
@@ -191,13 +221,18 @@ ir::Node GeneratedKernel::finish(const SourceRange& loc,
 ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
                                             const std::vector<SourceRange>& call_stack,
                                             ir::Expr grid, ir::Expr block) {
+  if (site_ < 0 && body_.find("orch_expr_error(") != std::string::npos)
+    status(loc, call_stack, "an expression evaluated by " + name_);
   std::string code;
   if (needs_half_) code += "#include <cuda_fp16.h>\n";
   if (needs_bfloat_) code += "#include <cuda_bf16.h>\n";
   code += kPreamble;
+  if (site_ >= 0) code += kDeviceStatusPreamble;
   code += "extern \"C\" __global__ void " + name_ + "(";
   for (size_t i = 0; i < param_code_.size(); ++i) code += (i ? ", " : "") + param_code_[i];
-  code += ") {\n" + body_ + "}\n";
+  code += ") {\n";
+  if (site_ >= 0) code += "  const unsigned orch_site = " + std::to_string(site_) + "u;\n";
+  code += body_ + "}\n";
 
   ir::Kernel k;
   k.name = name_;

@@ -28,6 +28,15 @@ class GeneratedKernel {
   std::string graph(int graph, bool family, bool self);
   // A value parameter computed on the host.
   std::string value(const ir::Expr& e);
+  // The executable's device status record (a KernelParamKind::Status parameter, named
+  // `orch_status` in the code), and `orch_site`, a constant naming a new status site for `loc`
+  // (program.status_sites): with them the kernel reports device-side errors through
+  //   orch_report_error(orch_status, code, orch_site, detail);
+  // (codes: fb::DeviceError in artifact/pipeline.fbs; the first report wins) or, for an
+  // expression, orch_expr_error(code). A kernel whose code calls orch_expr_error gets both at
+  // finish() without asking.
+  void status(const SourceRange& loc, const std::vector<SourceRange>& call_stack,
+              const std::string& what);
 
   void add_statement(const std::string& code) { body_ += "  " + code + "\n"; }
   // Every statement the kernel runs so far, to fuse it with another.
@@ -50,7 +59,13 @@ class GeneratedKernel {
   std::vector<ir::BufferAccess> accesses_;
   bool needs_half_ = false;
   bool needs_bfloat_ = false;
+  int site_ = -1;  // the status site, once status() registered one
 };
+
+// What a generated kernel writes into the executable's device status record (16 bytes, four
+// u32: code, site, detail, count), as defined in every generated kernel that takes it; the
+// runtime allocates one per Executable (runtime/src/executable.cpp) and reads it back.
+extern const char* const kDeviceStatusPreamble;
 
 // The C++ spelling of a scalar type: "unsigned", "float", "__half", ...
 const char* cuda_type(ir::ScalarType t);

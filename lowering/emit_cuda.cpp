@@ -422,6 +422,9 @@ class Emitter {
     };
     for (size_t g = 0; g < p_.graphs.size(); ++g)
       if (built(static_cast<int>(g))) use(p_.graphs[g].body);
+    for (int k : used_kernels_)
+      for (const ir::KernelParam& q : p_.kernels[k].params)
+        uses_status_ |= q.kind == ir::KernelParamKind::Status;
 
     // Which conditional each handle belongs to, for comments and error locations.
     handle_nodes_.assign(p_.handles.size(), nullptr);
@@ -846,6 +849,9 @@ class Emitter {
       line("cudaGraph_t " + graph_names_[s] + " = nullptr;");
       line("cudaGraphExec_t " + exec_names_[s] + " = nullptr;");
     }
+    if (uses_status_)
+      line("OrchDeviceStatus* orch_status = nullptr;  // device memory: where orchc's kernels "
+           "report errors (device_status_" + fn_ + "())");
     close("};");
     line();
   }
@@ -938,6 +944,11 @@ class Emitter {
       if (e.kind == ir::ExprKind::Binary && e.op == "==" &&
           ir::same_expr(e.operands[0], e.operands[1]))
         continue;  // true whatever the params: nothing to check
+      // A check that uses a family's index holds for every member.
+      if (c.family_size > 0) {
+        open("for (int member = 0; member < " + std::to_string(c.family_size) + "; ++member) {");
+        in_family_ = true;
+      }
       open("if (!" + host(c.condition).code + ") {");
       line("std::fprintf(stderr, \"%s\\n\", " +
            c_string(at(c.loc) + ": error[" + c.code + "]: " + c.message + " (" +
@@ -945,6 +956,10 @@ class Emitter {
            ");");
       line("return cudaErrorInvalidValue;");
       close();
+      if (c.family_size > 0) {
+        in_family_ = false;
+        close();
+      }
     }
     line("return cudaSuccess;");
     close();
@@ -1205,6 +1220,9 @@ class Emitter {
         case ir::ArgKind::GraphFamily:
           pointers.push_back("(void*)&out->" + table_names_[a.ref]);
           break;
+        case ir::ArgKind::Status:
+          pointers.push_back("(void*)&out->orch_status");
+          break;
       }
     }
     if (!pointers.empty()) {
@@ -1321,6 +1339,13 @@ class Emitter {
     open("cudaError_t build_" + fn_ + "(const " + params_type() + "& p, const " + buffers_type() +
          "& b, " + graphs_type() + "* out) {");
     line("ORCH_TRY(orch_check_params(p));");
+    if (uses_status_) {
+      line("// The record orchc's kernels report device-side errors in (the first one wins).");
+      line("ORCH_CHECK(cudaMalloc(&out->orch_status, sizeof(OrchDeviceStatus)), " +
+           where(p_.graphs[p_.main_graph].loc, "device status") + ");");
+      line("ORCH_CHECK(cudaMemset(out->orch_status, 0, sizeof(OrchDeviceStatus)), " +
+           where(p_.graphs[p_.main_graph].loc, "device status") + ");");
+    }
     bool any_family = false;
     for (int g : device_order_) any_family |= p_.graphs[g].family_size > 0;
     if (any_family) {
@@ -1407,7 +1432,33 @@ class Emitter {
         line("if (g->" + graph_names_[d] + ") cudaGraphDestroy(g->" + graph_names_[d] + ");");
       }
     }
+    if (uses_status_) line("if (g->orch_status) cudaFree(g->orch_status);");
     line("*g = " + graphs_type() + "{};");
+    close();
+    line();
+    if (!uses_status_) return;
+    line("// After the stream has finished: the first error orchc's kernels met on the GPU (a device");
+    line("// graph launch that failed, a family index out of range), printed with its .orch place.");
+    open("cudaError_t device_status_" + fn_ + "(const " + graphs_type() + "& g) {");
+    std::string sites;
+    for (const ir::StatusSite& x : p_.status_sites)
+      sites += (sites.empty() ? "" : ", ") + c_string(at(x.loc) + ": " + x.what);
+    line("static const char* const sites[] = {" + sites + "};");
+    line("static const char* const kinds[] = {\"no error\", \"device graph launch failed\", "
+         "\"family index out of range\", \"expression error\"};");
+    line("OrchDeviceStatus s = {};");
+    line("cudaError_t e = cudaMemcpy(&s, g.orch_status, sizeof s, cudaMemcpyDeviceToHost);");
+    line("if (e != cudaSuccess) return e;");
+    line("if (s.code == 0) return cudaSuccess;");
+    line("const char* kind = s.code < 4 ? kinds[s.code] : \"unknown device error\";");
+    line("const char* site = s.site < sizeof sites / sizeof sites[0] ? sites[s.site] : \"<unknown site>\";");
+    line("if (s.code == 1)");
+    line("  std::fprintf(stderr, \"%s: error: %s: %s (%u report(s))\\n\", site, kind, "
+         "cudaGetErrorName(static_cast<cudaError_t>(s.detail)), s.count);");
+    line("else");
+    line("  std::fprintf(stderr, \"%s: error: %s: %u (%u report(s))\\n\", site, kind, s.detail, "
+         "s.count);");
+    line("return cudaErrorLaunchFailure;");
     close();
     line();
   }
@@ -1443,6 +1494,7 @@ class Emitter {
         "if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);");
     line("if (err == cudaSuccess) err = launch_" + fn_ + "(g, stream);");
     line("if (err == cudaSuccess) err = cudaStreamSynchronize(stream);");
+    if (uses_status_) line("if (err == cudaSuccess) err = device_status_" + fn_ + "(g);");
     line("if (stream) cudaStreamDestroy(stream);");
     line("destroy_" + fn_ + "(&g);");
     line("free_" + fn_ + "(&b);");
@@ -1474,6 +1526,7 @@ class Emitter {
   std::vector<std::vector<const ir::Node*>> late_nodes_;
   std::vector<const ir::Node*> handle_nodes_;
   std::set<int> used_kernels_;
+  bool uses_status_ = false;  // some kernel reports device-side errors (OrchDeviceStatus)
   bool in_family_ = false;
   bool patching_ = false;
 };

@@ -127,13 +127,30 @@ class Generator {
     return out;
   }
 
+  // Launches the graph and reports a failed launch (cudaGraphLaunch returns the error to the
+  // launching thread, and nothing else sees it) in the executable's device status; a family
+  // index out of range is reported instead of read past the family's table.
   ir::Node launcher(const ir::Node& n, int graph) {
     const ir::Graph& g = p_.graphs[n.graph];
     GeneratedKernel k(p_, name("launch"));
     bool family = g.family_size > 0;
     std::string exec = k.graph(n.graph, family, n.graph == graph);
-    if (family) exec += "[" + k.expr(*n.family_member) + "]";
-    k.add_statement("cudaGraphLaunch(" + exec + ", " + launch_stream(n.mode) + ");");
+    std::string what = "launch " + g.name;
+    if (family) what += "[" + ir::to_string(*n.family_member, p_) + "]";
+    what += std::string(" ") + ir::to_string(n.mode);
+    k.status(n.loc, n.call_stack, what);
+    std::string launch = "{ const cudaError_t e = cudaGraphLaunch(" + exec + (family ? "[m]" : "") +
+                         ", " + launch_stream(n.mode) +
+                         "); if (e != cudaSuccess) orch_report_error(orch_status, 1u, orch_site, "
+                         "(unsigned)e); }";
+    if (family) {
+      k.add_statement("const unsigned long long m = (unsigned long long)(" +
+                      k.expr(*n.family_member) + ");");
+      k.add_statement("if (m < " + std::to_string(g.family_size) + "ull) " + launch);
+      k.add_statement("else orch_report_error(orch_status, 2u, orch_site, (unsigned)m);");
+    } else {
+      k.add_statement(launch);
+    }
     ir::Node out = k.finish(n.loc, n.call_stack);
     out.accesses = n.accesses;  // ordered like the launched graph's own work
     return out;

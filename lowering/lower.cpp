@@ -51,6 +51,7 @@ bool print_requested(bool option) {
 }
 
 void run_graph_passes(PassRunner& r, ir::Program& p) {
+  r.run("drop_helper_graphs", [&] { lowering::drop_helper_graphs(p); });
   r.run("split_segments", [&] { lowering::split_segments(p); });
   r.run("lower_conditions", [&] { lowering::lower_conditions(p); });
   r.run("fuse_generated_kernels", [&] { lowering::fuse_generated_kernels(p); });

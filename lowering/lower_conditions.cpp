@@ -43,7 +43,9 @@ void bind_cond_args(ir::Region& body, int handle) {
   }
 }
 
-void lower_region(ir::Program& p, ir::Region& region, int graph) {
+// `loops`: how many loop bodies enclose this region; inside one, a region runs more than once
+// per launch of the graph.
+void lower_region(ir::Program& p, ir::Region& region, int graph, int loops) {
   std::vector<ir::Node> out;
   out.reserve(region.nodes.size());
   for (ir::Node& n : region.nodes) {
@@ -63,13 +65,32 @@ void lower_region(ir::Program& p, ir::Region& region, int graph) {
       h.set_default = true;
       p.handles.push_back(h);
       bind_cond_args(n.bodies[0], n.handle);
+      // Inside another loop the default is not enough: from the second time the loop is
+      // reached, the handle still holds the 0 that ended it. A kernel before the node sets it
+      // to 1 each time (the handle belongs to the top-level graph, so a kernel in any of its
+      // bodies may set it).
+      if (loops > 0) {
+        ir::Node reset;
+        reset.kind = ir::NodeKind::While;
+        reset.loc = n.loc;
+        reset.call_stack = n.call_stack;
+        ir::Expr one;
+        one.kind = ir::ExprKind::Const;
+        one.is_literal = true;
+        one.type = ir::ScalarType::Bool;
+        one.value.i = 1;
+        one.loc = n.loc;
+        reset.cond = one;
+        out.push_back(set_condition(reset, n.handle));
+      }
     } else {
       p.handles.push_back(h);
       out.push_back(set_condition(n, n.handle));
       // A while loop evaluates its condition again as the last step of every iteration.
       if (n.kind == ir::NodeKind::While) n.bodies[0].nodes.push_back(set_condition(n, n.handle));
     }
-    for (ir::Region& body : n.bodies) lower_region(p, body, graph);
+    for (ir::Region& body : n.bodies)
+      lower_region(p, body, graph, loops + (n.kind == ir::NodeKind::While ? 1 : 0));
     out.push_back(std::move(n));
   }
   region.nodes = std::move(out);
@@ -79,7 +100,7 @@ void lower_region(ir::Program& p, ir::Region& region, int graph) {
 
 void lower_conditions(ir::Program& p) {
   for (size_t g = 0; g < p.graphs.size(); ++g)
-    lower_region(p, p.graphs[g].body, static_cast<int>(g));
+    lower_region(p, p.graphs[g].body, static_cast<int>(g), 0);
 }
 
 }  // namespace orch::lowering

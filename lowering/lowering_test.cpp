@@ -259,6 +259,27 @@ graph main {
   CHECK(is_ordered(main, 0, 1));  // the family reads x, which the fill writes
 }
 
+TEST_CASE("a launch is ordered after what the graphs it launches need, through nested launches") {
+  // `outer` only launches `inner`, which reads x: the launch of `outer` waits for the fill.
+  auto c = check(R"(pipeline p
+buffer x: f32[64]
+buffer y: f32[64]
+kernel work(x: in f32[], y: out f32[]) source """extern "C" __global__ void work(const float* x, float* y) {}"""
+graph inner device { work<<<1, 64>>>(x, y) }
+graph outer device { launch inner fire_and_forget }
+graph main {
+  fill x = 1
+  launch outer tail
+}
+)");
+  const ir::Region& checked = c->program().graphs[c->program().main_graph].body;
+  REQUIRE(checked.nodes.size() == 2);
+  CHECK(is_ordered(checked, 0, 1));
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  CHECK(is_ordered(p.graphs[p.main_graph].body, 0, 1));
+}
+
 TEST_CASE("the collective hash follows the collective sequence, not the rest") {
   auto hash = [](const std::string& body) {
     auto c = check("pipeline p\nparam n: u32 = 64\ncomm world\nbuffer g: f32[n]\nbuffer h: f32[n]\n"
@@ -293,6 +314,194 @@ TEST_CASE("the verifier catches an ordering the lowering lost") {
   REQUIRE(bad.has_errors());
   CHECK(bad.all()[0].code == "E0899");
   CHECK(bad.all()[0].message.find("`u`") != std::string::npos);
+}
+
+TEST_CASE("the verifier requires a writer after a reader (write-after-read)") {
+  // `copy x -> h` reads x, `fill x = 0` writes it: the fill must wait for the copy.
+  auto c = check(R"(pipeline p
+buffer x: f32[64]
+buffer h: f32[64] host
+graph main {
+  copy x -> h
+  fill x = 0
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 2);
+  REQUIRE(main.edges.size() == 1);
+  CHECK(main.edges[0].kind == ir::DepKind::WAR);
+  DiagnosticEngine ok;
+  CHECK(lowering::verify_ordering(p, ok));
+  main.edges.clear();
+  DiagnosticEngine bad;
+  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  REQUIRE(bad.has_errors());
+  CHECK(bad.all()[0].message ==
+        "internal compiler error: in graph `main`, nothing orders this node after the node it "
+        "conflicts with on `x`");
+  // Two readers need no order between them.
+  auto readers = check(R"(pipeline p
+buffer x: f32[64]
+buffer h: f32[64] host
+buffer k: f32[64] host
+graph main {
+  copy x -> h
+  copy x -> k
+}
+)");
+  lower_graphs(readers->program());
+  CHECK(readers->program().graphs[readers->program().main_graph].body.edges.empty());
+  DiagnosticEngine none;
+  CHECK(lowering::verify_ordering(readers->program(), none));
+}
+
+TEST_CASE("a `while kernel` inside another loop gets a kernel that sets its handle to 1 first") {
+  auto c = check(R"(pipeline p
+buffer outer: i32
+buffer inner: i32
+buffer count: i32
+kernel step(inner: inout i32, count: inout i32, c: cond) source """extern "C" __global__ void step(int* inner, int* count, cudaGraphConditionalHandle c) {}"""
+graph main {
+  fill outer = 3
+  while outer > 0 {
+    fill inner = 2
+    while kernel { step<<<1, 1>>>(inner, count, cond) }
+    outer -= 1
+  }
+  while kernel { step<<<1, 1>>>(inner, count, cond) }
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  // fill, condition, while, while kernel (top level: the handle's default is enough)
+  REQUIRE(main.nodes.size() == 4);
+  CHECK(main.nodes[3].kind == ir::NodeKind::While);
+  const int top_handle = main.nodes[3].handle;
+  const ir::Region& body = main.nodes[2].bodies[0];
+  // fill inner, reset, while kernel, update + condition
+  REQUIRE(body.nodes.size() == 4);
+  const ir::Node& loop = body.nodes[2];
+  REQUIRE(loop.kind == ir::NodeKind::While);
+  CHECK_FALSE(loop.cond.has_value());
+  const ir::Kernel& reset = kernel_of(p, body.nodes[1]);
+  CHECK(reset.generated);
+  CHECK(reset.source.find("cudaGraphSetConditional(h" + std::to_string(loop.handle) + ", (1ll)") !=
+        std::string::npos);
+  CHECK(is_ordered(body, 1, 2));
+  CHECK(p.handles[loop.handle].set_default);
+  // No reset before the top-level loop: nothing else sets its handle there.
+  for (const ir::Node& n : main.nodes)
+    for (const ir::KernelArg& a : n.args)
+      CHECK_FALSE((a.kind == ir::ArgKind::CondHandle && a.ref == top_handle));
+  DiagnosticEngine ok;
+  CHECK(lowering::verify_ordering(p, ok));
+}
+
+TEST_CASE("kernels that set one condition are ordered, and the verifier requires it") {
+  auto c = check(R"(pipeline p
+buffer a: i32
+buffer b: i32
+kernel first(a: inout i32, c: cond) source """extern "C" __global__ void first(int* a, cudaGraphConditionalHandle c) {}"""
+kernel second(b: inout i32, c: cond) source """extern "C" __global__ void second(int* b, cudaGraphConditionalHandle c) {}"""
+graph main {
+  while kernel {
+    first<<<1, 1>>>(a, cond)
+    second<<<1, 1>>>(b, cond)
+  }
+}
+)");
+  // Already in the checked DAG: no buffer orders them, the handle does.
+  {
+    const ir::Region& body = c->program().graphs[c->program().main_graph].body.nodes[0].bodies[0];
+    REQUIRE(body.edges.size() == 1);
+    CHECK(body.edges[0].kind == ir::DepKind::Condition);
+  }
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  ir::Region& body = p.graphs[p.main_graph].body.nodes[0].bodies[0];
+  REQUIRE(body.nodes.size() == 2);
+  CHECK(is_ordered(body, 0, 1));
+  DiagnosticEngine ok;
+  CHECK(lowering::verify_ordering(p, ok));
+  body.edges.clear();
+  DiagnosticEngine bad;
+  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  REQUIRE(bad.has_errors());
+  CHECK(bad.all()[0].message.find("sets the same conditional handle") != std::string::npos);
+}
+
+TEST_CASE("launchers report failed launches and out-of-range family indices to the device status") {
+  auto c = check(R"(pipeline p
+param which: u32 = 1
+buffer x: f32[64]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) {}"""
+graph one device { work<<<1, 64>>>(x) }
+graph fam[i: 4] device { work<<<1, 64>>>(x) }
+graph main {
+  launch one tail
+  launch fam[which] tail
+}
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  const ir::Region& main = p.graphs[p.main_graph].body;
+  REQUIRE(main.nodes.size() == 2);
+  REQUIRE(p.status_sites.size() == 2);
+  CHECK(p.status_sites[0].what == "launch one tail");
+  CHECK(p.status_sites[1].what == "launch fam[which] tail");
+  for (int i = 0; i < 2; ++i) {
+    const ir::Kernel& k = kernel_of(p, main.nodes[i]);
+    CAPTURE(k.source);
+    CHECK(k.source.find("struct OrchDeviceStatus") != std::string::npos);
+    CHECK(k.source.find("const unsigned orch_site = " + std::to_string(i) + "u;") !=
+          std::string::npos);
+    CHECK(k.source.find("if (e != cudaSuccess) orch_report_error(orch_status, 1u, orch_site, "
+                        "(unsigned)e);") != std::string::npos);
+    bool has_status = false;
+    for (size_t a = 0; a < k.params.size(); ++a)
+      if (k.params[a].kind == ir::KernelParamKind::Status) {
+        has_status = true;
+        CHECK(main.nodes[i].args[a].kind == ir::ArgKind::Status);
+      }
+    CHECK(has_status);
+  }
+  const std::string& fam = kernel_of(p, main.nodes[1]).source;
+  CHECK(fam.find("if (m < 4ull) { const cudaError_t e = cudaGraphLaunch(g0[m], "
+                 "cudaStreamGraphTailLaunch);") != std::string::npos);
+  CHECK(fam.find("else orch_report_error(orch_status, 2u, orch_site, (unsigned)m);") !=
+        std::string::npos);
+  // The index comes from a param: recorded for bind time.
+  REQUIRE(p.bind_checks.size() == 1);
+  CHECK(p.bind_checks[0].code == "E0504");
+}
+
+TEST_CASE("a graph that is only called keeps no body of its own after lowering") {
+  auto c = check(R"(pipeline p
+buffer x: f32[64]
+kernel again(x: inout f32[], g: graph) launches g tail <= 1 source """extern "C" __global__ void again(float* x, cudaGraphExec_t g) {}"""
+graph step { again<<<1, 64>>>(x, self) }
+graph rounds device { call step }
+graph main { launch rounds tail }
+)");
+  ir::Program& p = c->program();
+  lower_graphs(p);
+  int step = -1, rounds = -1;
+  for (size_t g = 0; g < p.graphs.size(); ++g) {
+    if (p.graphs[g].name == "step") step = static_cast<int>(g);
+    if (p.graphs[g].name == "rounds") rounds = static_cast<int>(g);
+  }
+  REQUIRE(step >= 0);
+  REQUIRE(rounds >= 0);
+  CHECK(p.graphs[step].body.nodes.empty());
+  // Inlined into `rounds`, `self` is `rounds`.
+  REQUIRE(p.graphs[rounds].body.nodes.size() == 1);
+  const ir::Node& k = p.graphs[rounds].body.nodes[0];
+  REQUIRE(k.args.size() == 2);
+  CHECK(k.args[1].self);
+  CHECK(k.args[1].ref == rounds);
 }
 
 TEST_CASE("every spec example and bundled pipeline compiles to a pipeline.bin that verifies") {

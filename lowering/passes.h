@@ -16,6 +16,11 @@ namespace orch::lowering {
 void for_each_region(ir::Program& program,
                      const std::function<void(ir::Region& region, int graph)>& f);
 
+// drop_helper_graphs.cpp: a graph that is neither main nor `device` is only ever inlined by
+// `call` (the checker checked it where it is inlined); alone it is not a graph anything
+// launches, and its `self` means whoever calls it, so its own body is dropped.
+void drop_helper_graphs(ir::Program& program);
+
 // split_segments.cpp: a host graph that holds conditional nodes and also device launches or
 // collectives becomes several graphs launched in order (program.segments), since one
 // executable graph cannot hold both (device launch + conditional hangs on driver 580;

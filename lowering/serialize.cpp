@@ -82,7 +82,17 @@ class Serializer {
       b.add_condition(condition);
       fb::SourceLoc l = loc(c.loc);
       b.add_loc(&l);
+      b.add_family_size(c.family_size);
       checks.push_back(b.Finish());
+    }
+    std::vector<Offset<fb::StatusSite>> sites;
+    for (const ir::StatusSite& x : p_.status_sites) {
+      auto what = fbb_.CreateString(x.what);
+      fb::StatusSiteBuilder b(fbb_);
+      fb::SourceLoc l = loc(x.loc);
+      b.add_loc(&l);
+      b.add_what(what);
+      sites.push_back(b.Finish());
     }
     std::vector<Offset<flatbuffers::String>> targets;
     for (const std::string& t : p_.targets) targets.push_back(fbb_.CreateString(t));
@@ -102,6 +112,7 @@ class Serializer {
     auto segments_v = fbb_.CreateVector(p_.segments);
     auto handles_v = fbb_.CreateVector(handles);
     auto checks_v = fbb_.CreateVector(checks);
+    auto sites_v = fbb_.CreateVector(sites);
     fb::PipelineBuilder b(fbb_);
     b.add_name(name);
     b.add_compiler_version(version);
@@ -117,6 +128,7 @@ class Serializer {
     b.add_handles(handles_v);
     b.add_bind_checks(checks_v);
     b.add_collective_hash(p_.collective_hash);
+    b.add_status_sites(sites_v);
     fb::FinishPipelineBuffer(fbb_, b.Finish());
     return artifact::wrap_payload(fbb_.GetBufferPointer(), fbb_.GetSize());
   }
@@ -228,6 +240,8 @@ class Serializer {
         return fb::CreateKernelArg(fbb_, fb::ArgKind::GraphExec, fb::ScalarType::U8, 0, a.ref);
       case ir::ArgKind::GraphFamily:
         return fb::CreateKernelArg(fbb_, fb::ArgKind::GraphTable, fb::ScalarType::U8, 0, a.ref);
+      case ir::ArgKind::Status:
+        return fb::CreateKernelArg(fbb_, fb::ArgKind::Status, fb::ScalarType::U8, 0, -1);
     }
     return 0;
   }

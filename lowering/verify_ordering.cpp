@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <unordered_map>
 
 #include "lowering/passes.h"
@@ -25,6 +26,16 @@ bool reaches(const std::vector<std::vector<int>>& preds, int from, int to, std::
   return false;
 }
 
+// Conditional handles a node sets (cudaGraphSetConditional), its bodies included.
+void handles_set(const ir::Node& n, std::vector<int>& out) {
+  for (const ir::KernelArg& a : n.args)
+    if (a.kind == ir::ArgKind::CondHandle &&
+        std::find(out.begin(), out.end(), a.ref) == out.end())
+      out.push_back(a.ref);
+  for (const ir::Region& b : n.bodies)
+    for (const ir::Node& child : b.nodes) handles_set(child, out);
+}
+
 bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r,
                    DiagnosticEngine& diags) {
   bool ok = true;
@@ -48,6 +59,7 @@ bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r
     std::vector<int> readers;
   };
   std::unordered_map<int, State> state;
+  std::unordered_map<int, int> setter;  // per handle, the last node that sets it
   std::vector<int> mark(n, -1);
   int stamp = 0;
   for (int j = 0; j < n; ++j) {
@@ -67,6 +79,23 @@ bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r
         diags.add_note(d, r.nodes[i].loc, "the earlier node");
         ok = false;
       }
+    }
+    // Two nodes that set one handle must not run at once (concurrent cudaGraphSetConditional
+    // calls are undefined).
+    std::vector<int> handles;
+    handles_set(r.nodes[j], handles);
+    for (int h : handles) {
+      auto [it, first] = setter.emplace(h, j);
+      if (first) continue;
+      if (!reaches(preds, it->second, j, mark, ++stamp)) {
+        Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
+                                    "internal compiler error: in graph `" + g.name +
+                                        "`, nothing orders this node after an earlier node that "
+                                        "sets the same conditional handle");
+        diags.add_note(d, r.nodes[it->second].loc, "the earlier node");
+        ok = false;
+      }
+      it->second = j;
     }
     // The kernel that sets a conditional node's handle must run before the node.
     if (r.nodes[j].handle >= 0 && !r.nodes[j].bodies.empty()) {

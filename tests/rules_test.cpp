@@ -1621,13 +1621,13 @@ TEST_CASE("E0601: one kernel's budget over 120") {
   const std::string program = R"orch(pipeline p
 buffer x: f32[1024]
 kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
-kernel fan(g: graph) launches g fire_and_forget <= 200 source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
-graph child device { work<<<1, 1024>>>(x) }
+kernel fan(g: graph[200]) launches g fire_and_forget <= 200 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+graph child[i: 200] device { work<<<1, 1024>>>(x) }
 graph main { fan<<<1, 256>>>(child) }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:4:31: error[E0601]: kernel `fan` may make 200 fire-and-forget launches, but one graph execution allows at most 120
-kernel fan(g: graph) launches g fire_and_forget <= 200 source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
-                              ^~~~~~~~~~~~~~~~~~~~~~~~
+  CHECK(diagnostics_of(program) == R"txt(t.orch:4:36: error[E0601]: kernel `fan` may make 200 fire-and-forget launches, but one graph execution allows at most 120
+kernel fan(g: graph[200]) launches g fire_and_forget <= 200 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+                                   ^~~~~~~~~~~~~~~~~~~~~~~~
 1 error generated.
 )txt");
   // Closest valid: launch at most 120 graphs fire-and-forget per execution.
@@ -1639,9 +1639,9 @@ TEST_CASE("E0601: budgets that add up to more than 120") {
 buffer x: f32[1024]
 buffer y: f32[1024]
 kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
-kernel fan(g: graph) launches g fire_and_forget <= 100 source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
-graph cx device { work<<<1, 1024>>>(x) }
-graph cy device { work<<<1, 1024>>>(y) }
+kernel fan(g: graph[100]) launches g fire_and_forget <= 100 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+graph cx[i: 100] device { work<<<1, 1024>>>(x) }
+graph cy[i: 100] device { work<<<1, 1024>>>(y) }
 graph main {
   fan<<<1, 256>>>(cx)
   fan<<<1, 256>>>(cy)
@@ -1663,13 +1663,13 @@ TEST_CASE("E0602: one kernel's tail budget over 255") {
   const std::string program = R"orch(pipeline p
 buffer x: f32[1024]
 kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
-kernel fan(g: graph) launches g tail <= 300 source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
-graph child device { work<<<1, 1024>>>(x) }
+kernel fan(g: graph[300]) launches g tail <= 300 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+graph child[i: 300] device { work<<<1, 1024>>>(x) }
 graph main { fan<<<1, 256>>>(child) }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:4:31: error[E0602]: kernel `fan` may leave 300 tail launches pending, but one graph execution allows at most 255
-kernel fan(g: graph) launches g tail <= 300 source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
-                              ^~~~~~~~~~~~~
+  CHECK(diagnostics_of(program) == R"txt(t.orch:4:36: error[E0602]: kernel `fan` may leave 300 tail launches pending, but one graph execution allows at most 255
+kernel fan(g: graph[300]) launches g tail <= 300 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+                                   ^~~~~~~~~~~~~
 1 error generated.
 )txt");
   // Closest valid: leave at most 255 tail launches pending.
@@ -1681,9 +1681,9 @@ TEST_CASE("E0602: tail budgets that add up to more than 255") {
 buffer x: f32[1024]
 buffer y: f32[1024]
 kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
-kernel fan(g: graph) launches g tail <= 200 source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
-graph cx device { work<<<1, 1024>>>(x) }
-graph cy device { work<<<1, 1024>>>(y) }
+kernel fan(g: graph[200]) launches g tail <= 200 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+graph cx[i: 200] device { work<<<1, 1024>>>(x) }
+graph cy[i: 200] device { work<<<1, 1024>>>(y) }
 graph main {
   fan<<<1, 256>>>(cx)
   fan<<<1, 256>>>(cy)
@@ -1823,6 +1823,397 @@ t.orch:7:3: note: `child` is tail-launched here
   // Closest valid: do the work that needs the result in the tail-launched graph.
   CHECK(diagnostics_of(fix(program, {{"launch child tail\n  copy y -> y_host\n", "launch child tail\n"},
                                      {"graph child device { work<<<1, 1024>>>(y) }", "graph child device {\n  work<<<1, 1024>>>(y)\n  copy y -> y_host\n}"}})) == "");
+}
+
+// The device-launch model (check_launches.cpp): environments, tail order, sibling launches, and
+// one pending launch per executable graph.
+TEST_CASE("E0606: a statement writes what fire-and-forget work reads") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+buffer x_host: f32[1024] host
+kernel look(x: in f32[], y: out f32[]) source """extern "C" __global__ void look(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }"""
+kernel spawn(g: graph) launches g fire_and_forget <= 1 source """extern "C" __global__ void spawn(cudaGraphExec_t g) {}"""
+graph child device { look<<<1, 1024>>>(x, y) }
+graph main {
+  spawn<<<1, 32>>>(child)
+  fill x = 0
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:3: error[E0606]: this statement writes `x`, which `child` reads; `child` is launched fire_and_forget, so nothing orders its work before this statement
+  fill x = 0
+  ^~~~~~~~~~
+t.orch:9:3: note: `child` is launched fire_and_forget here; work that needs its results belongs in a graph it tail-launches, which runs after it
+  spawn<<<1, 32>>>(child)
+  ^~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: a later statement may read what the launched graph only reads.
+  CHECK(diagnostics_of(fix(program, {{"  fill x = 0\n", "  copy x -> x_host\n"}})) == "");
+}
+
+TEST_CASE("E0606: what a launched graph launches counts as its work") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer z: f32[1024]
+buffer x_host: f32[1024] host
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph inner device { work<<<1, 1024>>>(x) }
+graph outer device { launch inner fire_and_forget }
+graph main {
+  launch outer fire_and_forget
+  copy x -> x_host
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:3: error[E0606]: this statement reads `x`, which `outer` writes; `outer` is launched fire_and_forget, so nothing orders its work before this statement
+  copy x -> x_host
+  ^~~~~~~~~~~~~~~~
+t.orch:9:3: note: `outer` is launched fire_and_forget here; work that needs its results belongs in a graph it tail-launches, which runs after it
+  launch outer fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: the nested launch works on another buffer.
+  CHECK(diagnostics_of(fix(program, {{"graph inner device { work<<<1, 1024>>>(x) }", "graph inner device { work<<<1, 1024>>>(z) }"}})) == "");
+}
+
+TEST_CASE("E0606: two fire-and-forget launches of one kernel that write one buffer") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel two(a: graph, b: graph) launches a fire_and_forget <= 1, b fire_and_forget <= 1 source """extern "C" __global__ void two(cudaGraphExec_t a, cudaGraphExec_t b) {}"""
+graph first device { work<<<1, 1024>>>(x) }
+graph second device { work<<<1, 1024>>>(x) }
+graph main { two<<<1, 32>>>(first, second) }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:7:14: error[E0606]: `two` launches `first` fire_and_forget and `second` fire_and_forget: `second` writes `x`, which `first` writes, and nothing orders one before the other
+graph main { two<<<1, 32>>>(first, second) }
+             ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: tail-launch the second; it runs after the first has finished.
+  CHECK(diagnostics_of(fix(program, {{"b fire_and_forget <= 1", "b tail <= 1"}})) == "");
+}
+
+TEST_CASE("E0606: two fire-and-forget launch statements that write one buffer") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph first device { work<<<1, 1024>>>(x) }
+graph second device { work<<<1, 1024>>>(x) }
+graph main {
+  launch first fire_and_forget
+  launch second fire_and_forget
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:8:3: error[E0606]: `second`, launched fire_and_forget here, writes `x`, which `first` writes; `first` is launched fire_and_forget, so nothing orders its work before `second`'s
+  launch second fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+t.orch:7:3: note: `first` is launched fire_and_forget here
+  launch first fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: tail-launch the second, as with one kernel.
+  CHECK(diagnostics_of(fix(program, {{"launch second fire_and_forget", "launch second tail"}})) == "");
+}
+
+TEST_CASE("members of one family may share buffers when launched together") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel fan(g: graph[4]) launches g fire_and_forget <= 4 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+graph part[i: 4] device { work<<<1, 256>>>(x) }
+graph main {
+  fan<<<1, 32>>>(part)
+}
+)orch";
+  CHECK(diagnostics_of(program) == "");
+}
+
+TEST_CASE("E0607: a fire-and-forget launch after a tail launch that writes what it reads") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel look(x: in f32[], y: out f32[]) source """extern "C" __global__ void look(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }"""
+graph produce device { work<<<1, 1024>>>(x) }
+graph consume device { look<<<1, 1024>>>(x, y) }
+graph main {
+  launch produce tail
+  launch consume fire_and_forget
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:3: error[E0607]: `consume`, launched fire_and_forget here, reads `x`, which `produce` writes, but `produce` is tail-launched: it runs after this whole graph, not before `consume`
+  launch consume fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+t.orch:9:3: note: `produce` is tail-launched here
+  launch produce tail
+  ^~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: launch the producer fire-and-forget and the consumer as a tail launch: a tail
+  // launch waits for all fire-and-forget work.
+  CHECK(diagnostics_of(fix(program, {{"  launch produce tail\n  launch consume fire_and_forget\n", "  launch produce fire_and_forget\n  launch consume tail\n"}})) == "");
+}
+
+TEST_CASE("a tail launch after fire-and-forget launches of one kernel, and tail launches in order, are ordered") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+buffer z: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel look(x: in f32[], y: out f32[]) source """extern "C" __global__ void look(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }"""
+kernel both(a: graph, b: graph) launches a fire_and_forget <= 1, b tail <= 1 source """extern "C" __global__ void both(cudaGraphExec_t a, cudaGraphExec_t b) {}"""
+graph produce device { work<<<1, 1024>>>(x) }
+graph consume device { look<<<1, 1024>>>(x, y) }
+graph again device { look<<<1, 1024>>>(y, z) }
+graph main {
+  both<<<1, 32>>>(produce, consume)
+  launch again tail
+}
+)orch";
+  CHECK(diagnostics_of(program) == "");
+}
+
+TEST_CASE("E0608: one graph launched twice fire-and-forget") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph child device { work<<<1, 256>>>(x) }
+graph main {
+  launch child fire_and_forget
+  launch child fire_and_forget
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:7:3: error[E0608]: `child` may be launched 2 times in one execution of `main`; an executable graph runs one launch at a time, and CUDA refuses to launch it while a launch is pending or running (cudaErrorInvalidValue)
+  launch child fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~
+t.orch:6:3: note: `child` is also launched here
+  launch child fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: a family has one executable graph per member.
+  CHECK(diagnostics_of(fix(program, {{"graph child device", "graph child[i: 2] device"}, {"  launch child fire_and_forget\n  launch child fire_and_forget\n", "  launch child[0] fire_and_forget\n  launch child[1] fire_and_forget\n"}})) == "");
+}
+
+TEST_CASE("E0608: a budget of two launches of one graph") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel fan(g: graph) launches g tail <= 2 source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
+graph child device { work<<<1, 256>>>(x) }
+graph main { fan<<<1, 32>>>(child) }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:6:14: error[E0608]: `child` may be launched 2 times in one execution of `main`; an executable graph runs one launch at a time, and CUDA refuses to launch it while a launch is pending or running (cudaErrorInvalidValue)
+graph main { fan<<<1, 32>>>(child) }
+             ^~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: launch it once per execution.
+  CHECK(diagnostics_of(fix(program, {{"tail <= 2", "tail <= 1"}})) == "");
+}
+
+TEST_CASE("E0608: a graph that launches itself fire-and-forget") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph again device {
+  work<<<1, 256>>>(x)
+  launch again fire_and_forget
+}
+graph main { launch again tail }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:6:3: error[E0608]: `again` launches itself fire_and_forget while it is running; an executable graph runs one launch at a time, and CUDA refuses to launch it while a launch is running (cudaErrorInvalidValue)
+  launch again fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: relaunch itself as a tail launch (a loop; see E0603).
+  CHECK(diagnostics_of(fix(program, {{"launch again fire_and_forget", "launch again tail"}})) == "");
+}
+
+TEST_CASE("E0608: two members of a family that launch the same graph") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph child device { work<<<1, 256>>>(y) }
+graph part[i: 2] device {
+  work<<<1, 256>>>(x)
+  launch child fire_and_forget
+}
+graph main {
+  launch part[0] tail
+  launch part[1] tail
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:8:3: error[E0608]: `child` may be launched 2 times in one execution of `main`; an executable graph runs one launch at a time, and CUDA refuses to launch it while a launch is pending or running (cudaErrorInvalidValue)
+  launch child fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~
+t.orch:8:3: note: launched here by each of the 2 members of `part` that run
+  launch child fire_and_forget
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: each member launches its own member of a family.
+  CHECK(diagnostics_of(fix(program, {{"graph child device", "graph child[c: 2] device"}, {"launch child fire_and_forget", "launch child[i] fire_and_forget"}})) == "");
+}
+
+TEST_CASE("E0608: a family budget larger than the family") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel fan(g: graph[4]) launches g fire_and_forget <= 8 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+graph part[i: 4] device { work<<<1, 256>>>(x) }
+graph main { fan<<<1, 32>>>(part) }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:4:34: error[E0608]: kernel `fan` may make 8 launches from `g`, a family of 4 graphs, so it would launch some member twice; an executable graph runs one launch at a time
+kernel fan(g: graph[4]) launches g fire_and_forget <= 8 source """extern "C" __global__ void fan(const cudaGraphExec_t* g) {}"""
+                                 ^~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: launch each member at most once.
+  CHECK(diagnostics_of(fix(program, {{"fire_and_forget <= 8", "fire_and_forget <= 4"}})) == "");
+}
+
+TEST_CASE("E0609: a graph that relaunches itself and tail-launches another") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+kernel look(x: in f32[], y: out f32[]) source """extern "C" __global__ void look(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }"""
+kernel step(x: inout f32[], again: graph, done: graph) launches again tail <= 1, done tail <= 1 source """extern "C" __global__ void step(float* x, cudaGraphExec_t again, cudaGraphExec_t done) {}"""
+graph finish device { look<<<1, 1024>>>(x, y) }
+graph rounds device { step<<<1, 256>>>(x, self, finish) }
+graph main { launch rounds tail }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:7:23: error[E0609]: `rounds` relaunches itself and also tail-launches `finish`: each round runs before the tail launches of the rounds before it, so several launches of `finish` could be pending at once
+graph rounds device { step<<<1, 256>>>(x, self, finish) }
+                      ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: tail-launch `finish` after `rounds` from the graph that launches the loop: it
+  // runs when the last round has finished.
+  CHECK(diagnostics_of(fix(program, {{"kernel step(x: inout f32[], again: graph, done: graph) launches again tail <= 1, done tail <= 1 source \"\"\"extern \"C\" __global__ void step(float* x, cudaGraphExec_t again, cudaGraphExec_t done) {}\"\"\"", "kernel step(x: inout f32[], again: graph) launches again tail <= 1 source \"\"\"extern \"C\" __global__ void step(float* x, cudaGraphExec_t again) {}\"\"\""}, {"step<<<1, 256>>>(x, self, finish)", "step<<<1, 256>>>(x, self)"}, {"graph main { launch rounds tail }", "graph main {\n  launch rounds tail\n  launch finish tail\n}"}})) == "");
+}
+
+TEST_CASE("E0610: a tail launch after a sibling launch") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel look(x: in f32[], y: out f32[]) source """extern "C" __global__ void look(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }"""
+graph produce device { work<<<1, 1024>>>(x) }
+graph consume device { look<<<1, 1024>>>(x, y) }
+graph main {
+  launch produce sibling
+  launch consume tail
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:3: error[E0610]: `consume` is tail-launched here and reads `x`, which `produce` writes; `produce` is launched as a sibling, which runs in the parent graph's execution, so the tail launch does not wait for it
+  launch consume tail
+  ^~~~~~~~~~~~~~~~~~~
+t.orch:9:3: note: `produce` is launched as a sibling here; launched fire_and_forget, it would finish before the tail launch starts
+  launch produce sibling
+  ^~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: launch it fire-and-forget: the tail launch waits for that.
+  CHECK(diagnostics_of(fix(program, {{"launch produce sibling", "launch produce fire_and_forget"}})) == "");
+}
+
+TEST_CASE("E0610: a tail launch after one whose sibling launch writes what it reads") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel look(x: in f32[], y: out f32[]) source """extern "C" __global__ void look(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }"""
+graph produce device { work<<<1, 1024>>>(x) }
+graph first device { launch produce sibling }
+graph consume device { look<<<1, 1024>>>(x, y) }
+graph main {
+  launch first tail
+  launch consume tail
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:11:3: error[E0610]: `consume` is tail-launched here and reads `x`, which work that `first` launches as a sibling writes; tail launches wait for `first` but not for its sibling launches
+  launch consume tail
+  ^~~~~~~~~~~~~~~~~~~
+t.orch:10:3: note: `first` is tail-launched here
+  launch first tail
+  ^~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: the nested launch is fire-and-forget, part of `first`'s execution.
+  CHECK(diagnostics_of(fix(program, {{"launch produce sibling", "launch produce fire_and_forget"}})) == "");
+}
+
+TEST_CASE("E0611: one kernel tail-launches two graphs that use one buffer") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel look(x: in f32[], y: out f32[]) source """extern "C" __global__ void look(const float* x, float* y) { y[threadIdx.x] = x[threadIdx.x]; }"""
+kernel both(a: graph, b: graph) launches a tail <= 1, b tail <= 1 source """extern "C" __global__ void both(cudaGraphExec_t a, cudaGraphExec_t b) {}"""
+graph produce device { work<<<1, 1024>>>(x) }
+graph consume device { look<<<1, 1024>>>(x, y) }
+graph main { both<<<1, 32>>>(produce, consume) }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:9:14: error[E0611]: `both` tail-launches `produce` and `consume`, and `consume` reads `x`, which `produce` writes: they run in the order the kernel launches them, which orch cannot see
+graph main { both<<<1, 32>>>(produce, consume) }
+             ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: two `launch` statements, which run in program order.
+  CHECK(diagnostics_of(fix(program, {{"graph main { both<<<1, 32>>>(produce, consume) }", "graph main {\n  launch produce tail\n  launch consume tail\n}"}})) == "");
+}
+
+TEST_CASE("E0504: a family member index past the end for one member") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph stage[j: 4] device {
+  work<<<1, 256>>>(x)
+  launch stage[j + 1] tail
+}
+graph main { launch stage[0] tail }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:6:16: error[E0504]: `stage` has members 0 to 3; `j + 1` is 4 in member 3 of `stage`
+  launch stage[j + 1] tail
+               ^~~~~
+1 error generated.
+)txt");
+  // Closest valid: an index that names a member for every member.
+  CHECK(diagnostics_of(fix(program, {{"launch stage[j + 1] tail", "launch last[j] tail"}, {"graph main", "graph last[k: 4] device { work<<<1, 256>>>(x) }\ngraph main"}})) == "");
+}
+
+TEST_CASE("E0504: a family member index from a param") {
+  const std::string program = R"orch(pipeline p
+param which: u32 = 4
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph part[i: 4] device { work<<<1, 256>>>(x) }
+graph main { launch part[which] tail }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:6:26: error[E0504]: `part` has members 0 to 3; `which` is 4 (with the default values which = 4)
+graph main { launch part[which] tail }
+                         ^~~~~
+1 error generated.
+)txt");
+  // Closest valid: a default that names a member (checked again at bind time).
+  CHECK(diagnostics_of(fix(program, {{"param which: u32 = 4", "param which: u32 = 3"}})) == "");
+}
+
+TEST_CASE("`self` in a graph that is only called means the graph it is called from") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel again(x: inout f32[], g: graph) launches g tail <= 1 source """extern "C" __global__ void again(float* x, cudaGraphExec_t g) {}"""
+graph step { again<<<1, 256>>>(x, self) }
+graph rounds device { call step }
+graph main { launch rounds tail }
+)orch";
+  CHECK(diagnostics_of(program) == "");
 }
 
 }  // TEST_SUITE("rules")

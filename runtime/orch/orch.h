@@ -43,7 +43,8 @@ enum {
   ORCH_ERROR_BUFFER_TOO_SMALL = 11,
   ORCH_ERROR_UNSUPPORTED = 12,
   ORCH_ERROR_NCCL = 13,
-  ORCH_ERROR_RANK_MISMATCH = 14
+  ORCH_ERROR_RANK_MISMATCH = 14,
+  ORCH_ERROR_DEVICE = 15  /* a kernel orchc wrote met an error on the GPU (orch_device_status) */
 };
 
 /* The size of an NCCL unique id (ncclUniqueId). */
@@ -86,6 +87,10 @@ orch_error* orch_nccl_unique_id(void* out);
 orch_error* orch_instantiate(const orch_pipeline* pipeline, const orch_bindings* bindings, cudaStream_t stream,
                              orch_executable** out);
 orch_error* orch_launch(orch_executable* exec, cudaStream_t stream);
+/* After the launch stream has finished: the first error orchc's kernels met on the GPU (a device
+ * graph launch that failed), ORCH_ERROR_DEVICE; kept until orch_clear_device_status. */
+orch_error* orch_device_status(const orch_executable* exec);
+orch_error* orch_clear_device_status(orch_executable* exec);
 orch_error* orch_set_param_u32(orch_executable* exec, const char* name, uint32_t value);
 orch_error* orch_set_param_i32(orch_executable* exec, const char* name, int32_t value);
 orch_error* orch_set_param_u64(orch_executable* exec, const char* name, uint64_t value);

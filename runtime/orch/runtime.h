@@ -57,6 +57,7 @@ enum class ErrorCode {
   Unsupported,       // the pipeline needs something this runtime cannot do yet
   Nccl,              // NCCL could not be loaded, or an NCCL call failed
   RankMismatch,      // ranks disagree: another rank runs a different pipeline, or failed
+  DeviceError,       // a kernel orchc wrote met an error on the GPU (Executable::device_status)
 };
 
 // The name of a code ("BindCheckFailed").
@@ -266,8 +267,22 @@ class Executable {
   Executable& operator=(const Executable&) = delete;
 
   // Launches the segments in order on `stream` (re-uploading device graphs that set_param or
-  // rebind changed first). Asynchronous, like cudaGraphLaunch.
+  // rebind changed first). Asynchronous, like cudaGraphLaunch: errors on the GPU show up in
+  // device_status() once the stream has finished.
   Status launch(cudaStream_t stream);
+
+  // Device-side errors. Work launched from the GPU cannot return an error to the host: a
+  // device-side cudaGraphLaunch that fails (the graph is still running, too many pending
+  // launches) tells only the launching thread, and the launched work is simply missing. The
+  // kernels orchc writes (the launchers of `launch` statements, and expression evaluation)
+  // report such errors in a small record in device memory that this Executable owns: the first
+  // error wins, later ones are only counted. Call device_status() after the stream that ran
+  // launch() has finished (cudaStreamSynchronize): it copies the record to the host and returns
+  // DeviceError naming the statement (where(): its .orch place), what went wrong and how many
+  // reports there were, or Ok. The record keeps the error until clear_device_status(). A user
+  // kernel's own cudaGraphLaunch is not covered: check its return value there.
+  Status device_status() const;
+  Status clear_device_status();
 
   // Changes a param and patches every node whose values depend on it in place
   // (cudaGraphExec*SetParams, in conditional bodies and device graphs too), falling back to

@@ -109,6 +109,16 @@ orch_error* orch_launch(orch_executable* x, cudaStream_t stream) {
   return wrap(x->exec->launch(stream));
 }
 
+orch_error* orch_device_status(const orch_executable* x) {
+  if (!x) return invalid("orch_device_status: null executable");
+  return wrap(x->exec->device_status());
+}
+
+orch_error* orch_clear_device_status(orch_executable* x) {
+  if (!x) return invalid("orch_clear_device_status: null executable");
+  return wrap(x->exec->clear_device_status());
+}
+
 orch_error* orch_set_param_u32(orch_executable* x, const char* n, uint32_t v) { return set_param(x, n, v); }
 orch_error* orch_set_param_i32(orch_executable* x, const char* n, int32_t v) { return set_param(x, n, v); }
 orch_error* orch_set_param_u64(orch_executable* x, const char* n, uint64_t v) { return set_param(x, n, v); }

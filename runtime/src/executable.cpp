@@ -212,6 +212,11 @@ struct Executable::Impl {
   // Device arrays of the execs of each family (per Pipeline.graphs index; empty otherwise).
   std::vector<rt::DeviceMemory> tables;
 
+  // The device status record (fb::DeviceError): four u32, code, site, detail, count, where
+  // generated kernels report errors they meet on the GPU; zeroed at instantiate.
+  rt::DeviceMemory status;
+  static constexpr size_t kStatusBytes = 4 * sizeof(uint32_t);
+
   struct Top {
     int graph = -1;   // Pipeline.graphs index
     int member = -1;  // family member, -1 otherwise
@@ -328,6 +333,9 @@ struct Executable::Impl {
           break;
         case fb::ArgKind::GraphTable:
           slot = reinterpret_cast<uint64_t>(tables[a->ref()].get());
+          break;
+        case fb::ArgKind::Status:
+          slot = reinterpret_cast<uint64_t>(status.get());
           break;
       }
     }
@@ -1137,6 +1145,16 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   const fb::Pipeline& p = *x->p;
   Status s;
 
+  // The device status record, which generated kernels take as an argument.
+  {
+    cudaError_t e = cudaMalloc(x->status.out(), Executable::Impl::kStatusBytes);
+    if (e == cudaSuccess) e = cudaMemsetAsync(x->status.get(), 0, Executable::Impl::kStatusBytes, stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rt::cuda_error(e, "cannot allocate the device status record");
+    }
+  }
+
   // Family exec tables, allocated now so kernels that take them can be built.
   const uint32_t ngraphs = p.graphs() ? p.graphs()->size() : 0;
   x->tables.resize(ngraphs);
@@ -1338,6 +1356,54 @@ size_t Executable::buffer_bytes(std::string_view name) const {
 }
 
 Executable::Stats Executable::stats() const { return impl_->stats; }
+
+Status Executable::device_status() const {
+  const Impl& x = *impl_;
+  uint32_t r[4] = {0, 0, 0, 0};
+  cudaError_t e = cudaMemcpy(r, x.status.get(), sizeof r, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return rt::cuda_error(e, "cannot read the device status record");
+  }
+  const uint32_t code = r[0], site = r[1], detail = r[2], count = r[3];
+  if (code == 0) return {};
+  std::string what = "a kernel orchc wrote", where;
+  const auto* sites = x.p->status_sites();
+  if (sites && site < sites->size()) {
+    const fb::StatusSite* s = sites->Get(site);
+    if (s->what() && s->what()->size() > 0) what = "`" + str(s->what()) + "`";
+    where = rt::where(*x.p, s->loc());
+  }
+  std::string message;
+  switch (static_cast<fb::DeviceError>(code)) {
+    case fb::DeviceError::LaunchFailed: {
+      const cudaError_t c = static_cast<cudaError_t>(detail);
+      message = what + ": the device graph launch failed on the GPU: " + cudaGetErrorName(c) + " (" +
+                cudaGetErrorString(c) + "); the graph did not run";
+      break;
+    }
+    case fb::DeviceError::MemberOutOfRange:
+      message = what + ": family index " + std::to_string(detail) + " is outside the family; nothing was launched";
+      break;
+    case fb::DeviceError::Expression:
+      message = what + ": the expression could not be evaluated on the GPU (error " + std::to_string(detail) + ")";
+      break;
+    default:
+      message = what + ": device error " + std::to_string(code) + " (detail " + std::to_string(detail) + ")";
+      break;
+  }
+  if (count > 1) message += "; " + std::to_string(count - 1) + " more device error(s) after it";
+  return Error(ErrorCode::DeviceError, message, where);
+}
+
+Status Executable::clear_device_status() {
+  cudaError_t e = cudaMemset(impl_->status.get(), 0, Impl::kStatusBytes);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return rt::cuda_error(e, "cannot clear the device status record");
+  }
+  return {};
+}
 
 void* Executable::comm(std::string_view name) const {
   const int i = impl_->comm_index(name);

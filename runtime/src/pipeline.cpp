@@ -26,6 +26,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::Unsupported: return "Unsupported";
     case ErrorCode::Nccl: return "Nccl";
     case ErrorCode::RankMismatch: return "RankMismatch";
+    case ErrorCode::DeviceError: return "DeviceError";
   }
   return "Unknown";
 }

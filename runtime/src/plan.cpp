@@ -370,19 +370,25 @@ Result<Plan> make_plan(const fb::Pipeline& p, const Bindings& bindings) {
     plan.world_size = comms[0]->world_size;
   }
 
-  // Bind checks, in file order; the first false one is the error.
+  // Bind checks, in file order; the first false one is the error. A check that uses a family's
+  // index holds for every member.
   const EvalEnv env = plan.env();
   if (p.bind_checks()) {
     for (const fb::BindCheck* c : *p.bind_checks()) {
-      Value v;
-      std::string e = evaluate(c->condition(), env, &v);
-      if (!e.empty())
-        return Error(ErrorCode::InvalidValue,
-                     name_of(c->code()) + ": cannot evaluate a bind check (" + e + "): " + name_of(c->message()),
-                     where(p, c->loc()));
-      if (!v.truthy())
-        return Error(ErrorCode::BindCheckFailed, name_of(c->code()) + ": " + name_of(c->message()),
-                     where(p, c->loc()));
+      const uint32_t members = c->family_size();
+      for (uint32_t m = 0; m < (members > 0 ? members : 1); ++m) {
+        const std::string member = members > 0 ? " (family member " + std::to_string(m) + ")" : "";
+        Value v;
+        std::string e = evaluate(c->condition(), members > 0 ? plan.env(m) : env, &v);
+        if (!e.empty())
+          return Error(ErrorCode::InvalidValue,
+                       name_of(c->code()) + ": cannot evaluate a bind check (" + e + "): " + name_of(c->message()) +
+                           member,
+                       where(p, c->loc()));
+        if (!v.truthy())
+          return Error(ErrorCode::BindCheckFailed, name_of(c->code()) + ": " + name_of(c->message()) + member,
+                       where(p, c->loc()));
+      }
     }
   }
 

@@ -285,6 +285,47 @@ TEST_CASE("plan: a failing bind check names its code, message and statement") {
   CHECK(orch::rt::make_plan(*o.p, b).ok());
 }
 
+TEST_CASE("plan: a bind check that uses the family index holds for every member") {
+  // Was: "family index used outside a graph family" for any shape that used the index.
+  const char* src = R"(pipeline member_checks
+param base: u32 = 32
+param which: u32 = 1
+buffer t: u32[4]
+kernel count(i: u32, t: inout u32[]) source """extern "C" __global__ void count(unsigned i, unsigned* t) {}"""
+graph part[i: 4] device { count<<<1, base * (i + 1)>>>(i, t) }
+graph main { launch part[which] tail }
+)";
+  std::string log;
+  std::string path = orch::test::compile_source("member_checks", src, &log);
+  INFO(log);
+  REQUIRE(!path.empty());
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string bytes = s.str();
+  auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  INFO(r.error);
+  REQUIRE(r.ok());
+  orch::Bindings b;
+  auto plan = orch::rt::make_plan(*r.pipeline, b);
+  INFO(plan.error().to_string());
+  CHECK(plan.ok());
+  b.param("base", 256u);  // members 0..3: blocks of 256, 512, 768 and 1024 threads
+  CHECK(orch::rt::make_plan(*r.pipeline, b).ok());
+  b.param("base", 257u);  // member 3: 1028
+  plan = orch::rt::make_plan(*r.pipeline, b);
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.error().code() == orch::ErrorCode::BindCheckFailed);
+  CHECK(plan.error().message() ==
+        "E0201: block of `count` has too many threads; sm_90 allows at most 1024 per block (family member 3)");
+  b.param("base", 32u).param("which", 4u);
+  plan = orch::rt::make_plan(*r.pipeline, b);
+  REQUIRE_FALSE(plan.ok());
+  CHECK(plan.error().message() ==
+        "E0504: `part` has members 0 to 3; the index of `launch part[...]` is one of them");
+  CHECK(plan.error().where().find("member_checks.orch:7:26") != std::string::npos);
+}
+
 TEST_CASE("plan: comms must be bound, and give rank and world_size") {
   Opened o = open_example("dp_step");
   REQUIRE(orch::rt::find_collective(*o.p) != nullptr);

@@ -229,6 +229,7 @@ class Runner {
     }
     if ((e = cudaStreamSynchronize(stream.s)) != cudaSuccess)
       return fail("a warm-up launch failed on the GPU: " + cuda_text(e));
+    if (orch::Status d = x.device_status(); !d) return fail(d.error());
 
     std::vector<double> ms;
     ms.reserve(o_.repeat);
@@ -249,6 +250,8 @@ class Runner {
       }
       if ((e = cudaStreamSynchronize(stream.s)) != cudaSuccess)
         return fail("a launch failed on the GPU: " + cuda_text(e));
+      // Work launched from the GPU reports its failures only in the device status.
+      if (orch::Status d = x.device_status(); !d) return fail(d.error());
       for (unsigned i = 0; i < n; ++i) {
         float t = 0;
         if ((e = cudaEventElapsedTime(&t, starts[i].e, stops[i].e)) != cudaSuccess)
@@ -364,6 +367,7 @@ class Runner {
       if (!s) return fail(s.error());
       cudaError_t e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) return fail("a launch failed on the GPU: " + cuda_text(e));
+      if (orch::Status d = x.device_status(); !d) return fail(d.error());
       launches.push_back(profiler->take(&error));
       if (!error.empty()) return fail("--nodes: " + error);
     }

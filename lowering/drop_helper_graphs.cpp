@@ -1,0 +1,14 @@
+#include "lowering/passes.h"
+
+namespace orch::lowering {
+
+void drop_helper_graphs(ir::Program& p) {
+  for (size_t g = 0; g < p.graphs.size(); ++g) {
+    ir::Graph& graph = p.graphs[g];
+    if (graph.device || static_cast<int>(g) == p.main_graph) continue;
+    graph.body = ir::Region();
+    graph.fire_and_forget_launches = graph.tail_launches = graph.self_tail_launches = 0;
+  }
+}
+
+}  // namespace orch::lowering
