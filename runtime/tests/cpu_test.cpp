@@ -358,7 +358,7 @@ TEST_CASE("load: malformed input is an error value before any CUDA call") {
   r = orch::Pipeline::load(orch::test::temp_dir() + "/does-not-exist.bin");
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code() == orch::ErrorCode::Io);
-  CHECK(r.error().to_string().find("error: cannot open") == 0);
+  CHECK(r.error().to_string() == "error: " + orch::test::temp_dir() + "/does-not-exist.bin: cannot open: No such file or directory");
 
   // A valid file with an odd address inside a bigger buffer: load_from_memory copies it.
   std::string good = orch::artifact::sample_artifact();
