@@ -266,8 +266,11 @@ TEST_CASE("plan: bindings are validated by name, type and size") {
     b.param("n", 0u);
     auto plan = orch::rt::make_plan(*o.p, b);
     REQUIRE_FALSE(plan.ok());
-    // The grid bind check comes first: ceil_div(0, 256) blocks is no launch.
+    // The grid bind check comes first: ceil_div(0, 256) blocks is no launch, and it says so
+    // (not "too many blocks").
     CHECK(plan.error().code() == orch::ErrorCode::BindCheckFailed);
+    CHECK(plan.error().message() == "E0205: grid of `saxpy` is empty in x (no blocks)");
+    CHECK(plan.error().where().find("saxpy.orch:") != std::string::npos);
   }
 }
 
