@@ -29,7 +29,40 @@ struct RangeCheck {
   CUresult sticky_error = CUDA_SUCCESS;
 };
 
-RangeCheck check_range(uint64_t dev, uint64_t bytes, void* host_ptr, bool is_host) {
+// Host memory (pinned, registered): the CPU's last byte must be host memory CUDA knows, at the
+// matching device address (a runtime query, which succeeds for any pointer), then the driver's
+// range of the allocation or registration, where it gives one, must hold all of it.
+RangeCheck check_host_range(uint64_t dev, uint64_t bytes, void* host_ptr) {
+  RangeCheck out;
+  const uint64_t last = dev + bytes - 1;
+  cudaPointerAttributes end_attr = {};
+  char* host_last = static_cast<char*>(host_ptr) + (bytes - 1);
+  cudaError_t e = cudaPointerGetAttributes(&end_attr, host_last);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (is_sticky(e)) out.sticky_error = static_cast<CUresult>(e);
+    return out;
+  }
+  if (end_attr.type != cudaMemoryTypeHost || reinterpret_cast<uint64_t>(end_attr.devicePointer) != last) return out;
+  const Driver& d = driver();
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  if (d.pointer_get_attribute && d.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dev) == CUDA_SUCCESS &&
+      d.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, dev) == CUDA_SUCCESS && size > 0) {
+    out.known = true;
+    out.base = start;
+    out.size = size;
+    out.inside = range_inside(dev, bytes, start, size);
+    return out;
+  }
+  // Both ends are host memory CUDA maps at consecutive device addresses; the driver says no more.
+  out.inside = true;
+  return out;
+}
+
+// Device and managed memory: the allocation that holds the first byte; else the first and the
+// last byte in one allocation; else the pieces of a virtual-memory mapping, one after another.
+RangeCheck check_device_range(uint64_t dev, uint64_t bytes) {
   RangeCheck out;
   const Driver& d = driver();
   const uint64_t last = dev + bytes - 1;  // bytes > 0, no overflow (checked by the caller)
@@ -37,9 +70,6 @@ RangeCheck check_range(uint64_t dev, uint64_t bytes, void* host_ptr, bool is_hos
     if (sticky(r) && out.sticky_error == CUDA_SUCCESS) out.sticky_error = r;
     return r == CUDA_SUCCESS;
   };
-
-  // 1. The allocation that holds the first byte (cudaMalloc, cudaMallocManaged, cudaHostAlloc,
-  //    one piece of a virtual memory mapping).
   if (d.mem_get_address_range) {
     CUdeviceptr base = 0;
     size_t size = 0;
@@ -54,7 +84,6 @@ RangeCheck check_range(uint64_t dev, uint64_t bytes, void* host_ptr, bool is_hos
     }
   }
   if (!d.pointer_get_attribute) return out;
-  // 2. The first and the last byte in the same allocation (each allocation has a unique id).
   {
     unsigned long long first_id = 0, last_id = 0;
     if (note(d.pointer_get_attribute(&first_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, dev)) &&
@@ -64,41 +93,24 @@ RangeCheck check_range(uint64_t dev, uint64_t bytes, void* host_ptr, bool is_hos
       return out;
     }
   }
-  // 3. A virtual memory reservation mapped by several pieces: each piece must follow the last,
-  //    all inside the reservation.
-  {
-    CUdeviceptr start = 0;
-    size_t size = 0;
-    if (note(d.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dev)) &&
-        note(d.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, dev)) &&
-        range_inside(dev, bytes, start, size) && d.mem_get_address_range) {
-      uint64_t at = dev;
-      for (int piece = 0; piece < 65536; ++piece) {
-        CUdeviceptr base = 0;
-        size_t psize = 0;
-        if (!note(d.mem_get_address_range(&base, &psize, at)) || psize == 0 || base > at ||
-            at - base >= psize)
-          break;
-        const uint64_t end = base + psize;  // the byte after this piece
-        if (end > last) {
-          out.inside = true;
-          return out;
-        }
-        at = end;
+  // A reservation (cuMemAddressReserve) mapped by several pieces (cuMemMap): each piece must
+  // start where the last ended, all inside the reservation.
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  if (d.mem_get_address_range && note(d.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dev)) &&
+      note(d.pointer_get_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, dev)) && range_inside(dev, bytes, start, size)) {
+    uint64_t at = dev;
+    for (int piece = 0; piece < 65536; ++piece) {
+      CUdeviceptr base = 0;
+      size_t psize = 0;
+      if (!note(d.mem_get_address_range(&base, &psize, at)) || psize == 0 || base > at || at - base >= psize) break;
+      const uint64_t end = base + psize;  // the byte after this piece
+      if (end > last) {
+        out.inside = true;
+        return out;
       }
+      at = end;
     }
-  }
-  // 4. Registered host memory: the driver knows the last byte too, at the matching device
-  //    address (cudaHostRegister ranges have no allocation of their own to ask about).
-  if (is_host && host_ptr) {
-    cudaPointerAttributes end_attr = {};
-    char* host_last = static_cast<char*>(host_ptr) + (bytes - 1);
-    if (cudaPointerGetAttributes(&end_attr, host_last) == cudaSuccess && end_attr.type == cudaMemoryTypeHost &&
-        reinterpret_cast<uint64_t>(end_attr.devicePointer) == last) {
-      out.inside = true;
-      return out;
-    }
-    (void)cudaGetLastError();
   }
   return out;
 }
@@ -148,7 +160,8 @@ Status check_bound_memory(const fb::Pipeline& p, uint32_t index, void* ptr, size
                    name + " is bound to " + std::to_string(bytes) + " bytes at " + hex(dev) +
                        ", past the end of the address space",
                    w);
-    RangeCheck r = check_range(dev, bytes, attr.hostPointer, attr.type == cudaMemoryTypeHost);
+    RangeCheck r = attr.type == cudaMemoryTypeHost && attr.hostPointer ? check_host_range(dev, bytes, attr.hostPointer)
+                                                                      : check_device_range(dev, bytes);
     if (r.sticky_error != CUDA_SUCCESS)
       return cuda_error(static_cast<cudaError_t>(r.sticky_error), name + ": asking the driver about the bound memory");
     if (!r.inside) {
