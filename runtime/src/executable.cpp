@@ -16,7 +16,6 @@
 namespace orch {
 
 using rt::Value;
-namespace fb = orch::fb;
 
 namespace {
 
