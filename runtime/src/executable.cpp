@@ -243,7 +243,11 @@ struct Executable::Impl {
   Executable::Stats stats;
   std::unordered_map<cudaGraphNode_t, size_t> record_of;
 
-  rt::Event done;         // recorded after each launch: the destructor waits for it
+  // Recorded after each launch where destroying the Executable under a running launch would
+  // free what it uses (memory the runtime allocated, device-launched graphs, communicators):
+  // the destructor waits for it. CUDA itself frees an executable graph only once its launches
+  // have finished, so a pipeline with none of these needs no event.
+  rt::Event done;
   bool launched = false;  // `done` has been recorded
   // Set when a failed patch could not be undone: the graphs may hold a mix of old and new
   // values, so every later launch, set_param and rebind returns this instead.
@@ -722,6 +726,7 @@ struct Executable::Impl {
   Status refresh(Which which) {
     struct Change {
       cudaGraphNode_t node;
+      int top;
       KernelCall kernel;
       CopyCall copy;
       FillCall fill;
@@ -736,6 +741,7 @@ struct Executable::Impl {
       const Top& t = tops[rec.top];
       Change c;
       c.node = rec.handle;
+      c.top = rec.top;
       switch (rec.node->kind()) {
         case fb::NodeKind::Kernel: {
           Status s = compute_kernel(*rec.node, t, &c.kernel);
@@ -767,8 +773,9 @@ struct Executable::Impl {
     }
     // Kernel attributes for more dynamic shared memory: may fail, and patch nothing.
     for (const Change& c : changes) {
+      if (rebuild[c.top]) continue;
       const NodeRecord& rec = records[record_of.at(c.node)];
-      if (rebuild[rec.top] || rec.node->kind() != fb::NodeKind::Kernel) continue;
+      if (rec.node->kind() != fb::NodeKind::Kernel) continue;
       Status s = pipeline->allow_shared_bytes(rec.node->kernel(), c.kernel.shared);
       if (!s.ok()) return s;
     }
@@ -843,8 +850,8 @@ struct Executable::Impl {
       rebuilt.push_back(std::move(r));
     }
     for (Change& c : changes) {
+      if (rebuild[c.top]) continue;  // built again from the new plan: its old nodes are gone
       NodeRecord& rec = records[record_of.at(c.node)];
-      if (rebuild[rec.top]) continue;
       Top& t = tops[rec.top];
       const fb::Node& n = *rec.node;
       const fb::NodeKind kind = n.kind();
@@ -1284,10 +1291,16 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   if (!s.ok()) return s.error();
   s = x->agree(build_all(*x, stream), stream);
   if (!s.ok()) return s.error();
-  cudaError_t e = cudaEventCreateWithFlags(x->done.out(), cudaEventDisableTiming);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return rt::cuda_error(e, "instantiate: cannot create the event that marks a launch's end");
+  bool frees_something = !collectives.empty();
+  for (const auto& b : x->buffers) frees_something |= b.owned;
+  for (const auto& t : x->tables) frees_something |= static_cast<bool>(t);
+  for (const auto& t : x->tops) frees_something |= t.device;
+  if (frees_something) {
+    cudaError_t e = cudaEventCreateWithFlags(x->done.out(), cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rt::cuda_error(e, "instantiate: cannot create the event that marks a launch's end");
+    }
   }
   x->stats = Executable::Stats();  // count what happens after instantiate
   return std::make_unique<Executable>(std::move(x));
@@ -1455,12 +1468,14 @@ Status Executable::launch(cudaStream_t stream) {
       }
     }
     // Marks the end of this launch, for the destructor and for rebind's freeing.
-    cudaError_t e = cudaEventRecord(x.done.get(), stream);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return rt::cuda_error(e, "launch: cannot record the event that marks the launch's end");
+    if (x.done) {
+      cudaError_t e = cudaEventRecord(x.done.get(), stream);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return rt::cuda_error(e, "launch: cannot record the event that marks the launch's end");
+      }
+      x.launched = true;
     }
-    x.launched = true;
     return {};
   });
 }
@@ -1518,7 +1533,7 @@ Status Executable::rebind(std::string_view name, void* device_ptr, size_t bytes)
     }
     x.bindings = std::move(next);
     // Memory the runtime had allocated is freed once no launch uses it any more.
-    if (old.owned && x.launched) {
+    if (old.owned && x.launched && x.done) {
       cudaError_t e = cudaEventSynchronize(x.done.get());
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
