@@ -94,7 +94,13 @@ RangeCheck check_device_range(uint64_t dev, uint64_t bytes) {
     }
   }
   // A reservation (cuMemAddressReserve) mapped by several pieces (cuMemMap): each piece must
-  // start where the last ended, all inside the reservation.
+  // start where the last ended, all inside the reservation. Only for such mappings: memory from
+  // cudaMalloc (which legacy IPC can share) or from a pool is one allocation, and the one after
+  // it is another's.
+  // (8 zeroed bytes for each answer, whatever width the driver writes: a boolean, a handle.)
+  uint64_t ipc = 0, pool = 0;
+  if (note(d.pointer_get_attribute(&ipc, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, dev)) && ipc) return out;
+  if (note(d.pointer_get_attribute(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, dev)) && pool) return out;
   CUdeviceptr start = 0;
   size_t size = 0;
   if (d.mem_get_address_range && note(d.pointer_get_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dev)) &&

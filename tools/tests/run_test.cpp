@@ -271,13 +271,13 @@ graph main {
   const std::string err_file = temp_dir() + "/hang.err";
   // coreutils' timeout is the test's own guard: without --timeout working, 124 and no hang.
   const std::string cmd = "timeout -s KILL 120 '" + orch_run_binary() + "' '" + bin +
-                          "' --warmup 1 --repeat 1 --timeout 3 >/dev/null 2>'" + err_file + "'";
+                          "' --warmup 1 --repeat 1 --timeout 10 >/dev/null 2>'" + err_file + "'";
   const int status = std::system(cmd.c_str());
   const std::string err = read_all(err_file);
   INFO(cmd, "\n", err);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 3);
-  CHECK(err == "orch-run: timed out after 3 s (--timeout) while the warm-up launches; GPU work that does not "
+  CHECK(err == "orch-run: timed out after 10 s (--timeout) while the warm-up launches; GPU work that does not "
                "finish cannot be cancelled, so orch-run ends its process, which ends that work\n");
   // The process ended and the GPU is usable again: saxpy runs.
   const std::string saxpy = saxpy_or_fail();
