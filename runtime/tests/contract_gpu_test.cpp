@@ -552,10 +552,30 @@ TEST_CASE("C API: destroying live objects twice, and using a destroyed executabl
   orch_bindings* b = orch_bindings_create();
   CHECK(orch_bindings_param_u32(b, "n", 256) == nullptr);
   Stream s;
-  orch_executable* x = nullptr;
+  orch_executable* x = reinterpret_cast<orch_executable*>(8);
+  // The arguments after a live pipeline: NULL bindings, NULL out.
+  e = orch_instantiate(p, nullptr, s, &x);
+  CHECK(x == nullptr);
+  CHECK(std::string(orch_error_message(e)) == "orch_instantiate: `bindings` is NULL");
+  orch_error_destroy(e);
+  e = orch_instantiate(p, b, s, nullptr);
+  CHECK(std::string(orch_error_message(e)) == "orch_instantiate: `out` is NULL");
+  orch_error_destroy(e);
   REQUIRE(orch_instantiate(p, b, s, &x) == nullptr);
   REQUIRE(orch_launch(x, s) == nullptr);
   CUDA_REQUIRE(cudaStreamSynchronize(s));
+  // NULL names on a live executable.
+  for (orch_error* n : {orch_set_param_u32(x, nullptr, 1), orch_set_param_i32(x, nullptr, 1),
+                        orch_set_param_u64(x, nullptr, 1), orch_set_param_i64(x, nullptr, 1),
+                        orch_set_param_f32(x, nullptr, 1), orch_set_param_f64(x, nullptr, 1),
+                        orch_rebind(x, nullptr, nullptr, 0)}) {
+    CHECK(orch_error_code(n) == ORCH_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(orch_error_message(n)).find(": `name` is NULL") != std::string::npos);
+    orch_error_destroy(n);
+  }
+  CHECK(orch_executable_buffer(x, nullptr) == nullptr);
+  CHECK(orch_executable_comm(x, nullptr) == nullptr);
+  CHECK(orch_executable_comm(x, "nope") == nullptr);
   CHECK(orch_executable_rank(x) == 0);
   CHECK(orch_executable_world_size(x) == 1);
   CHECK(orch_executable_buffer(x, "y") != nullptr);
