@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 // Header-only xxHash: the implementation is compiled into this file with static linkage and
 // prefixed names, so orch_artifact links no library (and cannot clash with a linked libxxhash).
@@ -239,6 +240,99 @@ bool write_file_atomically(const std::string& path, const std::string& bytes, st
     ::close(dir_fd);
   }
   return true;
+}
+
+// ---- reading --------------------------------------------------------------------------------
+
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "is a directory, not a file";
+  if (S_ISFIFO(mode)) return "is a FIFO (named pipe), not a regular file";
+  if (S_ISSOCK(mode)) return "is a socket, not a regular file";
+  if (S_ISCHR(mode)) return "is a character device, not a regular file";
+  if (S_ISBLK(mode)) return "is a block device, not a regular file";
+  return "is not a regular file";
+}
+
+// Aligned storage for `bytes` bytes plus a zero word, or null when memory runs out.
+std::unique_ptr<uint64_t[]> allocate_words(size_t bytes) {
+  const size_t words = bytes / 8 + 1;
+  return std::unique_ptr<uint64_t[]>(new (std::nothrow) uint64_t[words]());
+}
+
+}  // namespace
+
+bool read_file(const std::string& path, size_t max_size, FileBytes* out, std::string* error) {
+  out->storage.reset();
+  out->size = 0;
+  auto fail = [&](const std::string& message) {
+    out->storage.reset();
+    out->size = 0;
+    if (error) *error = message;
+    return false;
+  };
+  try {
+    // The kind first, from the name: opening a device can have effects, and a FIFO would
+    // wait for a writer.
+    struct stat st = {};
+    if (::stat(path.c_str(), &st) != 0) return fail(errno_text("cannot open", errno));
+    if (!S_ISREG(st.st_mode)) return fail(file_kind(st.st_mode));
+    // O_NONBLOCK: should the name now be a FIFO (replaced since stat), open does not wait.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return fail(errno_text("cannot open", errno));
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    if (::fstat(fd, &st) != 0) return fail(errno_text("cannot read", errno));
+    if (!S_ISREG(st.st_mode)) return fail(file_kind(st.st_mode));
+    const auto too_large = [&](uint64_t n) {
+      return fail((n > max_size ? "is " + std::to_string(n) + " bytes" : std::string("grows while it is read")) +
+                  ", larger than the " + std::to_string(max_size) + " bytes it may have");
+    };
+    if (st.st_size < 0) return fail("cannot read: negative size");
+    if (static_cast<uint64_t>(st.st_size) > max_size) return too_large(static_cast<uint64_t>(st.st_size));
+    // The size stat gives, and more if the file has more (some files report 0).
+    size_t capacity = static_cast<size_t>(st.st_size) > 0 ? static_cast<size_t>(st.st_size) : 4096;
+    if (capacity > max_size) capacity = max_size;
+    std::unique_ptr<uint64_t[]> buf = allocate_words(capacity);
+    if (!buf) return fail("out of memory: cannot hold " + std::to_string(capacity) + " bytes");
+    size_t size = 0;
+    for (;;) {
+      if (size == capacity) {
+        // Full: one more byte means the file is longer than stat said.
+        char probe;
+        ssize_t n;
+        do n = ::read(fd, &probe, 1);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) return fail(errno_text("cannot read", errno));
+        if (n == 0) break;
+        if (capacity >= max_size) return too_large(static_cast<uint64_t>(capacity) + 1);
+        const size_t grown = capacity > max_size / 2 ? max_size : capacity * 2;
+        std::unique_ptr<uint64_t[]> bigger = allocate_words(grown);
+        if (!bigger) return fail("out of memory: cannot hold " + std::to_string(grown) + " bytes");
+        std::memcpy(bigger.get(), buf.get(), size);
+        reinterpret_cast<char*>(bigger.get())[size++] = probe;
+        buf = std::move(bigger);
+        capacity = grown;
+        continue;
+      }
+      ssize_t n;
+      do n = ::read(fd, reinterpret_cast<char*>(buf.get()) + size, capacity - size);
+      while (n < 0 && errno == EINTR);
+      if (n < 0) return fail(errno_text("cannot read", errno));
+      if (n == 0) break;
+      size += static_cast<size_t>(n);
+    }
+    out->storage = std::move(buf);
+    out->size = size;
+    return true;
+  } catch (const std::exception&) {  // std::bad_alloc from a message
+    out->storage.reset();
+    out->size = 0;
+    return false;
+  }
 }
 
 }  // namespace orch::artifact

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "artifact/pipeline_generated.h"
@@ -33,6 +34,10 @@ constexpr uint32_t kMaxExprLength = 4096;            // postfix instructions in 
 constexpr uint64_t kMaxFireAndForgetLaunches = 120;  // per graph execution (CUDA's limit)
 constexpr uint64_t kMaxTailLaunches = 255;           // pending tail launches (CUDA's limit)
 constexpr uint32_t kMaxFamilySize = 65536;           // members of a graph family (the checker's)
+
+// The largest pipeline.bin there can be: the header and a FlatBuffer under its 2 GiB limit.
+// Readers refuse larger sizes before they allocate anything.
+constexpr size_t kMaxFileSize = kHeaderSize + FLATBUFFERS_MAX_BUFFER_SIZE - 1;
 
 // XXH64 with seed 0 (xxHash compiled inline, so nothing is linked).
 uint64_t xxh64(const void* data, size_t size);
@@ -63,6 +68,20 @@ std::string validate(const orch::fb::Pipeline& pipeline, size_t payload_size);
 // fsyncs the directory. On failure the old file at `path` is untouched, the temporary file is
 // removed, *error (if given) says why, and the result is false.
 bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error);
+
+// A whole file in 8-byte aligned memory (what open_pipeline() needs).
+struct FileBytes {
+  std::unique_ptr<uint64_t[]> storage;
+  size_t size = 0;
+  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(storage.get()); }
+};
+
+// Reads the regular file at `path`, at most `max_size` bytes of it. Anything else is refused
+// with a reason and without reading: a directory, a FIFO or socket (never opened for reading,
+// so nothing blocks), a device, a file larger than `max_size`. Never throws: running out of
+// memory is an error too. On failure *error (one line, without the path: "cannot open: No
+// such file or directory", "is a directory, not a file") says why and *out is empty.
+bool read_file(const std::string& path, size_t max_size, FileBytes* out, std::string* error);
 
 // A readable multi-line summary of a pipeline that open_pipeline() accepted.
 std::string describe_pipeline(const orch::fb::Pipeline& pipeline);

@@ -186,6 +186,7 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
     uint64_t max;
     int64_t min;
     SourceRange loc;
+    int dim = -1;  // the dimension of a block or grid limit
   };
   std::vector<Limit> limits;
   ir::Expr threads = binary("*", binary("*", node.block[0], node.block[1]), node.block[2]);
@@ -194,7 +195,7 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
     limits.push_back({"E0202",
                       "block of `" + kname + "` has {} threads in " + dim_name(i) + "; " +
                           prof.name + " allows at most " + std::to_string(prof.max_block_dim[i]),
-                      node.block[i], prof.max_block_dim[i], 1, node.block[i].loc});
+                      node.block[i], prof.max_block_dim[i], 1, node.block[i].loc, i});
   }
   limits.insert(limits.begin(),
                 Limit{"E0201",
@@ -206,7 +207,7 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
     limits.push_back({"E0203",
                       "grid of `" + kname + "` has {} blocks in " + dim_name(i) + "; " +
                           prof.name + " allows at most " + std::to_string(prof.max_grid_dim[i]),
-                      node.grid[i], prof.max_grid_dim[i], 1, node.grid[i].loc});
+                      node.grid[i], prof.max_grid_dim[i], 1, node.grid[i].loc, i});
   limits.push_back({"E0204",
                     "launch of `" + kname + "` asks for {} bytes of dynamic shared memory; " +
                         prof.name + " allows at most " +
@@ -240,14 +241,30 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
       }
     }
     if (dynamic) {
+      // A shape from the family index is checked for every member at bind time.
+      const uint32_t members = has_family_index(l.value) ? ctx.family_size : 0;
+      // The lower bound is a check of its own, so that a binding making a shape empty is
+      // reported as empty (E0205), not as too large. The thread count needs none: each block
+      // dimension has one.
+      const std::string code = l.code;
+      if (code == "E0202" || code == "E0203") {
+        const bool grid = code == "E0203";
+        const std::string dim = dim_name(l.dim);
+        program_->bind_checks.push_back(
+            {"E0205",
+             std::string(grid ? "grid" : "block") + " of `" + kname + "` is empty in " + dim + " (no " +
+                 (grid ? "blocks" : "threads") + ")",
+             binary(">=", l.value, constant(l.min)), l.loc, members});
+      } else if (code == "E0204") {
+        program_->bind_checks.push_back(
+            {l.code, "launch of `" + kname + "` asks for a negative number of bytes of dynamic shared memory",
+             binary(">=", l.value, constant(l.min)), l.loc, members});
+      }
       std::string message = l.message;
       message.replace(message.find("{}"), 2, "too many");
-      // A shape from the family index is checked for every member at bind time.
       program_->bind_checks.push_back(
-          {l.code, message,
-           binary("&&", binary(">=", l.value, constant(l.min)),
-                  binary("<=", l.value, constant(static_cast<int64_t>(l.max)))),
-           l.loc, has_family_index(l.value) ? ctx.family_size : 0});
+          {l.code, message, binary("<=", l.value, constant(static_cast<int64_t>(l.max))), l.loc,
+           members});
     }
   }
 }

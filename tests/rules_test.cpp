@@ -2825,12 +2825,15 @@ graph main {
     checks += b.code + " " + std::to_string(b.loc.begin.line) + ":" +
               std::to_string(b.loc.begin.col) + " " + ir::to_string(b.condition, p) + "\n";
   // The block (threads, and the x dimension), the grid, the copy between buffers sized by
-  // different params, the allgather against world_size. `copy x -> z` has equal sizes by
+  // different params, the allgather against world_size. An empty dimension has a check of its
+  // own (E0205), so a binding that empties the grid is not reported as too many blocks. `copy x -> z` has equal sizes by
   // construction and needs no check.
   CHECK(checks ==
-        "E0201 16:33 threads * 1 * 1 >= 0 && threads * 1 * 1 <= 1024\n"
-        "E0202 16:33 threads >= 1 && threads <= 1024\n"
-        "E0203 16:11 ceil_div(n, threads) >= 1 && ceil_div(n, threads) <= 2147483647\n"
+        "E0201 16:33 threads * 1 * 1 <= 1024\n"
+        "E0205 16:33 threads >= 1\n"
+        "E0202 16:33 threads <= 1024\n"
+        "E0205 16:11 ceil_div(n, threads) >= 1\n"
+        "E0203 16:11 ceil_div(n, threads) <= 2147483647\n"
         "E0302 17:3 n <= m\n"
         "E0702 19:3 n * 4 == n * world_size\n");
 }
@@ -2844,6 +2847,26 @@ graph main { work<<<4, 256>>>(x) }
   REQUIRE(c->text() == "");
   REQUIRE(c->result.program);
   CHECK(c->result.program->bind_checks.empty());
+}
+
+TEST_CASE("the bind checks of an empty shape and a shape too large have their own codes and messages") {
+  auto c = check(R"orch(pipeline p
+param n: u32 = 1024
+param smem: i32 = 0
+buffer x: f32[n]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph main { work<<<ceil_div(n, 256), 256, smem>>>(x) }
+)orch");
+  REQUIRE(c->text() == "");
+  REQUIRE(c->result.program);
+  std::string checks;
+  for (const ir::BindCheck& b : c->result.program->bind_checks) checks += b.code + ": " + b.message + "\n";
+  CHECK(checks ==
+        "E0205: grid of `work` is empty in x (no blocks)\n"
+        "E0203: grid of `work` has too many blocks in x; sm_90 allows at most 2147483647\n"
+        "E0204: launch of `work` asks for a negative number of bytes of dynamic shared memory\n"
+        "E0204: launch of `work` asks for too many bytes of dynamic shared memory; sm_90 allows at most 232448 "
+        "per block\n");
 }
 
 }  // TEST_SUITE("rules: bind checks")

@@ -7,10 +7,29 @@
  *   orch_executable* x; err = orch_instantiate(p, b, stream, &x);
  *   err = orch_launch(x, stream);
  *
- * Every call that can fail returns NULL on success or an orch_error the caller destroys with
- * orch_error_destroy. Objects are destroyed with their *_destroy function (NULL is accepted).
+ * The rules, the same for every function:
+ *  - Every call that can fail returns NULL on success or an orch_error the caller destroys
+ *    with orch_error_destroy (ignoring one leaks it). Nothing is thrown or aborted.
+ *  - Handles are checked, never trusted: a NULL handle, a destroyed one, or one of another
+ *    type (an orch_bindings* cast to orch_executable*) is ORCH_ERROR_INVALID_ARGUMENT naming
+ *    the function and the argument ("orch_launch: `exec` is not a live orch_executable
+ *    (destroyed already, or never one)"). Handles are ids, not addresses, and an id is never
+ *    reused, so a stale handle can never reach another object.
+ *  - Every string and pointer orch reads (a name, a path, bytes, a unique id) and every `out`
+ *    must be non-NULL, else ORCH_ERROR_INVALID_ARGUMENT. Pointers orch only hands to CUDA or
+ *    NCCL (a bound buffer, a communicator) are checked by the call that uses them, as in C++.
+ *  - An `out` argument that is not NULL is set to NULL first, so it is NULL after any error.
+ *  - *_destroy accepts anything: NULL, a live handle (destroyed), and a handle destroyed
+ *    already or never valid (nothing happens). Destroying twice is harmless.
+ *  - Accessors that return a value, for a NULL or dead handle or a NULL name, return a neutral
+ *    value: NULL pointers, "" strings (orch_error_message of a dead error says so instead),
+ *    -1 for rank and world size, 0 for orch_error_cuda; orch_error_code returns ORCH_OK for
+ *    NULL (no error) and ORCH_ERROR_INVALID_ARGUMENT for a dead handle.
+ *  - Out of memory is ORCH_ERROR_OUT_OF_MEMORY (an orch_error that needs no memory itself);
+ *    orch_bindings_create returns NULL then.
  * Threads: as in runtime.h. An orch_pipeline may be shared between threads; an orch_bindings
- * or orch_executable is used by one thread at a time. */
+ * or orch_executable is used by one thread at a time. A handle destroyed by one thread while
+ * another is inside a call with it stays alive until that call returns. */
 #ifndef ORCH_ORCH_H
 #define ORCH_ORCH_H
 
@@ -44,7 +63,10 @@ enum {
   ORCH_ERROR_UNSUPPORTED = 12,
   ORCH_ERROR_NCCL = 13,
   ORCH_ERROR_RANK_MISMATCH = 14,
-  ORCH_ERROR_DEVICE = 15  /* a kernel orchc wrote met an error on the GPU (orch_device_status) */
+  ORCH_ERROR_OUT_OF_MEMORY = 15,
+  ORCH_ERROR_CONTEXT_LOST = 16,
+  ORCH_ERROR_BUFFERS_OVERLAP = 17,
+  ORCH_ERROR_DEVICE = 18  /* a kernel orchc wrote met an error on the GPU (orch_device_status) */
 };
 
 /* The size of an NCCL unique id (ncclUniqueId). */
@@ -66,24 +88,31 @@ void orch_pipeline_destroy(orch_pipeline* pipeline);
 
 orch_bindings* orch_bindings_create(void);
 void orch_bindings_destroy(orch_bindings* bindings);
-void orch_bindings_param_u32(orch_bindings* b, const char* name, uint32_t value);
-void orch_bindings_param_i32(orch_bindings* b, const char* name, int32_t value);
-void orch_bindings_param_u64(orch_bindings* b, const char* name, uint64_t value);
-void orch_bindings_param_i64(orch_bindings* b, const char* name, int64_t value);
-void orch_bindings_param_f32(orch_bindings* b, const char* name, float value);
-void orch_bindings_param_f64(orch_bindings* b, const char* name, double value);
-void orch_bindings_buffer(orch_bindings* b, const char* name, void* device_ptr, size_t bytes);
+/* The binding calls check their arguments now; the names and values against the pipeline are
+ * checked at orch_instantiate, as in C++. */
+orch_error* orch_bindings_param_u32(orch_bindings* b, const char* name, uint32_t value);
+orch_error* orch_bindings_param_i32(orch_bindings* b, const char* name, int32_t value);
+orch_error* orch_bindings_param_u64(orch_bindings* b, const char* name, uint64_t value);
+orch_error* orch_bindings_param_i64(orch_bindings* b, const char* name, int64_t value);
+orch_error* orch_bindings_param_f32(orch_bindings* b, const char* name, float value);
+orch_error* orch_bindings_param_f64(orch_bindings* b, const char* name, double value);
+/* Memory the application owns (Bindings::buffer: inside one allocation, host memory for a
+ * `host` buffer). */
+orch_error* orch_bindings_buffer(orch_bindings* b, const char* name, void* device_ptr, size_t bytes);
+/* Accepts an overlap of buffers `a` and `b` (Bindings::allow_overlap). */
+orch_error* orch_bindings_allow_overlap(orch_bindings* bindings, const char* a, const char* b);
 /* An ncclComm_t the application made; rank and world_size are checked against it (pass -1 and -1
  * to take them from the communicator). */
-void orch_bindings_comm(orch_bindings* b, const char* name, void* nccl_comm, int rank, int world_size);
+orch_error* orch_bindings_comm(orch_bindings* b, const char* name, void* nccl_comm, int rank, int world_size);
 /* orch makes the communicator at orch_instantiate (ncclCommInitRank) from the 128 bytes of a
  * unique id (orch_nccl_unique_id on one rank, shared with the others) and destroys it with the
  * executable. */
-void orch_bindings_comm_from_unique_id(orch_bindings* b, const char* name, const void* unique_id, int rank,
-                                       int world_size);
+orch_error* orch_bindings_comm_from_unique_id(orch_bindings* b, const char* name, const void* unique_id, int rank,
+                                              int world_size);
 /* Writes a fresh NCCL unique id (ORCH_NCCL_UNIQUE_ID_BYTES bytes) to `out`. Loads NCCL. */
 orch_error* orch_nccl_unique_id(void* out);
 
+/* `bindings` is required (an empty orch_bindings_create() for none). */
 orch_error* orch_instantiate(const orch_pipeline* pipeline, const orch_bindings* bindings, cudaStream_t stream,
                              orch_executable** out);
 orch_error* orch_launch(orch_executable* exec, cudaStream_t stream);
@@ -102,9 +131,10 @@ orch_error* orch_rebind(orch_executable* exec, const char* name, void* device_pt
 void* orch_executable_buffer(const orch_executable* exec, const char* name);
 /* The ncclComm_t in use for comm `name`, NULL for an unknown or unbound name. */
 void* orch_executable_comm(const orch_executable* exec, const char* name);
-/* This process's rank and the world size (0 and 1 without comms). */
+/* This process's rank and the world size (0 and 1 without comms; -1 for a dead handle). */
 int orch_executable_rank(const orch_executable* exec);
 int orch_executable_world_size(const orch_executable* exec);
+/* Waits for the executable's last launch to finish, then frees it (see runtime.h). */
 void orch_executable_destroy(orch_executable* exec);
 
 #ifdef __cplusplus

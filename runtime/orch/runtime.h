@@ -11,8 +11,20 @@
 //
 // Depends on the CUDA runtime (linked statically) and nothing else; NCCL is not linked: a
 // pipeline with collectives loads it at instantiate() (see docs/multi-gpu.md).
-// Every failure is a value (Error), never an exception or an abort; an error caused by a node
-// or declaration names the .orch statement it came from (Error::where()).
+// Every failure is a value (Error), never an exception or an abort: bad input of any kind
+// (a file, bytes, sizes, names, pointers), CUDA and NCCL failures, and host memory running out
+// (OutOfMemory) are all returned. An error caused by a node or declaration names the .orch
+// statement it came from (Error::where()). The one exception orch raises is BadResultAccess,
+// from Result::value() on a Result that holds an error: a bug in the calling code (see Result).
+//
+// Memory the application binds is checked against what the CUDA driver knows of it: the bound
+// size must lie inside one allocation (BufferTooSmall otherwise), a `host` buffer needs memory
+// the CPU can address, and buffers must not overlap unless the pipeline only reads them or the
+// application says so (Bindings::allow_overlap). docs/runtime.md states the whole contract.
+//
+// After a kernel faults (an illegal address, a trap, ...) the CUDA context is lost for the
+// whole process: every later call fails with ContextLost, which says so; nothing recovers but
+// a new process.
 //
 // Threads. A Pipeline is immutable once loaded: one Pipeline may be shared by any number of
 // threads, and instantiate() may run on several threads at once. Bindings, Executable, Result
@@ -31,7 +43,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -57,6 +72,9 @@ enum class ErrorCode {
   Unsupported,       // the pipeline needs something this runtime cannot do yet
   Nccl,              // NCCL could not be loaded, or an NCCL call failed
   RankMismatch,      // ranks disagree: another rank runs a different pipeline, or failed
+  OutOfMemory,       // host memory ran out (the call changed nothing)
+  ContextLost,       // a sticky CUDA error: a kernel faulted, the process's CUDA context is unusable
+  BuffersOverlap,    // two bound buffers overlap where the pipeline writes one of them
   DeviceError,       // a kernel orchc wrote met an error on the GPU (Executable::device_status)
 };
 
@@ -73,7 +91,7 @@ class Error {
   const std::string& message() const { return message_; }
   // "jacobi.orch:27:5" when a node or declaration is involved, else empty.
   const std::string& where() const { return where_; }
-  // The cudaError_t of a failed CUDA call (code() == Cuda or NoDevice), else 0.
+  // The cudaError_t of a failed CUDA call (code() == Cuda, NoDevice or ContextLost), else 0.
   int cuda_error() const { return cuda_error_; }
   bool ok() const { return code_ == ErrorCode::Ok; }
   // "where: error: message" (or "error: message" without a location).
@@ -99,7 +117,25 @@ class [[nodiscard]] Status {
   Error error_;
 };
 
-// A value or an Error. Reading value() of a failed Result is a programming error (asserts).
+// Thrown by Result::value() (and by * and ->) on a Result that holds an error. Reading a value
+// that is not there is a bug in the calling code, not a runtime condition, so it is loud rather
+// than silent: the exception carries the Error the Result held, and uncaught it ends the program
+// with that error's text. (std::expected::value() does the same.) Check ok() first. Built
+// without exceptions (-fno-exceptions), the same misuse prints the text to stderr and calls
+// std::abort(): a program without exceptions has no other way to stop before using a value it
+// does not have.
+class BadResultAccess : public std::logic_error {
+ public:
+  explicit BadResultAccess(const Error& e)
+      : std::logic_error("orch::Result::value() called on an error: " + e.to_string()), error_(e) {}
+  const Error& error() const noexcept { return error_; }
+
+ private:
+  Error error_;
+};
+
+// A value or an Error. value(), operator* and operator-> on a Result that holds an error throw
+// BadResultAccess (above); error() never throws.
 template <class T>
 class [[nodiscard]] Result {
  public:
@@ -107,17 +143,39 @@ class [[nodiscard]] Result {
   Result(Error error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
-  T& value() & { return std::get<0>(v_); }
-  const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& value() & {
+    check();
+    return *std::get_if<0>(&v_);
+  }
+  const T& value() const& {
+    check();
+    return *std::get_if<0>(&v_);
+  }
+  T&& value() && {
+    check();
+    return std::move(*std::get_if<0>(&v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   // The error; an Ok Error when the Result holds a value.
-  Error error() const { return ok() ? Error() : std::get<1>(v_); }
+  const Error& error() const {
+    static const Error none;
+    return ok() ? none : *std::get_if<1>(&v_);
+  }
 
  private:
+  void check() const {
+    if (ok()) return;
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+    throw BadResultAccess(*std::get_if<1>(&v_));
+#else
+    const Error& e = *std::get_if<1>(&v_);
+    std::fprintf(stderr, "orch::Result::value() called on an error: %s\n", e.to_string().c_str());
+    std::abort();
+#endif
+  }
   std::variant<T, Error> v_;
 };
 
@@ -159,10 +217,19 @@ class Bindings {
   }
   Bindings& set_param(std::string_view name, ScalarValue value);
 
-  // A buffer the application owns: a device pointer (or pinned, mapped host memory for a
-  // `host` buffer) of `bytes` bytes, at least the declared count times the element size.
-  // The memory must stay valid while an Executable uses it.
+  // A buffer the application owns, `bytes` bytes from `device_ptr`: at least the declared count
+  // times the element size, and inside one allocation the CUDA driver knows (cudaMalloc,
+  // cudaMallocAsync, cudaMallocManaged, the virtual memory API, cudaHostAlloc, cudaHostRegister):
+  // instantiate() asks the driver where the allocation ends and refuses a size past it. A `host`
+  // buffer needs memory the CPU can address too (pinned, registered or managed; device memory
+  // is refused). The memory must stay valid while an Executable uses it.
   Bindings& buffer(std::string_view name, void* device_ptr, size_t bytes);
+
+  // Bound buffers must not overlap (BuffersOverlap), except two that the pipeline only reads.
+  // This accepts an overlap of `a` and `b` (in either order) that the application intends,
+  // e.g. an in-place update whose kernels are written for it. Names are checked at
+  // instantiate().
+  Bindings& allow_overlap(std::string_view a, std::string_view b);
 
   // An NCCL communicator the application made (an ncclComm_t, passed as void* so this header
   // needs no NCCL), with this process's rank and the world size. instantiate() asks the
@@ -199,11 +266,17 @@ class Bindings {
   const std::vector<Param>& params() const { return params_; }
   const std::vector<Buffer>& buffers() const { return buffers_; }
   const std::vector<Comm>& comms() const { return comms_; }
+  const std::vector<std::pair<std::string, std::string>>& allowed_overlaps() const { return overlaps_; }
+  // True when host memory ran out while these bindings were being made: a binding was lost,
+  // and instantiate() returns OutOfMemory rather than run without it.
+  bool incomplete() const { return incomplete_; }
 
  private:
   std::vector<Param> params_;
   std::vector<Buffer> buffers_;
   std::vector<Comm> comms_;
+  std::vector<std::pair<std::string, std::string>> overlaps_;
+  bool incomplete_ = false;
 };
 
 class Executable;
@@ -226,8 +299,14 @@ class Pipeline {
  public:
   // Reads the file, verifies it (artifact::open_pipeline), picks the CUBIN whose arch equals
   // the current device's (sm_90 on an H100) or JIT-compiles the PTX, and loads the kernels.
+  // Only a regular file is read: a directory, FIFO, socket or device is an Io error (a FIFO is
+  // never opened for reading, so nothing blocks), as is a file larger than
+  // artifact::kMaxFileSize. A PTX that does not compile is a Cuda error whose message holds
+  // the JIT compiler's log.
   static Result<std::unique_ptr<Pipeline>> load(const std::string& path, LoadOptions options = {});
   // The same from bytes in memory; they are copied, so the caller may free them afterwards.
+  // `size` is checked before anything is allocated or read: more than artifact::kMaxFileSize
+  // is InvalidArtifact, null `bytes` InvalidArgument.
   static Result<std::unique_ptr<Pipeline>> load_from_memory(const void* bytes, size_t size,
                                                             LoadOptions options = {});
   ~Pipeline();
@@ -241,7 +320,8 @@ class Pipeline {
   // With collectives: loads NCCL, makes or checks the communicators, compares the pipeline's
   // collective hash with every other rank (RankMismatch when one runs a different pipeline or
   // fails to instantiate), and records each collective into a child graph node by stream
-  // capture. Every rank of a communicator must call instantiate() at the same time.
+  // capture. Every rank of a communicator must call instantiate() at the same time. Refused
+  // (Unsupported) before anything touches `stream` when `stream` is being captured.
   Result<std::unique_ptr<Executable>> instantiate(const Bindings& bindings, cudaStream_t stream) const;
 
   const std::string& name() const;
@@ -253,13 +333,18 @@ class Pipeline {
 
  private:
   explicit Pipeline(std::shared_ptr<const Impl> impl);
+  static Result<std::unique_ptr<Pipeline>> load_storage(std::unique_ptr<uint64_t[]> storage, size_t size,
+                                                        LoadOptions options);
   std::shared_ptr<const Impl> impl_;
 };
 
 // An instantiated pipeline: owns its executable graphs, conditional handles (with their
 // graphs), device-launch exec tables and the buffers the runtime allocated. It keeps the
-// kernels loaded, so it may outlive its Pipeline. Destroy it only after its launches have
-// finished (synchronize the stream first).
+// kernels loaded, so it may outlive its Pipeline. Destroying it while a launch is still running
+// on the GPU is safe: the destructor first waits for the last launch to finish (so the memory
+// it frees is no longer in use); a launch that never finishes therefore blocks the destructor,
+// and the only way to stop a kernel that hangs is to end the process (see docs/runtime.md,
+// "Watchdogs"). Destroying it while another thread is inside one of its methods is a data race.
 class Executable {
  public:
   ~Executable();
@@ -268,7 +353,9 @@ class Executable {
 
   // Launches the segments in order on `stream` (re-uploading device graphs that set_param or
   // rebind changed first). Asynchronous, like cudaGraphLaunch: errors on the GPU show up in
-  // device_status() once the stream has finished.
+  // device_status() once the stream has finished. Refused (Unsupported) before anything touches
+  // the stream when `stream` is being captured (cudaStreamBeginCapture): a graph launch cannot
+  // be captured, and the application's capture stays intact.
   Status launch(cudaStream_t stream);
 
   // Device-side errors. Work launched from the GPU cannot return an error to the host: a
@@ -288,23 +375,26 @@ class Executable {
   // (cudaGraphExec*SetParams, in conditional bodies and device graphs too), falling back to
   // cudaGraphExecUpdate only where a patch is refused. Bind checks run again, and buffer sizes
   // are re-evaluated: a runtime-allocated buffer cannot grow (instantiate again for that), and
-  // a bound one must still be large enough. Takes effect at the next launch; on error nothing
-  // changes. Do not call while a launch of this Executable may be running on the GPU if the
-  // patch must not race with it (CUDA's rule: patches affect future launches only).
+  // a bound one must still be large enough (and not overlap another). Takes effect at the next
+  // launch. On error nothing changes: the graphs, param_as_double() and stats() keep their old
+  // values (a patch CUDA accepted is undone; where even the undo fails, the Executable refuses
+  // every later launch, set_param and rebind rather than run a half-patched graph). Do not call
+  // while a launch of this Executable may be running on the GPU if the patch must not race with
+  // it (CUDA's rule: patches affect future launches only).
   template <class T>
   Status set_param(std::string_view name, T value) {
     return set_param_value(name, ScalarValue::of(value));
   }
   Status set_param_value(std::string_view name, ScalarValue value);
 
-  // Points buffer `name` at other memory (checked against the declared size) and patches every
-  // node that uses it. A buffer the runtime had allocated is freed; the new one stays the
-  // application's.
+  // Points buffer `name` at other memory (checked as Bindings::buffer checks it, overlaps with
+  // the other buffers included) and patches every node that uses it; on error nothing changes.
+  // A buffer the runtime had allocated is freed; the new one stays the application's.
   Status rebind(std::string_view name, void* device_ptr, size_t bytes);
 
-  // The device pointer of a buffer (runtime-allocated or bound); for a `host` buffer the
-  // pinned host pointer, which is also its device address (unified addressing). nullptr for
-  // an unknown name.
+  // The pointer of a buffer (runtime-allocated or bound). For a `host` buffer, the host
+  // pointer, which the CPU may read and write (and which is also its device address under
+  // unified addressing); never a device-only pointer. nullptr for an unknown name.
   void* buffer(std::string_view name) const;
   // Bytes of the buffer as declared (count times element size), 0 for an unknown name.
   size_t buffer_bytes(std::string_view name) const;

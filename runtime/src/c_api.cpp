@@ -1,142 +1,496 @@
-// The C API: thin wrappers that hold the C++ objects and turn Errors into orch_error*.
+// The C API: thin wrappers over the C++ objects, with one rule for every argument.
+//
+// Handles are ids, never addresses: a registry maps each live handle to its object, and an id
+// is never given out twice (64-bit serials), so a NULL, destroyed, foreign or made-up handle is
+// recognized and never dereferenced: destroying twice does nothing, and using a destroyed
+// handle is an error, not a crash. The registry holds shared owners, so an object a call is
+// using stays alive until the call returns even if another thread destroys its handle.
+// Nothing escapes the boundary: every exception becomes an orch_error (out of memory, at worst
+// a preallocated one that needs no memory).
 #include "orch/orch.h"
 
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <string>
+#include <unordered_map>
 
 #include "orch/runtime.h"
 
-struct orch_error {
-  orch::Error error;
-};
-struct orch_pipeline {
-  std::unique_ptr<orch::Pipeline> pipeline;
-};
-struct orch_bindings {
-  orch::Bindings bindings;
-};
-struct orch_executable {
-  std::unique_ptr<orch::Executable> exec;
-};
-
 namespace {
 
-orch_error* wrap(const orch::Error& e) {
-  if (e.ok()) return nullptr;
-  return new (std::nothrow) orch_error{e};
-}
-orch_error* wrap(const orch::Status& s) { return wrap(s.error()); }
-orch_error* invalid(const char* what) {
-  return wrap(orch::Error(orch::ErrorCode::InvalidArgument, what));
+enum class Kind : uintptr_t { Error = 1, Pipeline = 2, Bindings = 3, Executable = 4 };
+constexpr uintptr_t kKindBits = 3;
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Error: return "orch_error";
+    case Kind::Pipeline: return "orch_pipeline";
+    case Kind::Bindings: return "orch_bindings";
+    case Kind::Executable: return "orch_executable";
+  }
+  return "orch handle";
 }
 
 template <class T>
-orch_error* set_param(orch_executable* x, const char* name, T v) {
-  if (!x || !name) return invalid("orch_set_param: null executable or name");
-  return wrap(x->exec->set_param(name, v));
+struct KindOf;
+template <>
+struct KindOf<orch::Error> {
+  static constexpr Kind value = Kind::Error;
+};
+template <>
+struct KindOf<orch::Pipeline> {
+  static constexpr Kind value = Kind::Pipeline;
+};
+template <>
+struct KindOf<orch::Bindings> {
+  static constexpr Kind value = Kind::Bindings;
+};
+template <>
+struct KindOf<orch::Executable> {
+  static constexpr Kind value = Kind::Executable;
+};
+
+// The out-of-memory error: a handle that is always live and never freed, for when even an
+// error cannot be allocated. Serial 0, which the registry never hands out.
+constexpr uintptr_t kOutOfMemoryHandle = static_cast<uintptr_t>(Kind::Error);
+const orch::Error& out_of_memory_error() {
+  static const orch::Error* e = new orch::Error(orch::ErrorCode::OutOfMemory, "out of memory");
+  return *e;
+}
+
+class Registry {
+ public:
+  template <class T>
+  uintptr_t add(std::shared_ptr<T> object) {  // may throw std::bad_alloc
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uintptr_t handle = (++serial_ << kKindBits) | static_cast<uintptr_t>(KindOf<T>::value);
+    objects_.emplace(handle, std::move(object));
+    return handle;
+  }
+
+  // The live object of type T behind `handle`, or null.
+  template <class T>
+  std::shared_ptr<T> find(const void* handle) {
+    const uintptr_t h = reinterpret_cast<uintptr_t>(handle);
+    if ((h & ((uintptr_t(1) << kKindBits) - 1)) != static_cast<uintptr_t>(KindOf<T>::value)) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = objects_.find(h);
+    return it == objects_.end() ? nullptr : std::static_pointer_cast<T>(it->second);
+  }
+
+  // Drops a live handle of type T; false when it is none.
+  template <class T>
+  bool remove(const void* handle) {
+    const uintptr_t h = reinterpret_cast<uintptr_t>(handle);
+    if ((h & ((uintptr_t(1) << kKindBits) - 1)) != static_cast<uintptr_t>(KindOf<T>::value)) return false;
+    std::shared_ptr<void> object;  // destroyed after the lock is released
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = objects_.find(h);
+      if (it == objects_.end()) return false;
+      object = std::move(it->second);
+      objects_.erase(it);
+    }
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  uintptr_t serial_ = 0;
+  std::unordered_map<uintptr_t, std::shared_ptr<void>> objects_;
+};
+
+// Never destroyed: handles the application still holds at exit stay valid until the end, and
+// no destructor runs CUDA calls while the process is being torn down.
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+orch_error* as_error_handle(uintptr_t h) { return reinterpret_cast<orch_error*>(h); }
+
+orch_error* oom() { return as_error_handle(kOutOfMemoryHandle); }
+
+orch_error* wrap(const orch::Error& e) {
+  if (e.ok()) return nullptr;
+  try {
+    return as_error_handle(registry().add(std::make_shared<orch::Error>(e)));
+  } catch (...) {
+    return oom();
+  }
+}
+orch_error* wrap(const orch::Status& s) { return wrap(s.error()); }
+
+orch_error* invalid(const char* function, const std::string& what) {
+  try {
+    return wrap(orch::Error(orch::ErrorCode::InvalidArgument, std::string(function) + ": " + what));
+  } catch (...) {
+    return oom();
+  }
+}
+
+// The live object behind `handle`, or null with *error set: "`exec` is NULL" or "`exec` is not
+// a live orch_executable (destroyed already, or never one)".
+template <class T>
+std::shared_ptr<T> need(const char* function, const char* arg, const void* handle, orch_error** error) {
+  if (!handle) {
+    *error = invalid(function, std::string("`") + arg + "` is NULL");
+    return nullptr;
+  }
+  std::shared_ptr<T> object = registry().find<T>(handle);
+  if (!object)
+    *error = invalid(function, std::string("`") + arg + "` is not a live " + kind_name(KindOf<T>::value) +
+                                   " (destroyed already, or never one)");
+  return object;
+}
+
+// A live Error behind an orch_error handle (the preallocated one included), or null.
+const orch::Error* error_of(const orch_error* e, std::shared_ptr<orch::Error>* keep) {
+  if (reinterpret_cast<uintptr_t>(e) == kOutOfMemoryHandle) return &out_of_memory_error();
+  *keep = registry().find<orch::Error>(e);
+  return keep->get();
+}
+
+// Runs a call's body; anything thrown becomes the out-of-memory error (the only exception the
+// runtime's own calls could let through is std::bad_alloc from building strings here).
+template <class F>
+orch_error* boundary(F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return oom();
+  }
+}
+
+template <class T>
+orch_error* set_param(const char* function, orch_executable* x, const char* name, T v) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto exec = need<orch::Executable>(function, "exec", x, &err);
+    if (!exec) return err;
+    if (!name) return invalid(function, "`name` is NULL");
+    return wrap(exec->set_param(name, v));
+  });
+}
+
+template <class T>
+orch_error* bind_param(const char* function, orch_bindings* b, const char* name, T v) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto bindings = need<orch::Bindings>(function, "bindings", b, &err);
+    if (!bindings) return err;
+    if (!name) return invalid(function, "`name` is NULL");
+    bindings->param(name, v);
+    return bindings->incomplete() ? oom() : nullptr;
+  });
 }
 
 }  // namespace
 
 extern "C" {
 
-int orch_error_code(const orch_error* e) { return e ? static_cast<int>(e->error.code()) : ORCH_OK; }
-const char* orch_error_message(const orch_error* e) { return e ? e->error.message().c_str() : ""; }
-const char* orch_error_where(const orch_error* e) { return e ? e->error.where().c_str() : ""; }
-int orch_error_cuda(const orch_error* e) { return e ? e->error.cuda_error() : 0; }
-void orch_error_destroy(orch_error* e) { delete e; }
+int orch_error_code(const orch_error* e) {
+  if (!e) return ORCH_OK;
+  try {
+    std::shared_ptr<orch::Error> keep;
+    const orch::Error* error = error_of(e, &keep);
+    return error ? static_cast<int>(error->code()) : ORCH_ERROR_INVALID_ARGUMENT;
+  } catch (...) {
+    return ORCH_ERROR_INVALID_ARGUMENT;
+  }
+}
+
+const char* orch_error_message(const orch_error* e) {
+  if (!e) return "";
+  try {
+    std::shared_ptr<orch::Error> keep;
+    const orch::Error* error = error_of(e, &keep);
+    // The string lives in the registry's object until orch_error_destroy.
+    return error ? error->message().c_str() : "not a live orch_error (destroyed already, or never one)";
+  } catch (...) {
+    return "";
+  }
+}
+
+const char* orch_error_where(const orch_error* e) {
+  if (!e) return "";
+  try {
+    std::shared_ptr<orch::Error> keep;
+    const orch::Error* error = error_of(e, &keep);
+    return error ? error->where().c_str() : "";
+  } catch (...) {
+    return "";
+  }
+}
+
+int orch_error_cuda(const orch_error* e) {
+  if (!e) return 0;
+  try {
+    std::shared_ptr<orch::Error> keep;
+    const orch::Error* error = error_of(e, &keep);
+    return error ? error->cuda_error() : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+void orch_error_destroy(orch_error* e) {
+  if (reinterpret_cast<uintptr_t>(e) == kOutOfMemoryHandle) return;  // never freed
+  try {
+    (void)registry().remove<orch::Error>(e);
+  } catch (...) {
+  }
+}
 
 orch_error* orch_pipeline_load(const char* path, orch_pipeline** out) {
-  if (!path || !out) return invalid("orch_pipeline_load: null path or out");
-  *out = nullptr;
-  auto r = orch::Pipeline::load(path);
-  if (!r.ok()) return wrap(r.error());
-  *out = new (std::nothrow) orch_pipeline{std::move(r.value())};
-  return nullptr;
+  return boundary([&]() -> orch_error* {
+    if (out) *out = nullptr;
+    if (!path) return invalid("orch_pipeline_load", "`path` is NULL");
+    if (!out) return invalid("orch_pipeline_load", "`out` is NULL");
+    auto r = orch::Pipeline::load(path);
+    if (!r.ok()) return wrap(r.error());
+    std::shared_ptr<orch::Pipeline> p(std::move(r.value()));
+    *out = reinterpret_cast<orch_pipeline*>(registry().add(std::move(p)));
+    return nullptr;
+  });
 }
 
 orch_error* orch_pipeline_load_from_memory(const void* bytes, size_t size, orch_pipeline** out) {
-  if (!out) return invalid("orch_pipeline_load_from_memory: null out");
-  *out = nullptr;
-  auto r = orch::Pipeline::load_from_memory(bytes, size);
-  if (!r.ok()) return wrap(r.error());
-  *out = new (std::nothrow) orch_pipeline{std::move(r.value())};
-  return nullptr;
+  return boundary([&]() -> orch_error* {
+    if (out) *out = nullptr;
+    if (!bytes) return invalid("orch_pipeline_load_from_memory", "`bytes` is NULL");
+    if (!out) return invalid("orch_pipeline_load_from_memory", "`out` is NULL");
+    auto r = orch::Pipeline::load_from_memory(bytes, size);
+    if (!r.ok()) return wrap(r.error());
+    std::shared_ptr<orch::Pipeline> p(std::move(r.value()));
+    *out = reinterpret_cast<orch_pipeline*>(registry().add(std::move(p)));
+    return nullptr;
+  });
 }
 
-const char* orch_pipeline_name(const orch_pipeline* p) { return p ? p->pipeline->name().c_str() : ""; }
-void orch_pipeline_destroy(orch_pipeline* p) { delete p; }
+const char* orch_pipeline_name(const orch_pipeline* p) {
+  try {
+    auto pipeline = registry().find<orch::Pipeline>(p);
+    return pipeline ? pipeline->name().c_str() : "";  // lives as long as the pipeline
+  } catch (...) {
+    return "";
+  }
+}
 
-orch_bindings* orch_bindings_create(void) { return new (std::nothrow) orch_bindings{}; }
-void orch_bindings_destroy(orch_bindings* b) { delete b; }
-void orch_bindings_param_u32(orch_bindings* b, const char* n, uint32_t v) { if (b && n) b->bindings.param(n, v); }
-void orch_bindings_param_i32(orch_bindings* b, const char* n, int32_t v) { if (b && n) b->bindings.param(n, v); }
-void orch_bindings_param_u64(orch_bindings* b, const char* n, uint64_t v) { if (b && n) b->bindings.param(n, v); }
-void orch_bindings_param_i64(orch_bindings* b, const char* n, int64_t v) { if (b && n) b->bindings.param(n, v); }
-void orch_bindings_param_f32(orch_bindings* b, const char* n, float v) { if (b && n) b->bindings.param(n, v); }
-void orch_bindings_param_f64(orch_bindings* b, const char* n, double v) { if (b && n) b->bindings.param(n, v); }
-void orch_bindings_buffer(orch_bindings* b, const char* n, void* ptr, size_t bytes) {
-  if (b && n) b->bindings.buffer(n, ptr, bytes);
+void orch_pipeline_destroy(orch_pipeline* p) {
+  try {
+    (void)registry().remove<orch::Pipeline>(p);
+  } catch (...) {
+  }
 }
-void orch_bindings_comm(orch_bindings* b, const char* n, void* comm, int rank, int world_size) {
-  if (b && n) b->bindings.comm(n, comm, rank, world_size);
+
+orch_bindings* orch_bindings_create(void) {
+  try {
+    return reinterpret_cast<orch_bindings*>(registry().add(std::make_shared<orch::Bindings>()));
+  } catch (...) {
+    return nullptr;
+  }
 }
-void orch_bindings_comm_from_unique_id(orch_bindings* b, const char* n, const void* id, int rank, int world_size) {
-  if (b && n) b->bindings.comm_from_unique_id(n, id, rank, world_size);
+
+void orch_bindings_destroy(orch_bindings* b) {
+  try {
+    (void)registry().remove<orch::Bindings>(b);
+  } catch (...) {
+  }
+}
+
+orch_error* orch_bindings_param_u32(orch_bindings* b, const char* n, uint32_t v) {
+  return bind_param("orch_bindings_param_u32", b, n, v);
+}
+orch_error* orch_bindings_param_i32(orch_bindings* b, const char* n, int32_t v) {
+  return bind_param("orch_bindings_param_i32", b, n, v);
+}
+orch_error* orch_bindings_param_u64(orch_bindings* b, const char* n, uint64_t v) {
+  return bind_param("orch_bindings_param_u64", b, n, v);
+}
+orch_error* orch_bindings_param_i64(orch_bindings* b, const char* n, int64_t v) {
+  return bind_param("orch_bindings_param_i64", b, n, v);
+}
+orch_error* orch_bindings_param_f32(orch_bindings* b, const char* n, float v) {
+  return bind_param("orch_bindings_param_f32", b, n, v);
+}
+orch_error* orch_bindings_param_f64(orch_bindings* b, const char* n, double v) {
+  return bind_param("orch_bindings_param_f64", b, n, v);
+}
+
+orch_error* orch_bindings_buffer(orch_bindings* b, const char* n, void* ptr, size_t bytes) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto bindings = need<orch::Bindings>("orch_bindings_buffer", "bindings", b, &err);
+    if (!bindings) return err;
+    if (!n) return invalid("orch_bindings_buffer", "`name` is NULL");
+    bindings->buffer(n, ptr, bytes);  // the pointer itself is checked at orch_instantiate
+    return bindings->incomplete() ? oom() : nullptr;
+  });
+}
+
+orch_error* orch_bindings_allow_overlap(orch_bindings* b, const char* a, const char* c) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto bindings = need<orch::Bindings>("orch_bindings_allow_overlap", "bindings", b, &err);
+    if (!bindings) return err;
+    if (!a || !c) return invalid("orch_bindings_allow_overlap", std::string("`") + (a ? "b" : "a") + "` is NULL");
+    bindings->allow_overlap(a, c);
+    return bindings->incomplete() ? oom() : nullptr;
+  });
+}
+
+orch_error* orch_bindings_comm(orch_bindings* b, const char* n, void* comm, int rank, int world_size) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto bindings = need<orch::Bindings>("orch_bindings_comm", "bindings", b, &err);
+    if (!bindings) return err;
+    if (!n) return invalid("orch_bindings_comm", "`name` is NULL");
+    bindings->comm(n, comm, rank, world_size);  // the communicator is checked at orch_instantiate
+    return bindings->incomplete() ? oom() : nullptr;
+  });
+}
+
+orch_error* orch_bindings_comm_from_unique_id(orch_bindings* b, const char* n, const void* id, int rank,
+                                              int world_size) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto bindings = need<orch::Bindings>("orch_bindings_comm_from_unique_id", "bindings", b, &err);
+    if (!bindings) return err;
+    if (!n) return invalid("orch_bindings_comm_from_unique_id", "`name` is NULL");
+    if (!id) return invalid("orch_bindings_comm_from_unique_id", "`unique_id` is NULL");
+    bindings->comm_from_unique_id(n, id, rank, world_size);
+    return bindings->incomplete() ? oom() : nullptr;
+  });
 }
 
 orch_error* orch_nccl_unique_id(void* out) {
-  if (!out) return invalid("orch_nccl_unique_id: null out");
-  auto r = orch::nccl_unique_id();
-  if (!r.ok()) return wrap(r.error());
-  std::memcpy(out, r->data(), r->size());
-  return nullptr;
+  return boundary([&]() -> orch_error* {
+    if (!out) return invalid("orch_nccl_unique_id", "`out` is NULL");
+    auto r = orch::nccl_unique_id();
+    if (!r.ok()) return wrap(r.error());
+    std::memcpy(out, r->data(), r->size());
+    return nullptr;
+  });
 }
 
 orch_error* orch_instantiate(const orch_pipeline* p, const orch_bindings* b, cudaStream_t stream,
                              orch_executable** out) {
-  if (!p || !out) return invalid("orch_instantiate: null pipeline or out");
-  *out = nullptr;
-  static const orch::Bindings none;
-  auto r = p->pipeline->instantiate(b ? b->bindings : none, stream);
-  if (!r.ok()) return wrap(r.error());
-  *out = new (std::nothrow) orch_executable{std::move(r.value())};
-  return nullptr;
+  return boundary([&]() -> orch_error* {
+    if (out) *out = nullptr;
+    orch_error* err = nullptr;
+    auto pipeline = need<orch::Pipeline>("orch_instantiate", "pipeline", p, &err);
+    if (!pipeline) return err;
+    auto bindings = need<orch::Bindings>("orch_instantiate", "bindings", b, &err);
+    if (!bindings) return err;
+    if (!out) return invalid("orch_instantiate", "`out` is NULL");
+    auto r = pipeline->instantiate(*bindings, stream);
+    if (!r.ok()) return wrap(r.error());
+    std::shared_ptr<orch::Executable> x(std::move(r.value()));
+    *out = reinterpret_cast<orch_executable*>(registry().add(std::move(x)));
+    return nullptr;
+  });
 }
 
 orch_error* orch_launch(orch_executable* x, cudaStream_t stream) {
-  if (!x) return invalid("orch_launch: null executable");
-  return wrap(x->exec->launch(stream));
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto exec = need<orch::Executable>("orch_launch", "exec", x, &err);
+    if (!exec) return err;
+    return wrap(exec->launch(stream));
+  });
 }
 
 orch_error* orch_device_status(const orch_executable* x) {
-  if (!x) return invalid("orch_device_status: null executable");
-  return wrap(x->exec->device_status());
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto exec = need<orch::Executable>("orch_device_status", "exec", x, &err);
+    if (!exec) return err;
+    return wrap(exec->device_status());
+  });
 }
 
 orch_error* orch_clear_device_status(orch_executable* x) {
-  if (!x) return invalid("orch_clear_device_status: null executable");
-  return wrap(x->exec->clear_device_status());
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto exec = need<orch::Executable>("orch_clear_device_status", "exec", x, &err);
+    if (!exec) return err;
+    return wrap(exec->clear_device_status());
+  });
 }
 
-orch_error* orch_set_param_u32(orch_executable* x, const char* n, uint32_t v) { return set_param(x, n, v); }
-orch_error* orch_set_param_i32(orch_executable* x, const char* n, int32_t v) { return set_param(x, n, v); }
-orch_error* orch_set_param_u64(orch_executable* x, const char* n, uint64_t v) { return set_param(x, n, v); }
-orch_error* orch_set_param_i64(orch_executable* x, const char* n, int64_t v) { return set_param(x, n, v); }
-orch_error* orch_set_param_f32(orch_executable* x, const char* n, float v) { return set_param(x, n, v); }
-orch_error* orch_set_param_f64(orch_executable* x, const char* n, double v) { return set_param(x, n, v); }
+orch_error* orch_set_param_u32(orch_executable* x, const char* n, uint32_t v) {
+  return set_param("orch_set_param_u32", x, n, v);
+}
+orch_error* orch_set_param_i32(orch_executable* x, const char* n, int32_t v) {
+  return set_param("orch_set_param_i32", x, n, v);
+}
+orch_error* orch_set_param_u64(orch_executable* x, const char* n, uint64_t v) {
+  return set_param("orch_set_param_u64", x, n, v);
+}
+orch_error* orch_set_param_i64(orch_executable* x, const char* n, int64_t v) {
+  return set_param("orch_set_param_i64", x, n, v);
+}
+orch_error* orch_set_param_f32(orch_executable* x, const char* n, float v) {
+  return set_param("orch_set_param_f32", x, n, v);
+}
+orch_error* orch_set_param_f64(orch_executable* x, const char* n, double v) {
+  return set_param("orch_set_param_f64", x, n, v);
+}
 
 orch_error* orch_rebind(orch_executable* x, const char* n, void* ptr, size_t bytes) {
-  if (!x || !n) return invalid("orch_rebind: null executable or name");
-  return wrap(x->exec->rebind(n, ptr, bytes));
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto exec = need<orch::Executable>("orch_rebind", "exec", x, &err);
+    if (!exec) return err;
+    if (!n) return invalid("orch_rebind", "`name` is NULL");
+    return wrap(exec->rebind(n, ptr, bytes));
+  });
 }
 
 void* orch_executable_buffer(const orch_executable* x, const char* n) {
-  return x && n ? x->exec->buffer(n) : nullptr;
+  try {
+    auto exec = registry().find<orch::Executable>(x);
+    return exec && n ? exec->buffer(n) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
 }
-void* orch_executable_comm(const orch_executable* x, const char* n) { return x && n ? x->exec->comm(n) : nullptr; }
-int orch_executable_rank(const orch_executable* x) { return x ? x->exec->rank() : 0; }
-int orch_executable_world_size(const orch_executable* x) { return x ? x->exec->world_size() : 1; }
-void orch_executable_destroy(orch_executable* x) { delete x; }
+
+void* orch_executable_comm(const orch_executable* x, const char* n) {
+  try {
+    auto exec = registry().find<orch::Executable>(x);
+    return exec && n ? exec->comm(n) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+int orch_executable_rank(const orch_executable* x) {
+  try {
+    auto exec = registry().find<orch::Executable>(x);
+    return exec ? exec->rank() : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+int orch_executable_world_size(const orch_executable* x) {
+  try {
+    auto exec = registry().find<orch::Executable>(x);
+    return exec ? exec->world_size() : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
+void orch_executable_destroy(orch_executable* x) {
+  try {
+    (void)registry().remove<orch::Executable>(x);
+  } catch (...) {
+  }
+}
 
 }  // extern "C"

@@ -36,6 +36,8 @@ class Owner {
     reset();
     return &h_;
   }
+  // Gives the handle up without freeing it.
+  Handle release() { return std::exchange(h_, Handle{}); }
   void reset() {
     if (h_ != Handle{}) (void)Destroy(h_);
     h_ = Handle{};
@@ -50,11 +52,13 @@ inline cudaError_t destroy_graph(cudaGraph_t h) { return cudaGraphDestroy(h); }
 inline cudaError_t destroy_graph_exec(cudaGraphExec_t h) { return cudaGraphExecDestroy(h); }
 inline cudaError_t free_device(void* p) { return cudaFree(p); }
 inline cudaError_t free_host(void* p) { return cudaFreeHost(p); }
+inline cudaError_t destroy_event(cudaEvent_t e) { return cudaEventDestroy(e); }
 
 using Library = Owner<cudaLibrary_t, destroy_library>;
 using Graph = Owner<cudaGraph_t, destroy_graph>;          // a graph being built (the template)
 using GraphExec = Owner<cudaGraphExec_t, destroy_graph_exec>;  // an instantiated graph
 using DeviceMemory = Owner<void*, free_device>;           // cudaMalloc
 using HostMemory = Owner<void*, free_host>;               // cudaHostAlloc (pinned, mapped)
+using Event = Owner<cudaEvent_t, destroy_event>;
 
 }  // namespace orch::rt

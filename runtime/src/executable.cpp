@@ -9,13 +9,13 @@
 #include <thread>
 #include <unordered_map>
 
+#include "runtime/src/binding_checks.h"
 #include "runtime/src/internal.h"
 #include "runtime/src/nccl.h"
 
 namespace orch {
 
 using rt::Value;
-namespace fb = orch::fb;
 
 namespace {
 
@@ -208,6 +208,7 @@ struct Executable::Impl {
     bool owned = false;
   };
   std::vector<BufferState> buffers;
+  std::vector<bool> written;  // per buffer: some node may write it (overlap checks)
 
   // Device arrays of the execs of each family (per Pipeline.graphs index; empty otherwise).
   std::vector<rt::DeviceMemory> tables;
@@ -246,6 +247,16 @@ struct Executable::Impl {
   std::vector<NodeRecord> records;
   Executable::Stats stats;
   std::unordered_map<cudaGraphNode_t, size_t> record_of;
+
+  // Recorded after each launch where destroying the Executable under a running launch would
+  // free what it uses (memory the runtime allocated, device-launched graphs, communicators):
+  // the destructor waits for it. CUDA itself frees an executable graph only once its launches
+  // have finished, so a pipeline with none of these needs no event.
+  rt::Event done;
+  bool launched = false;  // `done` has been recorded
+  // Set when a failed patch could not be undone: the graphs may hold a mix of old and new
+  // values, so every later launch, set_param and rebind returns this instead.
+  Error broken;
 
   // ---- helpers --------------------------------------------------------------------------
 
@@ -618,38 +629,60 @@ struct Executable::Impl {
     for (size_t r = 0; r < records.size(); ++r) record_of[records[r].handle] = r;
   }
 
+  // What rebuild_top replaced, kept until the refresh it belongs to has succeeded.
+  struct Rebuilt {
+    int top = -1;
+    std::vector<rt::Graph> captured;
+    rt::Graph graph_template;  // destroyed after the exec (declared first)
+    rt::GraphExec exec;
+    std::vector<NodeRecord> records;
+    std::vector<cudaGraphConditionalHandle> handles;
+    bool update_needed = false;
+  };
+
+  // Puts back what rebuild_top replaced; the new template, exec and records go.
+  void restore(Rebuilt& old) {
+    Top& t = tops[old.top];
+    const int top = old.top;
+    records.erase(std::remove_if(records.begin(), records.end(), [&](const NodeRecord& r) { return r.top == top; }),
+                  records.end());
+    t.captured = std::move(old.captured);
+    t.exec = std::move(old.exec);
+    t.graph_template = std::move(old.graph_template);
+    t.update_needed = old.update_needed;
+    for (NodeRecord& r : old.records) records.push_back(std::move(r));
+    old.records.clear();
+    handles = old.handles;
+    index_records();
+  }
+
   // Builds host segment `top` again from the current plan (capturing its collectives anew),
-  // instantiates and uploads it, and replaces the old exec, which CUDA frees once any launch
-  // of it in flight has finished. On failure the old exec stays.
-  Status rebuild_top(int top) {
+  // instantiates and uploads it, and replaces the old exec, which goes to `*saved` (CUDA frees
+  // an exec once any launch of it in flight has finished). On failure the old exec stays.
+  Status rebuild_top(int top, Rebuilt* saved) {
     Top& t = tops[top];
-    Top old;
+    Rebuilt old;
+    old.top = top;
     old.captured = std::move(t.captured);
     old.graph_template = std::move(t.graph_template);
     old.exec = std::move(t.exec);
-    std::vector<NodeRecord> kept, old_records;
-    for (NodeRecord& r : records) (r.top == top ? old_records : kept).push_back(std::move(r));
+    old.update_needed = t.update_needed;
+    old.handles = handles;
+    std::vector<NodeRecord> kept;
+    for (NodeRecord& r : records) (r.top == top ? old.records : kept).push_back(std::move(r));
     records = std::move(kept);
-    const std::vector<cudaGraphConditionalHandle> old_handles = handles;
-    auto restore = [&](Status s) {
-      records.erase(std::remove_if(records.begin(), records.end(), [&](const NodeRecord& r) { return r.top == top; }),
-                    records.end());
-      t.captured = std::move(old.captured);
-      t.graph_template = std::move(old.graph_template);
-      t.exec = std::move(old.exec);
-      for (NodeRecord& r : old_records) records.push_back(std::move(r));
-      handles = old_handles;
-      index_records();
+    auto fail = [&](Status s) {
+      restore(old);
       return s;
     };
     cudaError_t e = cudaGraphCreate(t.graph_template.out(), 0);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      return restore(rt::cuda_error(e, "cudaGraphCreate"));
+      return fail(rt::cuda_error(e, "cudaGraphCreate"));
     }
     Status s = create_handles(top);
     if (s.ok()) s = build(t.graph_template.get(), *p->graphs()->Get(t.graph), top);
-    if (!s.ok()) return restore(s);
+    if (!s.ok()) return fail(s);
     index_records();
     s = instantiate_top(top, side_stream.get());
     if (s.ok()) {
@@ -660,20 +693,48 @@ struct Executable::Impl {
         s = rt::cuda_error(e, "cannot upload graph '" + str(p->graphs()->Get(t.graph)->name()) + "'");
       }
     }
-    if (!s.ok()) return restore(s);
+    if (!s.ok()) return fail(s);
     t.update_needed = false;
     ++stats.segments_rebuilt;
+    *saved = std::move(old);
     return {};
+  }
+
+  // Sets a node's parameters in the template and, with `exec`, in the executable graph; the
+  // template's call first. Returns the template's error; *exec_error gets the exec's.
+  cudaError_t set_node(NodeRecord& rec, const KernelCall* k, const CopyCall* c, const FillCall* f,
+                       cudaGraphExec_t exec, cudaError_t* exec_error) {
+    cudaError_t e = cudaSuccess, x = cudaSuccess;
+    if (k) {
+      std::vector<void*> ptrs;
+      KernelCall call = *k;
+      cudaKernelNodeParams kp = call.params(ptrs);
+      e = cudaGraphKernelNodeSetParams(rec.handle, &kp);
+      if (e == cudaSuccess && exec) x = cudaGraphExecKernelNodeSetParams(exec, rec.handle, &kp);
+    } else if (c) {
+      e = cudaGraphMemcpyNodeSetParams1D(rec.handle, c->dst, c->src, c->bytes, cudaMemcpyDefault);
+      if (e == cudaSuccess && exec)
+        x = cudaGraphExecMemcpyNodeSetParams1D(exec, rec.handle, c->dst, c->src, c->bytes, cudaMemcpyDefault);
+    } else if (f) {
+      e = cudaGraphMemsetNodeSetParams(rec.handle, &f->p);
+      if (e == cudaSuccess && exec) x = cudaGraphExecMemsetNodeSetParams(exec, rec.handle, &f->p);
+    }
+    *exec_error = x;
+    return e;
   }
 
   // Re-evaluates every node of the tops selected by `which` and patches the ones whose values
   // changed: the template node, then the executable node in place; a refused in-place patch
-  // marks the top for a whole-graph cudaGraphExecUpdate. Evaluates everything before the first
-  // CUDA call, so an evaluation error changes nothing.
+  // marks the top for a whole-graph cudaGraphExecUpdate. A transaction: everything that can
+  // fail without touching a graph (evaluation, shared memory limits) comes first, and a CUDA
+  // failure after the first patch undoes every patch, rebuild and update done so far, so that
+  // on error the graphs, the records and the stats are as they were. Where even the undo fails,
+  // `broken` is set.
   template <class Which>
   Status refresh(Which which) {
     struct Change {
-      size_t record;
+      cudaGraphNode_t node;
+      int top;
       KernelCall kernel;
       CopyCall copy;
       FillCall fill;
@@ -687,7 +748,8 @@ struct Executable::Impl {
       if (!which(rec.top)) continue;
       const Top& t = tops[rec.top];
       Change c;
-      c.record = r;
+      c.node = rec.handle;
+      c.top = rec.top;
       switch (rec.node->kind()) {
         case fb::NodeKind::Kernel: {
           Status s = compute_kernel(*rec.node, t, &c.kernel);
@@ -717,41 +779,113 @@ struct Executable::Impl {
         default: break;
       }
     }
+    // Kernel attributes for more dynamic shared memory: may fail, and patch nothing.
+    for (const Change& c : changes) {
+      if (rebuild[c.top]) continue;
+      const NodeRecord& rec = records[record_of.at(c.node)];
+      if (rec.node->kind() != fb::NodeKind::Kernel) continue;
+      Status s = pipeline->allow_shared_bytes(rec.node->kernel(), c.kernel.shared);
+      if (!s.ok()) return s;
+    }
+
+    // What undo needs.
+    const Executable::Stats stats_before = stats;
+    std::vector<std::pair<bool, bool>> flags_before;  // per top: upload_needed, update_needed
+    for (const Top& t : tops) flags_before.emplace_back(t.upload_needed, t.update_needed);
+    struct Applied {
+      cudaGraphNode_t node;
+      KernelCall kernel;  // the old values
+      CopyCall copy;
+      FillCall fill;
+      bool exec_patched = false;
+    };
+    std::vector<Applied> applied;
+    std::vector<Rebuilt> rebuilt;
+    std::vector<bool> updated(tops.size(), false);
+    auto undo = [&](Status failure) -> Status {
+      Status undo_error;
+      auto note = [&](cudaError_t e, const std::string& what) {
+        if (e == cudaSuccess) return;
+        (void)cudaGetLastError();
+        if (undo_error.ok()) undo_error = rt::cuda_error(e, what);
+      };
+      for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
+        NodeRecord& rec = records[record_of.at(it->node)];
+        Top& t = tops[rec.top];
+        const fb::NodeKind kind = rec.node->kind();
+        cudaError_t x = cudaSuccess;
+        cudaError_t e = set_node(rec, kind == fb::NodeKind::Kernel ? &it->kernel : nullptr,
+                                 kind == fb::NodeKind::Memcpy ? &it->copy : nullptr,
+                                 kind == fb::NodeKind::Memset ? &it->fill : nullptr,
+                                 it->exec_patched ? t.exec.get() : nullptr, &x);
+        note(e, "undoing a patch of " + node_name(*rec.node, t));
+        note(x, "undoing a patch of " + node_name(*rec.node, t));
+        rec.kernel = std::move(it->kernel);
+        rec.copy = it->copy;
+        rec.fill = it->fill;
+      }
+      for (size_t i = 0; i < tops.size(); ++i) {
+        if (!updated[i]) continue;
+        cudaGraphExecUpdateResultInfo info = {};
+        note(cudaGraphExecUpdate(tops[i].exec.get(), tops[i].graph_template.get(), &info),
+             "undoing the update of graph '" + str(p->graphs()->Get(tops[i].graph)->name()) + "'");
+      }
+      for (auto it = rebuilt.rbegin(); it != rebuilt.rend(); ++it) restore(*it);
+      stats = stats_before;
+      for (size_t i = 0; i < tops.size() && i < flags_before.size(); ++i) {
+        tops[i].upload_needed = flags_before[i].first;
+        tops[i].update_needed = flags_before[i].second;
+      }
+      if (undo_error.ok()) return failure;
+      const Error& u = undo_error.error();
+      broken = Error(u.code(),
+                     "this Executable's graphs may hold a half-applied set_param or rebind, which could not be "
+                     "undone (" + u.message() + "); instantiate the pipeline again",
+                     {}, u.cuda_error());
+      const Error& f = failure.error();
+      if (f.code() == ErrorCode::ContextLost) return failure;
+      return Error(f.code(), f.message() + "; undoing the patches failed too (" + u.message() +
+                                 "), so this Executable refuses further use",
+                   f.where(), f.cuda_error());
+    };
+
+    // Rebuilds first (they reorder the records), then patches, then whole-graph updates.
+    for (size_t i = 0; i < tops.size(); ++i) {
+      if (!rebuild[i]) continue;
+      Rebuilt r;
+      Status s = rebuild_top(static_cast<int>(i), &r);
+      if (!s.ok()) return undo(s);
+      rebuilt.push_back(std::move(r));
+    }
     for (Change& c : changes) {
-      NodeRecord& rec = records[c.record];
-      if (rebuild[rec.top]) continue;
+      if (rebuild[c.top]) continue;  // built again from the new plan: its old nodes are gone
+      NodeRecord& rec = records[record_of.at(c.node)];
       Top& t = tops[rec.top];
       const fb::Node& n = *rec.node;
-      cudaError_t e = cudaSuccess, x = cudaSuccess;
-      switch (n.kind()) {
-        case fb::NodeKind::Kernel: {
-          Status s = pipeline->allow_shared_bytes(n.kernel(), c.kernel.shared);
-          if (!s.ok()) return s;
-          std::vector<void*> ptrs;
-          cudaKernelNodeParams kp = c.kernel.params(ptrs);
-          e = cudaGraphKernelNodeSetParams(rec.handle, &kp);
-          if (e == cudaSuccess && t.exec) x = cudaGraphExecKernelNodeSetParams(t.exec.get(), rec.handle, &kp);
-          rec.kernel = std::move(c.kernel);
-          break;
-        }
-        case fb::NodeKind::Memcpy:
-          e = cudaGraphMemcpyNodeSetParams1D(rec.handle, c.copy.dst, c.copy.src, c.copy.bytes, cudaMemcpyDefault);
-          if (e == cudaSuccess && t.exec)
-            x = cudaGraphExecMemcpyNodeSetParams1D(t.exec.get(), rec.handle, c.copy.dst, c.copy.src, c.copy.bytes,
-                                                   cudaMemcpyDefault);
-          rec.copy = c.copy;
-          break;
-        case fb::NodeKind::Memset:
-          e = cudaGraphMemsetNodeSetParams(rec.handle, &c.fill.p);
-          if (e == cudaSuccess && t.exec) x = cudaGraphExecMemsetNodeSetParams(t.exec.get(), rec.handle, &c.fill.p);
-          rec.fill = c.fill;
-          break;
+      const fb::NodeKind kind = n.kind();
+      cudaError_t x = cudaSuccess;
+      cudaError_t e = set_node(rec, kind == fb::NodeKind::Kernel ? &c.kernel : nullptr,
+                               kind == fb::NodeKind::Memcpy ? &c.copy : nullptr,
+                               kind == fb::NodeKind::Memset ? &c.fill : nullptr, t.exec.get(), &x);
+      if (e != cudaSuccess) return undo(node_cuda_error(e, n, t, "cannot set the node's parameters"));
+      Applied a;
+      a.node = c.node;
+      a.kernel = std::move(rec.kernel);
+      a.copy = rec.copy;
+      a.fill = rec.fill;
+      a.exec_patched = t.exec && x == cudaSuccess;
+      switch (kind) {
+        case fb::NodeKind::Kernel: rec.kernel = std::move(c.kernel); break;
+        case fb::NodeKind::Memcpy: rec.copy = c.copy; break;
+        case fb::NodeKind::Memset: rec.fill = c.fill; break;
         default: break;
       }
-      if (e != cudaSuccess) return node_cuda_error(e, n, t, "cannot set the node's parameters");
+      applied.push_back(std::move(a));
       if (x != cudaSuccess) {
-        (void)cudaGetLastError();  // refused in place: update the whole graph below
-        t.update_needed = true;
+        (void)cudaGetLastError();
+        // A sticky error is no refusal: the context is gone, and the update would fail too.
+        if (rt::is_sticky(x)) return undo(node_cuda_error(x, n, t, "cannot patch the executable graph"));
+        t.update_needed = true;  // refused in place: the whole graph is updated below
         ++stats.patches_refused;
       } else if (t.exec) {
         ++stats.nodes_patched_in_place;
@@ -759,15 +893,11 @@ struct Executable::Impl {
       if (t.device) t.upload_needed = true;
     }
     for (size_t i = 0; i < tops.size(); ++i) {
-      if (!rebuild[i]) continue;
-      Status s = rebuild_top(static_cast<int>(i));
-      if (!s.ok()) return s;
-    }
-    for (Top& t : tops) {
+      Top& t = tops[i];
       if (!t.update_needed || !t.exec) continue;
       cudaGraphExecUpdateResultInfo info = {};
       cudaError_t e = cudaGraphExecUpdate(t.exec.get(), t.graph_template.get(), &info);
-      if (e != cudaSuccess) {
+      if (e != cudaSuccess) {  // not performed: the exec is unchanged
         (void)cudaGetLastError();
         std::string w;
         std::string what = "cannot update graph '" + str(p->graphs()->Get(t.graph)->name()) + "' in place (result " +
@@ -777,8 +907,9 @@ struct Executable::Impl {
           what += " at " + node_name(*records[it->second].node, t);
           w = node_where(*records[it->second].node);
         }
-        return rt::cuda_error(e, what, w);
+        return undo(rt::cuda_error(e, what, w));
       }
+      updated[i] = true;
       t.update_needed = false;
       ++stats.graph_updates;
       if (t.device) t.upload_needed = true;
@@ -996,25 +1127,44 @@ struct Executable::Impl {
 
   // ---- buffers --------------------------------------------------------------------------
 
-  // Points buffer `i` at the application's memory.
+  // Points buffer `i` at the application's memory, checked (binding_checks.cpp).
   Status bind_buffer(uint32_t i, void* ptr, size_t bytes, BufferState* out) const {
-    const fb::Buffer* b = p->buffers()->Get(i);
-    cudaPointerAttributes attr = {};
-    cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return rt::cuda_error(e, "buffer '" + str(b->name()) + "': cannot query the bound pointer", rt::where(*p, b->loc()));
-    }
-    if (attr.type == cudaMemoryTypeUnregistered)
-      return Error(ErrorCode::InvalidArgument,
-                   "buffer '" + str(b->name()) + "' is bound to memory CUDA does not know (pageable host memory?); "
-                   "bind device memory, or pinned memory from cudaHostAlloc(cudaHostAllocMapped)",
-                   rt::where(*p, b->loc()));
-    out->ptr = attr.devicePointer ? attr.devicePointer : ptr;
-    out->host = b->host() ? ptr : nullptr;
+    rt::BoundMemory mem;
+    Status s = rt::check_bound_memory(*p, i, ptr, bytes, &mem);
+    if (!s.ok()) return s;
+    out->ptr = mem.device;
+    out->host = p->buffers()->Get(i)->host() ? mem.host : nullptr;
     out->capacity = bytes;
     out->owned = false;
     return {};
+  }
+
+  // No two buffers may share memory where the pipeline writes one of them, unless allowed.
+  // `replaced` >= 0: buffer `replaced` at `ptr` instead (a rebind being checked).
+  Status check_overlaps(const rt::Plan& with, const Bindings& b, int replaced = -1, void* ptr = nullptr) const {
+    std::vector<rt::Span> spans(buffers.size());
+    for (size_t i = 0; i < buffers.size() && i < with.buffers.size(); ++i) {
+      void* at = static_cast<int>(i) == replaced ? ptr : buffers[i].ptr;
+      spans[i] = {reinterpret_cast<uint64_t>(at), at ? with.buffers[i].bytes : 0};
+    }
+    return rt::check_overlaps(*p, spans, written, b);
+  }
+
+  // Refused before anything touches a stream the application is capturing: a graph launch
+  // cannot be captured, and a failed capture call would invalidate the application's capture.
+  static Status check_not_capturing(cudaStream_t stream, const char* call) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(stream, &status);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rt::cuda_error(e, std::string(call) + ": cannot ask whether the stream is being captured");
+    }
+    if (status == cudaStreamCaptureStatusNone) return {};
+    return Error(ErrorCode::Unsupported,
+                 std::string(call) + ": the stream is being captured (cudaStreamBeginCapture" +
+                     (status == cudaStreamCaptureStatusInvalidated ? ", a capture already invalidated" : "") +
+                     "); CUDA cannot capture the launch of a graph (cudaErrorStreamCaptureUnsupported), so orch "
+                     "did nothing and left the capture as it was: call it on a stream outside the capture");
   }
 
   Status allocate_buffer(uint32_t i, BufferState* out, cudaStream_t stream) const {
@@ -1096,12 +1246,18 @@ Status build_all(Executable::Impl& x, cudaStream_t stream);
 }  // namespace
 
 Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindings, cudaStream_t stream) const {
+  return rt::guarded([&]() -> Result<std::unique_ptr<Executable>> {
+  if (bindings.incomplete())
+    return Error(ErrorCode::OutOfMemory, "out of memory while the bindings were made: some binding was lost");
   auto x = std::make_unique<Executable::Impl>();
   x->pipeline = impl_;
   x->p = impl_->fb;
   const fb::Pipeline& p = *impl_->fb;
   Status s = x->check_device();
   if (!s.ok()) return s.error();
+  s = Executable::Impl::check_not_capturing(stream, "instantiate");
+  if (!s.ok()) return s.error();
+  x->written = rt::written_buffers(p);
 
   // Communicators (NCCL is loaded only where one is bound or asked for), then params, bind
   // checks and buffers. With communicators, every rank then learns whether the others run the
@@ -1115,15 +1271,25 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
     if (!plan.ok()) return plan.error();
     x->plan = std::move(plan.value());
     x->bindings = resolved;
-    // Buffers: the application's, checked, or allocated here (zero-filled).
+    // Buffers: the application's, checked (their overlaps too), then the others allocated
+    // here (zero-filled), so nothing is allocated for bindings that are refused.
     const uint32_t nbuffers = p.buffers() ? p.buffers()->size() : 0;
     x->buffers.resize(nbuffers);
+    std::vector<bool> bound_here(nbuffers, false);
     for (uint32_t i = 0; i < nbuffers; ++i) {
       const Bindings::Buffer* bound = nullptr;
       for (const Bindings::Buffer& b : resolved.buffers())
         if (b.name == p.buffers()->Get(i)->name()->string_view()) bound = &b;
-      Status st = bound ? x->bind_buffer(i, bound->ptr, bound->bytes, &x->buffers[i])
-                        : x->allocate_buffer(i, &x->buffers[i], stream);
+      if (!bound) continue;
+      Status st = x->bind_buffer(i, bound->ptr, bound->bytes, &x->buffers[i]);
+      if (!st.ok()) return st;
+      bound_here[i] = true;
+    }
+    Status st = x->check_overlaps(x->plan, resolved);
+    if (!st.ok()) return st;
+    for (uint32_t i = 0; i < nbuffers; ++i) {
+      if (bound_here[i]) continue;
+      st = x->allocate_buffer(i, &x->buffers[i], stream);
       if (!st.ok()) return st;
     }
     return {};
@@ -1133,8 +1299,21 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   if (!s.ok()) return s.error();
   s = x->agree(build_all(*x, stream), stream);
   if (!s.ok()) return s.error();
+  bool frees_something = !collectives.empty();
+  for (const auto& b : x->buffers) frees_something |= b.owned;
+  for (const auto& t : x->tables) frees_something |= static_cast<bool>(t);
+  for (const auto& t : x->tops) frees_something |= t.device;
+  frees_something |= static_cast<bool>(x->status);
+  if (frees_something) {
+    cudaError_t e = cudaEventCreateWithFlags(x->done.out(), cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rt::cuda_error(e, "instantiate: cannot create the event that marks a launch's end");
+    }
+  }
   x->stats = Executable::Stats();  // count what happens after instantiate
   return std::make_unique<Executable>(std::move(x));
+  });
 }
 
 namespace {
@@ -1145,8 +1324,14 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   const fb::Pipeline& p = *x->p;
   Status s;
 
-  // The device status record, which generated kernels take as an argument.
-  {
+  // The device status record, which generated kernels take as an argument; only pipelines
+  // with such kernels have one (a launch then needs its end marked before the record is freed).
+  bool needs_status = false;
+  if (const auto* kernels = p.kernels())
+    for (const fb::Kernel* k : *kernels)
+      if (k->params())
+        for (const fb::KernelParam* kp : *k->params()) needs_status |= kp->kind() == fb::KernelParamKind::Status;
+  if (needs_status) {
     cudaError_t e = cudaMalloc(x->status.out(), Executable::Impl::kStatusBytes);
     if (e == cudaSuccess) e = cudaMemsetAsync(x->status.get(), 0, Executable::Impl::kStatusBytes, stream);
     if (e != cudaSuccess) {
@@ -1274,73 +1459,116 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
 // ---- Executable -------------------------------------------------------------------------
 
 Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Executable::~Executable() = default;
+
+Executable::~Executable() {
+  // The memory freed below may still be in use by a launch: wait for the last one. (After a
+  // fault this returns the sticky error at once; nothing is left running to wait for.)
+  if (impl_ && impl_->launched && impl_->done) {
+    (void)cudaEventSynchronize(impl_->done.get());
+    (void)cudaGetLastError();
+  }
+}
 
 Status Executable::launch(cudaStream_t stream) {
-  Impl& x = *impl_;
-  for (auto& t : x.tops) {
-    if (!t.device || !t.upload_needed) continue;
-    cudaError_t e = cudaGraphUpload(t.exec.get(), stream);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return rt::cuda_error(e, "cannot upload device graph '" + str(x.p->graphs()->Get(t.graph)->name()) + "'");
+  return rt::guarded([&]() -> Status {
+    Impl& x = *impl_;
+    if (!x.broken.ok()) return x.broken;
+    Status st = Impl::check_not_capturing(stream, "launch");
+    if (!st.ok()) return st;
+    for (auto& t : x.tops) {
+      if (!t.device || !t.upload_needed) continue;
+      cudaError_t e = cudaGraphUpload(t.exec.get(), stream);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return rt::cuda_error(e, "cannot upload device graph '" + str(x.p->graphs()->Get(t.graph)->name()) + "'");
+      }
+      t.upload_needed = false;
+      ++x.stats.device_graph_uploads;
     }
-    t.upload_needed = false;
-    ++x.stats.device_graph_uploads;
-  }
-  for (int s : x.segments) {
-    cudaError_t e = cudaGraphLaunch(x.tops[s].exec.get(), stream);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return rt::cuda_error(e, "cannot launch graph '" + str(x.p->graphs()->Get(x.tops[s].graph)->name()) + "'");
+    for (int s : x.segments) {
+      cudaError_t e = cudaGraphLaunch(x.tops[s].exec.get(), stream);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return rt::cuda_error(e, "cannot launch graph '" + str(x.p->graphs()->Get(x.tops[s].graph)->name()) + "'");
+      }
     }
-  }
-  return {};
+    // Marks the end of this launch, for the destructor and for rebind's freeing.
+    if (x.done) {
+      cudaError_t e = cudaEventRecord(x.done.get(), stream);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return rt::cuda_error(e, "launch: cannot record the event that marks the launch's end");
+      }
+      x.launched = true;
+    }
+    return {};
+  });
 }
 
 Status Executable::set_param_value(std::string_view name, ScalarValue value) {
-  Impl& x = *impl_;
-  Bindings next = x.bindings;
-  next.set_param(name, value);
-  Result<rt::Plan> plan = x.replan(next);
-  if (!plan.ok()) return plan.error();
-  rt::Plan old = std::move(x.plan);
-  x.plan = std::move(plan.value());
-  Status s = x.refresh([](int) { return true; });
-  if (!s.ok()) {
-    if (s.error().code() != ErrorCode::Cuda) x.plan = std::move(old);  // nothing was patched
-    return s;
-  }
-  x.bindings = std::move(next);
-  return {};
+  return rt::guarded([&]() -> Status {
+    Impl& x = *impl_;
+    if (!x.broken.ok()) return x.broken;
+    Bindings next = x.bindings;
+    next.set_param(name, value);
+    if (next.incomplete()) return rt::out_of_memory();
+    Result<rt::Plan> plan = x.replan(next);
+    if (!plan.ok()) return plan.error();
+    Status s = x.check_overlaps(*plan, next);  // new sizes may make bound buffers overlap
+    if (!s.ok()) return s;
+    rt::Plan old = std::move(x.plan);
+    x.plan = std::move(plan.value());
+    s = x.refresh([](int) { return true; });
+    if (!s.ok()) {
+      x.plan = std::move(old);  // refresh undid its patches (or marked the Executable broken)
+      return s;
+    }
+    x.bindings = std::move(next);
+    return {};
+  });
 }
 
 Status Executable::rebind(std::string_view name, void* device_ptr, size_t bytes) {
-  Impl& x = *impl_;
-  const int i = x.buffer_index(name);
-  if (i < 0)
-    return Error(ErrorCode::UnknownName, "pipeline '" + x.pipeline->name + "' has no buffer '" + std::string(name) + "'");
-  Bindings next = x.bindings;
-  next.buffer(name, device_ptr, bytes);
-  Result<rt::Plan> plan = x.replan(next);
-  if (!plan.ok()) return plan.error();
-  Impl::BufferState fresh;
-  Status s = x.bind_buffer(static_cast<uint32_t>(i), device_ptr, bytes, &fresh);
-  if (!s.ok()) return s;
-  Impl::BufferState old = std::move(x.buffers[i]);
-  rt::Plan old_plan = std::move(x.plan);
-  x.buffers[i] = std::move(fresh);
-  x.plan = std::move(plan.value());
-  s = x.refresh([](int) { return true; });
-  if (!s.ok()) {
-    if (s.error().code() != ErrorCode::Cuda) {  // nothing was patched: put everything back
+  return rt::guarded([&]() -> Status {
+    Impl& x = *impl_;
+    if (!x.broken.ok()) return x.broken;
+    const int i = x.buffer_index(name);
+    if (i < 0)
+      return Error(ErrorCode::UnknownName,
+                   "pipeline '" + x.pipeline->name + "' has no buffer '" + std::string(name) + "'");
+    Bindings next = x.bindings;
+    next.buffer(name, device_ptr, bytes);
+    if (next.incomplete()) return rt::out_of_memory();
+    Result<rt::Plan> plan = x.replan(next);
+    if (!plan.ok()) return plan.error();
+    Impl::BufferState fresh;
+    Status s = x.bind_buffer(static_cast<uint32_t>(i), device_ptr, bytes, &fresh);
+    if (!s.ok()) return s;
+    s = x.check_overlaps(*plan, next, i, fresh.ptr);
+    if (!s.ok()) return s;
+    Impl::BufferState old = std::move(x.buffers[i]);
+    rt::Plan old_plan = std::move(x.plan);
+    x.buffers[i] = std::move(fresh);
+    x.plan = std::move(plan.value());
+    s = x.refresh([](int) { return true; });
+    if (!s.ok()) {  // refresh undid its patches (or marked the Executable broken)
       x.buffers[i] = std::move(old);
       x.plan = std::move(old_plan);
+      return s;
     }
-    return s;
-  }
-  x.bindings = std::move(next);
-  return {};  // `old` frees memory the runtime had allocated
+    x.bindings = std::move(next);
+    // Memory the runtime had allocated is freed once no launch uses it any more.
+    if (old.owned && x.launched && x.done) {
+      cudaError_t e = cudaEventSynchronize(x.done.get());
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        // Not freed: a launch may still use it (leaked rather than freed under the GPU).
+        (void)old.device_memory.release();
+        (void)old.host_memory.release();
+      }
+    }
+    return {};  // `old` frees memory the runtime had allocated
+  });
 }
 
 void* Executable::buffer(std::string_view name) const {
@@ -1360,6 +1588,7 @@ Executable::Stats Executable::stats() const { return impl_->stats; }
 Status Executable::device_status() const {
   const Impl& x = *impl_;
   uint32_t r[4] = {0, 0, 0, 0};
+  if (!x.status) return {};  // no kernel of this pipeline can report anything
   cudaError_t e = cudaMemcpy(r, x.status.get(), sizeof r, cudaMemcpyDeviceToHost);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -1397,6 +1626,7 @@ Status Executable::device_status() const {
 }
 
 Status Executable::clear_device_status() {
+  if (!impl_->status) return {};
   cudaError_t e = cudaMemset(impl_->status.get(), 0, Impl::kStatusBytes);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
@@ -1414,11 +1644,14 @@ int Executable::rank() const { return static_cast<int>(impl_->plan.rank); }
 int Executable::world_size() const { return static_cast<int>(impl_->plan.world_size); }
 
 Result<double> Executable::param_as_double(std::string_view name) const {
-  const fb::Pipeline& p = *impl_->p;
-  const uint32_t n = p.params() ? p.params()->size() : 0;
-  for (uint32_t i = 0; i < n; ++i)
-    if (p.params()->Get(i)->name()->string_view() == name) return impl_->plan.params[i].as_double();
-  return Error(ErrorCode::UnknownName, "pipeline '" + impl_->pipeline->name + "' has no param '" + std::string(name) + "'");
+  return rt::guarded([&]() -> Result<double> {
+    const fb::Pipeline& p = *impl_->p;
+    const uint32_t n = p.params() ? p.params()->size() : 0;
+    for (uint32_t i = 0; i < n; ++i)
+      if (p.params()->Get(i)->name()->string_view() == name) return impl_->plan.params[i].as_double();
+    return Error(ErrorCode::UnknownName,
+                 "pipeline '" + impl_->pipeline->name + "' has no param '" + std::string(name) + "'");
+  });
 }
 
 }  // namespace orch

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <mutex>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@ struct Pipeline::Impl {
   std::string image;
   int device = 0;
   int arch = 0;                               // 90 for sm_90
+  std::vector<std::unique_ptr<char[]>> jit_logs;  // the JIT's log buffers, kept while libraries live
   std::vector<rt::Library> libraries;         // one per distinct image
   std::vector<cudaKernel_t> kernels;          // per Pipeline.kernels
 
@@ -33,11 +36,43 @@ struct Pipeline::Impl {
 
 namespace rt {
 
-// An error for a failed CUDA call: "<what>: cudaErrorX (text)".
+// True for the errors after which the process's CUDA context is unusable (a kernel faulted):
+// every later CUDA call returns the same error.
+bool is_sticky(cudaError_t e);
+
+// An error for a failed CUDA call: "<what>: cudaErrorX (text)", at `where`. A sticky error is
+// ContextLost instead, with no `where`: the call that notices a fault is not its cause.
 Error cuda_error(cudaError_t e, const std::string& what, std::string where = {});
 
 // "no CUDA device: ..." when cudaGetDevice fails.
 Error no_device_error(cudaError_t e);
+
+// OutOfMemory, "out of memory": short enough to need no allocation (std::string's small
+// buffer), so it can be made when memory has run out.
+Error out_of_memory();
+
+// Runs `f` (returning Status or Result<T>) and turns an exception escaping it into an Error:
+// the public calls run their bodies through this, so std::bad_alloc (or std::length_error from
+// a size no container can hold) never leaves the runtime.
+template <class F>
+auto guarded(F&& f) noexcept -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  } catch (const std::exception& e) {
+    try {
+      return Error(ErrorCode::InvalidArgument, std::string("unexpected exception in the runtime: ") + e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      return Error(ErrorCode::InvalidArgument, "unexpected exception in the runtime");
+    } catch (...) {
+    }
+  }
+  return out_of_memory();
+}
 
 }  // namespace rt
 }  // namespace orch

@@ -1,9 +1,10 @@
 // Errors, bindings, and Pipeline::load: verify the artifact, pick an image per kernel for the
 // current device, load the images as CUDA libraries and look the kernels up.
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <new>
 
+#include "runtime/src/driver.h"
 #include "runtime/src/internal.h"
 #include "runtime/src/nccl.h"
 
@@ -26,6 +27,9 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::Unsupported: return "Unsupported";
     case ErrorCode::Nccl: return "Nccl";
     case ErrorCode::RankMismatch: return "RankMismatch";
+    case ErrorCode::OutOfMemory: return "OutOfMemory";
+    case ErrorCode::ContextLost: return "ContextLost";
+    case ErrorCode::BuffersOverlap: return "BuffersOverlap";
     case ErrorCode::DeviceError: return "DeviceError";
   }
   return "Unknown";
@@ -36,92 +40,108 @@ std::string Error::to_string() const {
   return (where_.empty() ? std::string() : where_ + ": ") + "error: " + message_;
 }
 
+// The setters cannot return an error: running out of memory marks the bindings incomplete,
+// which instantiate() reports.
 Bindings& Bindings::set_param(std::string_view name, ScalarValue value) {
-  for (Param& p : params_)
-    if (p.name == name) {
-      p.value = value;
-      return *this;
-    }
-  params_.push_back({std::string(name), value});
+  try {
+    for (Param& p : params_)
+      if (p.name == name) {
+        p.value = value;
+        return *this;
+      }
+    params_.push_back({std::string(name), value});
+  } catch (const std::exception&) {
+    incomplete_ = true;
+  }
   return *this;
 }
 
 Bindings& Bindings::buffer(std::string_view name, void* device_ptr, size_t bytes) {
-  for (Buffer& b : buffers_)
-    if (b.name == name) {
-      b.ptr = device_ptr;
-      b.bytes = bytes;
-      return *this;
-    }
-  buffers_.push_back({std::string(name), device_ptr, bytes});
+  try {
+    for (Buffer& b : buffers_)
+      if (b.name == name) {
+        b.ptr = device_ptr;
+        b.bytes = bytes;
+        return *this;
+      }
+    buffers_.push_back({std::string(name), device_ptr, bytes});
+  } catch (const std::exception&) {
+    incomplete_ = true;
+  }
+  return *this;
+}
+
+Bindings& Bindings::allow_overlap(std::string_view a, std::string_view b) {
+  try {
+    overlaps_.emplace_back(std::string(a), std::string(b));
+  } catch (const std::exception&) {
+    incomplete_ = true;
+  }
   return *this;
 }
 
 Bindings& Bindings::comm(std::string_view name, void* nccl_comm, int rank, int world_size) {
-  Comm c;
-  c.name = std::string(name);
-  c.handle = nccl_comm;
-  c.rank = rank;
-  c.world_size = world_size;
-  for (Comm& old : comms_)
-    if (old.name == name) {
-      old = c;
-      return *this;
-    }
-  comms_.push_back(std::move(c));
+  try {
+    Comm c;
+    c.name = std::string(name);
+    c.handle = nccl_comm;
+    c.rank = rank;
+    c.world_size = world_size;
+    for (Comm& old : comms_)
+      if (old.name == name) {
+        old = c;
+        return *this;
+      }
+    comms_.push_back(std::move(c));
+  } catch (const std::exception&) {
+    incomplete_ = true;
+  }
   return *this;
 }
 
 Bindings& Bindings::comm_from_unique_id(std::string_view name, const void* unique_id, int rank, int world_size) {
-  Comm c;
-  c.name = std::string(name);
-  c.rank = rank;
-  c.world_size = world_size;
-  c.from_unique_id = true;
-  // A null id stays all zeros, which instantiate() refuses.
-  if (unique_id) std::memcpy(c.unique_id.data(), unique_id, c.unique_id.size());
-  for (Comm& old : comms_)
-    if (old.name == name) {
-      old = c;
-      return *this;
-    }
-  comms_.push_back(std::move(c));
+  try {
+    Comm c;
+    c.name = std::string(name);
+    c.rank = rank;
+    c.world_size = world_size;
+    c.from_unique_id = true;
+    // A null id stays all zeros, which instantiate() refuses.
+    if (unique_id) std::memcpy(c.unique_id.data(), unique_id, c.unique_id.size());
+    for (Comm& old : comms_)
+      if (old.name == name) {
+        old = c;
+        return *this;
+      }
+    comms_.push_back(std::move(c));
+  } catch (const std::exception&) {
+    incomplete_ = true;
+  }
   return *this;
 }
 
 Result<std::array<char, 128>> nccl_unique_id() {
-  Result<const rt::nccl::Api*> api = rt::nccl::api();
-  if (!api.ok()) return api.error();
-  rt::nccl::UniqueId id = {};
-  rt::nccl::Result r = (*api)->GetUniqueId(&id);
-  if (r != rt::nccl::kSuccess) return rt::nccl::error(**api, r, "ncclGetUniqueId");
-  std::array<char, 128> out{};
-  static_assert(sizeof(id.internal) == 128, "ncclUniqueId is 128 bytes");
-  std::memcpy(out.data(), id.internal, out.size());
-  return out;
+  return rt::guarded([&]() -> Result<std::array<char, 128>> {
+    Result<const rt::nccl::Api*> api = rt::nccl::api();
+    if (!api.ok()) return api.error();
+    rt::nccl::UniqueId id = {};
+    rt::nccl::Result r = (*api)->GetUniqueId(&id);
+    if (r != rt::nccl::kSuccess) return rt::nccl::error(**api, r, "ncclGetUniqueId");
+    std::array<char, 128> out{};
+    static_assert(sizeof(id.internal) == 128, "ncclUniqueId is 128 bytes");
+    std::memcpy(out.data(), id.internal, out.size());
+    return out;
+  });
 }
 
 Result<std::string> nccl_version() {
-  Result<const rt::nccl::Api*> api = rt::nccl::api();
-  if (!api.ok()) return api.error();
-  return (*api)->version_string() + " from " + (*api)->path;
+  return rt::guarded([&]() -> Result<std::string> {
+    Result<const rt::nccl::Api*> api = rt::nccl::api();
+    if (!api.ok()) return api.error();
+    return (*api)->version_string() + " from " + (*api)->path;
+  });
 }
 
-namespace rt {
-
-Error cuda_error(cudaError_t e, const std::string& what, std::string where) {
-  return Error(ErrorCode::Cuda,
-               what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")", std::move(where),
-               static_cast<int>(e));
-}
-
-Error no_device_error(cudaError_t e) {
-  return Error(ErrorCode::NoDevice,
-               std::string("no CUDA device: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")", {},
-               static_cast<int>(e));
-}
-
-}  // namespace rt
 
 Status Pipeline::Impl::allow_shared_bytes(int kernel, unsigned bytes) const {
   constexpr unsigned kDefaultLimit = 48 * 1024;
@@ -147,28 +167,44 @@ const std::string& Pipeline::name() const { return impl_->name; }
 const std::string& Pipeline::image() const { return impl_->image; }
 int Pipeline::device() const { return impl_->device; }
 
-Result<std::unique_ptr<Pipeline>> Pipeline::load(const std::string& path, LoadOptions options) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return Error(ErrorCode::Io, "cannot open '" + path + "': " + std::strerror(errno));
-  std::streamoff size = in.tellg();
-  if (size < 0) return Error(ErrorCode::Io, "cannot read '" + path + "'");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  if (!in.read(bytes.data(), size)) return Error(ErrorCode::Io, "cannot read '" + path + "'");
-  auto r = load_from_memory(bytes.data(), bytes.size(), options);
-  if (!r.ok()) {
-    Error e = r.error();
-    return Error(e.code(), path + ": " + e.message(), e.where(), e.cuda_error());
+namespace {
+
+// The JIT's log as one line: ptxas writes one message per line.
+std::string one_line(std::string log) {
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+  std::string out;
+  for (char c : log) {
+    if (c == '\n') out += "; ";
+    else if (c != '\r') out += c;
   }
-  return r;
+  return out;
 }
 
-Result<std::unique_ptr<Pipeline>> Pipeline::load_from_memory(const void* bytes, size_t size, LoadOptions options) {
-  if (bytes == nullptr && size > 0) return Error(ErrorCode::InvalidArgument, "null pipeline bytes");
+// A failed load of a kernel's image. For PTX, the JIT's log says what is wrong with it; when the
+// library loader left it empty (it may compile later, lazily), the driver's JIT is asked.
+Error load_error(cudaError_t e, const std::string& what, const std::string& where, const std::string& ptx,
+                 const char* log) {
+  std::string text = what;
+  if (!ptx.empty() && !rt::is_sticky(e)) {
+    std::string jit = log && log[0] ? std::string(log) : std::string();
+    if (jit.empty()) {
+      (void)cudaFree(nullptr);  // the driver's JIT needs the device's context current
+      (void)cudaGetLastError();
+      jit = rt::jit_log(ptx.c_str(), ptx.size() + 1);
+    }
+    text += " (JIT log: " + one_line(jit) + ")";
+  }
+  return rt::cuda_error(e, text, where);
+}
+
+}  // namespace
+
+// Everything after the bytes are in storage the Pipeline will own.
+Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_t[]> storage, size_t size,
+                                                         LoadOptions options) {
   auto impl = std::make_shared<Impl>();
   impl->size = size;
-  impl->storage.reset(new uint64_t[(size + 7) / 8 + 1]);
-  if (size) std::memcpy(impl->storage.get(), bytes, size);
+  impl->storage = std::move(storage);
   artifact::OpenResult open = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(impl->storage.get()), size);
   if (!open.ok()) return Error(ErrorCode::InvalidArtifact, open.error);
   const fb::Pipeline& p = *open.pipeline;
@@ -195,6 +231,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_from_memory(const void* bytes, 
   std::map<std::pair<uint64_t, size_t>, size_t> loaded;
   bool any_cubin = false, any_ptx = false;
   std::string ptx_arch;
+  std::vector<std::string> library_ptx;  // per library: its PTX, or empty for a CUBIN
   for (uint32_t k = 0; k < nkernels; ++k) {
     const fb::Kernel* kernel = p.kernels()->Get(k);
     const std::string kname = kernel->name()->str();
@@ -241,32 +278,76 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_from_memory(const void* bytes, 
       lib_index = it->second;
     } else {
       rt::Library lib;
-      char log[4096] = {0};
-      cudaJitOption opts[] = {cudaJitErrorLogBuffer, cudaJitErrorLogBufferSizeBytes};
-      void* values[] = {log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof log))};
-      e = cudaLibraryLoadData(lib.out(), data, opts, values, 2, nullptr, nullptr, 0);
+      // The logs live as long as the library, in case the JIT runs after this call returns.
+      constexpr size_t kLog = 8192;
+      std::unique_ptr<char[]> logs(new char[2 * kLog]());
+      char* error_log = logs.get();
+      char* info_log = logs.get() + kLog;
+      cudaJitOption opts[] = {cudaJitErrorLogBuffer, cudaJitErrorLogBufferSizeBytes, cudaJitInfoLogBuffer,
+                              cudaJitInfoLogBufferSizeBytes};
+      void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1)), info_log,
+                        reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1))};
+      impl->jit_logs.push_back(std::move(logs));
+      e = cudaLibraryLoadData(lib.out(), data, opts, values, 4, nullptr, nullptr, 0);
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        std::string what = "cannot load the " + std::string(ptx.empty() ? "CUBIN" : "PTX") + " of kernel '" + kname + "'";
-        if (log[0]) what += " (JIT log: " + std::string(log) + ")";
-        return rt::cuda_error(e, what, kwhere);
+        return load_error(e, "cannot load the " + std::string(ptx.empty() ? "CUBIN" : "PTX") + " of kernel '" + kname + "'",
+                          kwhere, ptx, error_log);
       }
       lib_index = impl->libraries.size();
       impl->libraries.push_back(std::move(lib));
       loaded.emplace(key, lib_index);
+      library_ptx.push_back(ptx);
     }
     e = cudaLibraryGetKernel(&impl->kernels[k], impl->libraries[lib_index].get(), kernel->lowered_name()->c_str());
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      return rt::cuda_error(e, "kernel '" + kname + "': symbol '" + kernel->lowered_name()->str() +
-                                   "' is not in its image",
-                            kwhere);
+      if (e == cudaErrorSymbolNotFound || e == cudaErrorInvalidDeviceFunction)
+        return rt::cuda_error(e, "kernel '" + kname + "': symbol '" + kernel->lowered_name()->str() +
+                                     "' is not in its image",
+                              kwhere);
+      // Loading may be lazy: a PTX that does not compile can fail here rather than above.
+      return load_error(e, "cannot load kernel '" + kname + "' (symbol '" + kernel->lowered_name()->str() + "')",
+                        kwhere, library_ptx[lib_index], nullptr);
     }
   }
   impl->image = any_cubin && any_ptx ? sm + " CUBIN + " + ptx_arch + " PTX (JIT)"
                 : any_ptx            ? ptx_arch + " PTX (JIT)"
                                      : sm + " CUBIN";
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::load(const std::string& path, LoadOptions options) {
+  return rt::guarded([&]() -> Result<std::unique_ptr<Pipeline>> {
+    artifact::FileBytes file;
+    std::string why;
+    if (!artifact::read_file(path, artifact::kMaxFileSize, &file, &why))
+      return Error(why.rfind("out of memory", 0) == 0 ? ErrorCode::OutOfMemory : ErrorCode::Io,
+                   path + ": " + (why.empty() ? std::string("cannot read") : why));
+    auto r = load_storage(std::move(file.storage), file.size, options);
+    if (!r.ok()) {
+      const Error& e = r.error();
+      return Error(e.code(), path + ": " + e.message(), e.where(), e.cuda_error());
+    }
+    return r;
+  });
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::load_from_memory(const void* bytes, size_t size, LoadOptions options) {
+  return rt::guarded([&]() -> Result<std::unique_ptr<Pipeline>> {
+    if (bytes == nullptr) return Error(ErrorCode::InvalidArgument, "null pipeline bytes");
+    // Checked before anything is allocated or read.
+    if (size > artifact::kMaxFileSize)
+      return Error(ErrorCode::InvalidArtifact, "a pipeline of " + std::to_string(size) +
+                                                   " bytes is larger than any pipeline.bin can be (" +
+                                                   std::to_string(artifact::kMaxFileSize) + " bytes)");
+    // 8-byte aligned, with a zero word after the bytes.
+    std::unique_ptr<uint64_t[]> storage(new (std::nothrow) uint64_t[size / 8 + 1]());
+    if (!storage)
+      return Error(ErrorCode::OutOfMemory, "out of memory: cannot copy " + std::to_string(size) + " bytes of pipeline");
+    if (size) std::memcpy(storage.get(), bytes, size);
+    return load_storage(std::move(storage), size, options);
+  });
 }
 
 }  // namespace orch

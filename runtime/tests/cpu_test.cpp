@@ -266,8 +266,11 @@ TEST_CASE("plan: bindings are validated by name, type and size") {
     b.param("n", 0u);
     auto plan = orch::rt::make_plan(*o.p, b);
     REQUIRE_FALSE(plan.ok());
-    // The grid bind check comes first: ceil_div(0, 256) blocks is no launch.
+    // The grid bind check comes first: ceil_div(0, 256) blocks is no launch, and it says so
+    // (not "too many blocks").
     CHECK(plan.error().code() == orch::ErrorCode::BindCheckFailed);
+    CHECK(plan.error().message() == "E0205: grid of `saxpy` is empty in x (no blocks)");
+    CHECK(plan.error().where().find("saxpy.orch:") != std::string::npos);
   }
 }
 
@@ -399,7 +402,7 @@ TEST_CASE("load: malformed input is an error value before any CUDA call") {
   r = orch::Pipeline::load(orch::test::temp_dir() + "/does-not-exist.bin");
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code() == orch::ErrorCode::Io);
-  CHECK(r.error().to_string().find("error: cannot open") == 0);
+  CHECK(r.error().to_string() == "error: " + orch::test::temp_dir() + "/does-not-exist.bin: cannot open: No such file or directory");
 
   // A valid file with an odd address inside a bigger buffer: load_from_memory copies it.
   std::string good = orch::artifact::sample_artifact();

@@ -160,13 +160,15 @@ TEST_CASE("bindings: comms from the application or from a unique id") {
   CHECK(!b.comms()[0].from_unique_id);
 
   orch_bindings* cb = orch_bindings_create();
-  orch_bindings_comm_from_unique_id(cb, "world", id.data(), 1, 2);
-  orch_bindings_comm(cb, "x", &fake, -1, -1);
-  orch_bindings_comm_from_unique_id(nullptr, "world", id.data(), 1, 2);  // ignored, no crash
+  CHECK(orch_bindings_comm_from_unique_id(cb, "world", id.data(), 1, 2) == nullptr);
+  CHECK(orch_bindings_comm(cb, "x", &fake, -1, -1) == nullptr);
+  orch_error* e = orch_bindings_comm_from_unique_id(nullptr, "world", id.data(), 1, 2);
+  CHECK(orch_error_code(e) == ORCH_ERROR_INVALID_ARGUMENT);
+  orch_error_destroy(e);
   orch_bindings_destroy(cb);
   CHECK(orch_executable_comm(nullptr, "world") == nullptr);
-  CHECK(orch_executable_rank(nullptr) == 0);
-  CHECK(orch_executable_world_size(nullptr) == 1);
+  CHECK(orch_executable_rank(nullptr) == -1);
+  CHECK(orch_executable_world_size(nullptr) == -1);
 }
 
 TEST_CASE("error codes for NCCL and rank mismatches") {

@@ -1,6 +1,8 @@
 #include "tools/orch_run/options.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -42,8 +44,12 @@ to --nccl-id-file PATH (a fresh path on a file system every rank sees) and the o
 One process alone runs a pipeline with a `comm` as rank 0 of 1. Random fills are seeded by the
 rank too, and --dump writes FILE.rank<r> for each rank. NCCL_NVLS_ENABLE=0 unless set.
 
+--timeout SECONDS bounds the whole run: if it has not finished by then (a kernel that never
+ends, a launch that waits forever), orch-run says what it was doing and ends its process,
+which is what ends the GPU work (CUDA cannot cancel a running kernel).
+
 Exit codes: 0 success; 1 an error (the pipeline, a file, a CUDA failure, no CUDA device);
-2 a usage error.)";
+2 a usage error; 3 --timeout passed.)";
 
 }  // namespace
 
@@ -131,6 +137,18 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
   app.add_option("--ranks", o->ranks, "run on N GPUs of this host, one process per rank")
       ->type_name("N")
       ->check(CLI::Range(1u, 1024u).description(""));
+  app.add_option("--timeout", o->timeout,
+                 "end the run (exit 3) if it has not finished after SECONDS: a kernel that hangs")
+      ->type_name("SECONDS")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            char* end = nullptr;
+            const double d = std::strtod(v.c_str(), &end);
+            if (end == v.c_str() || *end != '\0' || !(d > 0) || !std::isfinite(d))
+              return "expected a positive number of seconds, not '" + v + "'";
+            return std::string();
+          },
+          ""));
   app.add_option("--nccl-id-file", o->nccl_id_file,
                  "under an MPI launcher: where rank 0 writes the NCCL unique id for the others")
       ->type_name("PATH");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -13,10 +14,12 @@
 
 namespace orch::run {
 
-// Exit codes: 0 success, 1 an error (the pipeline, a file, the GPU), 2 a usage error.
+// Exit codes: 0 success, 1 an error (the pipeline, a file, the GPU), 2 a usage error, 3 the
+// run did not finish within --timeout.
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitTimeout = 3;
 
 struct ParamArg {
   std::string name, value;
@@ -52,6 +55,11 @@ struct Options {
   bool force_ptx = false;
   bool list = false;
   bool nodes = false;  // per-node times (CUPTI) over --repeat more launches
+  // --timeout: seconds for the whole run (0: none). On expiry orch-run reports what it was
+  // doing and ends the process (exit 3): CUDA cannot cancel a kernel that never finishes.
+  double timeout = 0;
+  // What expiry does with its one-line message; empty: report_and_exit (tests replace it).
+  std::function<void(const std::string&)> on_timeout;
   // Several ranks (a pipeline with a `comm`): --ranks N starts N processes of this program on
   // this host, one per GPU; under an MPI launcher the rank comes from its environment and the
   // NCCL unique id through --nccl-id-file (see docs/multi-gpu.md).

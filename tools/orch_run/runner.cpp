@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -19,33 +20,11 @@
 #include "orch/ranks.h"
 #include "orch/runtime.h"
 #include "tools/orch_run/nodes.h"
+#include "tools/orch_run/watchdog.h"
 
 namespace orch::run {
 
 namespace {
-
-// Reads a whole file into 8-byte aligned storage (the artifact reader needs the alignment).
-bool read_file(const std::string& path, std::vector<uint64_t>* storage, size_t* size,
-               std::string* error) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) {
-    *error = std::string("cannot open: ") + std::strerror(errno);
-    return false;
-  }
-  const std::streamoff n = in.tellg();
-  if (n < 0) {
-    *error = "cannot read";
-    return false;
-  }
-  storage->assign((static_cast<size_t>(n) + 7) / 8, 0);
-  in.seekg(0);
-  if (n > 0 && !in.read(reinterpret_cast<char*>(storage->data()), n)) {
-    *error = std::string("cannot read: ") + std::strerror(errno);
-    return false;
-  }
-  *size = static_cast<size_t>(n);
-  return true;
-}
 
 std::string cuda_text(cudaError_t e) {
   return std::string(cudaGetErrorString(e)) + " (" + cudaGetErrorName(e) + ")";
@@ -77,11 +56,12 @@ class Runner {
   Runner(Options& o, std::ostream& out, std::ostream& err) : o_(o), out_(out), err_(err) {}
 
   int run() {
+    Watchdog watchdog(o_.timeout, [this] { timed_out(); });
     // 1. The artifact, checked exactly as the runtime checks it, with no GPU involved.
     std::string error;
-    if (!read_file(o_.pipeline, &storage_, &size_, &error)) return fail(o_.pipeline + ": " + error);
-    const auto opened =
-        orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(storage_.data()), size_);
+    if (!orch::artifact::read_file(o_.pipeline, orch::artifact::kMaxFileSize, &pipeline_file_, &error))
+      return fail(o_.pipeline + ": " + error);
+    const auto opened = orch::artifact::open_pipeline(pipeline_file_.data(), pipeline_file_.size);
     if (!opened.ok()) return fail(o_.pipeline + ": " + opened.error);
     const orch::fb::Pipeline& fb = *opened.pipeline;
     if (o_.list) {
@@ -131,14 +111,14 @@ class Runner {
                   "for it, run without --nodes");
     for (const FillArg& f : o_.fills)
       if (f.kind == FillArg::Kind::File) {
-        std::vector<uint64_t> data;
-        size_t n = 0;
-        if (!read_file(f.text, &data, &n, &error))
+        orch::artifact::FileBytes data;
+        if (!orch::artifact::read_file(f.text, SIZE_MAX / 2, &data, &error))
           return fail("--fill " + f.name + "=" + f.spec + ": " + error);
-        file_data_[f.name] = {std::move(data), n};
+        file_data_[f.name] = std::move(data);
       }
 
     // 3. The GPU.
+    phase_ = "looking for the CUDA device";
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -159,6 +139,7 @@ class Runner {
     // 4. Load, bind, instantiate.
     orch::LoadOptions load_options;
     load_options.force_ptx = o_.force_ptx;
+    phase_ = "loading the pipeline";
     auto pipeline = orch::Pipeline::load(o_.pipeline, load_options);
     if (!pipeline) return fail(pipeline.error());
     StreamOwner stream;
@@ -188,6 +169,7 @@ class Runner {
                                      me_.world_size);
       }
     }
+    phase_ = "instantiating the pipeline";
     auto exec = (*pipeline)->instantiate(bindings, stream.s);
     if (!exec) return fail(exec.error());
     orch::Executable& x = *exec.value();
@@ -217,12 +199,14 @@ class Runner {
     }
 
     // 5. Fill.
+    phase_ = "filling the buffers";
     for (const FillArg& f : o_.fills) {
       const int rc = fill(x, f);
       if (rc != kExitOk) return rc;
     }
 
     // 6. Warm up, then time each launch with a pair of events.
+    phase_ = "the warm-up launches";
     for (unsigned i = 0; i < o_.warmup; ++i) {
       orch::Status s = x.launch(stream.s);
       if (!s) return fail(s.error());
@@ -239,6 +223,7 @@ class Runner {
       if ((e = cudaEventCreate(&starts[i].e)) != cudaSuccess ||
           (e = cudaEventCreate(&stops[i].e)) != cudaSuccess)
         return fail("cannot create CUDA events: " + cuda_text(e));
+    phase_ = "the timed launches";
     const auto wall_start = std::chrono::steady_clock::now();
     for (unsigned done = 0; done < o_.repeat;) {
       const unsigned n = std::min(o_.repeat - done, kBatch);
@@ -269,6 +254,7 @@ class Runner {
     if (me_.world_size > 1) {
       // Every rank's figures to every rank (rank 0 prints them), through the pipeline's first
       // communicator.
+      phase_ = "exchanging the times with the other ranks";
       auto all = orch::ranks::allgather(
           x.comm(fb.comms()->Get(0)->name()->string_view()),
           {double(o_.device), s.median, s.p90, s.min, s.max, s.mean, wall_ms / o_.repeat}, stream.s);
@@ -289,15 +275,31 @@ class Runner {
     }
 
     // 7. Dump.
+    phase_ = "dumping the buffers";
     for (const DumpArg& d : o_.dumps) {
       const int rc = dump(x, d);
       if (rc != kExitOk) return rc;
     }
     // Everything launched has finished (synchronized above), so the Executable may go.
+    phase_ = "finishing";
     return kExitOk;
   }
 
  private:
+  // --timeout passed: say where the run was, then end the process (the default) or tell the
+  // test that replaced the action.
+  void timed_out() {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", o_.timeout);
+    const std::string message = std::string("orch-run: ") +
+                                (me_.world_size > 1 ? "rank " + std::to_string(me_.rank) + ": " : std::string()) +
+                                "timed out after " + seconds + " s (--timeout) while " + phase_.load() +
+                                "; GPU work that does not finish cannot be cancelled, so orch-run ends its "
+                                "process, which ends that work";
+    if (o_.on_timeout) o_.on_timeout(message);
+    else report_and_exit(message, kExitTimeout);
+  }
+
   int fail(const std::string& message) {
     err_ << "orch-run: " << (me_.world_size > 1 ? "rank " + std::to_string(me_.rank) + ": " : std::string())
          << message << "\n";
@@ -323,6 +325,7 @@ class Runner {
     std::vector<std::string> argv = {o_.self_exe};
     argv.insert(argv.end(), o_.command_line.begin(), o_.command_line.end());
     out_.flush();
+    phase_ = "waiting for the rank processes";
     auto exits = orch::ranks::spawn(static_cast<int>(o_.ranks), argv);
     if (!exits) return fail(exits.error());
     int rc = kExitOk;
@@ -361,6 +364,7 @@ class Runner {
     std::string error;
     auto profiler = NodeProfiler::create(&error);
     if (!profiler) return fail("--nodes: " + error);
+    phase_ = "the per-node profiling launches (--nodes)";
     std::vector<std::vector<NodeRecord>> launches;
     for (unsigned i = 0; i < o_.repeat; ++i) {
       orch::Status s = x.launch(stream);
@@ -395,12 +399,13 @@ class Runner {
         src = host.data();
         break;
       case FillArg::Kind::File: {
-        const auto& [data, n] = file_data_.at(f.name);
+        const orch::artifact::FileBytes& file = file_data_.at(f.name);
+        const size_t n = file.size;
         if (n != bytes)
           return fail("--fill " + f.name + "=" + f.spec + ": the file has " + std::to_string(n) +
                       " bytes; `" + f.name + "` is " + type_name(f.type) + "[" +
                       std::to_string(count) + "] = " + std::to_string(bytes) + " bytes");
-        src = data.data();
+        src = file.data();
         break;
       }
     }
@@ -434,9 +439,10 @@ class Runner {
   std::ostream null_{nullptr};
   bool quiet_ = false;
   orch::ranks::Rank me_;  // rank 0 of 1 unless the pipeline has comms and a launcher says more
-  std::vector<uint64_t> storage_;
-  size_t size_ = 0;
-  std::map<std::string, std::pair<std::vector<uint64_t>, size_t>> file_data_;
+  orch::artifact::FileBytes pipeline_file_;
+  std::map<std::string, orch::artifact::FileBytes> file_data_;
+  // What the run is doing, for --timeout's message (read by the watchdog's thread).
+  std::atomic<const char*> phase_{"reading the pipeline"};
 };
 
 }  // namespace

@@ -97,6 +97,10 @@ TEST_CASE("defaults, --flag=value, and options before the pipeline") {
   CHECK(p.options.seed == 1);
   CHECK(p.options.device == 0);
   CHECK_FALSE(p.options.force_ptx);
+  CHECK(p.options.timeout == 0);
+  p = parse({"p.bin", "--timeout", "2.5"});
+  REQUIRE(p.outcome.run);
+  CHECK(p.options.timeout == 2.5);
   // A value holding '=' keeps it (only the first '=' splits).
   p = parse({"p.bin", "--dump", "y=dir/a=b.bin"});
   REQUIRE(p.outcome.run);
@@ -111,6 +115,7 @@ TEST_CASE("--help prints the usage, the fills and the exit codes, and exits 0") 
   CHECK(p.out.find("random:LO:HI") != std::string::npos);
   CHECK(p.out.find("--nodes") != std::string::npos);
   CHECK(p.out.find("Exit codes") != std::string::npos);
+  CHECK(p.out.find("3 --timeout passed") != std::string::npos);
 }
 
 TEST_CASE("usage errors are one line and exit 2") {
@@ -134,6 +139,11 @@ TEST_CASE("usage errors are one line and exit 2") {
       {{"p.bin", "--repeat", "many"}, "orch-run: --repeat"},
       {{"p.bin", "--warmup", "-1"}, "orch-run: --warmup"},
       {{"p.bin", "--device", "-1"}, "orch-run: --device"},
+      {{"p.bin", "--timeout", "0"},
+       "orch-run: --timeout: expected a positive number of seconds, not '0' (see orch-run --help)\n"},
+      {{"p.bin", "--timeout", "-2"}, "orch-run: --timeout: expected a positive number of seconds, not '-2'"},
+      {{"p.bin", "--timeout", "soon"}, "orch-run: --timeout: expected a positive number of seconds, not 'soon'"},
+      {{"p.bin", "--timeout", "inf"}, "orch-run: --timeout: expected a positive number of seconds, not 'inf'"},
       {{"p.bin", "--frobnicate"}, "orch-run: The following argument was not expected: --frobnicate (see orch-run --help)\n"},
       {{"a.bin", "b.bin"}, "orch-run: The following argument was not expected: b.bin (see orch-run --help)\n"},
   };

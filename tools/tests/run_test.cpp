@@ -10,6 +10,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include "artifact/sample_pipeline.h"
 #include "tools/orch_run/values.h"
 #include "tools/tests/test_util.h"
@@ -75,6 +78,26 @@ TEST_CASE("a file that is missing or not a pipeline is one line and exit 1") {
   CHECK(r.exit_code == 1);
   CHECK(r.err.rfind("orch-run: " + junk + ": ", 0) == 0);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("a directory, a FIFO or a device as the pipeline is one line and exit 1, without blocking") {
+  RunOutput r = orch_run({temp_dir()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: " + temp_dir() + ": is a directory, not a file\n");
+  // A FIFO nobody writes: opening it for reading would wait forever; it is never opened.
+  const std::string fifo = temp_dir() + "/pipeline.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  r = orch_run({fifo});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: " + fifo + ": is a FIFO (named pipe), not a regular file\n");
+  r = orch_run({"/dev/zero"});
+  CHECK(r.err == "orch-run: /dev/zero: is a character device, not a regular file\n");
+  const std::string saxpy = saxpy_or_fail();
+  r = orch_run({saxpy, "--fill", "x=file:" + fifo});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: --fill x=file:" + fifo + ": is a FIFO (named pipe), not a regular file\n");
+  r = orch_run({saxpy, "--fill", "x=file:" + temp_dir()});
+  CHECK(r.err == "orch-run: --fill x=file:" + temp_dir() + ": is a directory, not a file\n");
 }
 
 TEST_CASE("--list needs no GPU") {
@@ -212,6 +235,55 @@ TEST_CASE("--nodes times each graph node and names its statement") {
   CHECK(r.out.find("per node (CUPTI activity records of 5 more launches") != std::string::npos);
   CHECK(r.out.find("       1  saxpy<<<ceil_div(n, 256), 256>>>  saxpy.orch:21:3\n") != std::string::npos);
   CHECK(r.out.find("1 nodes; their medians sum to ") != std::string::npos);
+}
+
+}  // TEST_SUITE("gpu")
+
+// orch-run as a process, for what must end one (--timeout): $ORCH_RUN, else the build's.
+namespace {
+
+std::string orch_run_binary() {
+  const char* env = std::getenv("ORCH_RUN");
+  return env && *env ? env : ORCH_RUN_PATH;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("--timeout ends a run whose kernel never finishes: one line, exit 3") {
+  // The kernel waits for a flag nobody sets; its buffer starts zeroed.
+  const std::string src = write_temp("hang.orch", R"(pipeline hang
+target sm_90
+buffer flag: u32
+kernel spin(flag: in u32) source """
+extern "C" __global__ void spin(const unsigned* flag) {
+  while (*(volatile const unsigned*)flag == 0) __nanosleep(1000);
+}
+"""
+graph main {
+  spin<<<1, 1>>>(flag)
+}
+)");
+  std::string log;
+  const std::string bin = compiled(src, &log);
+  REQUIRE_MESSAGE(!bin.empty(), log);
+  const std::string err_file = temp_dir() + "/hang.err";
+  // coreutils' timeout is the test's own guard: without --timeout working, 124 and no hang.
+  const std::string cmd = "timeout -s KILL 120 '" + orch_run_binary() + "' '" + bin +
+                          "' --warmup 1 --repeat 1 --timeout 10 >/dev/null 2>'" + err_file + "'";
+  const int status = std::system(cmd.c_str());
+  const std::string err = read_all(err_file);
+  INFO(cmd, "\n", err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(err == "orch-run: timed out after 10 s (--timeout) while the warm-up launches; GPU work that does not "
+               "finish cannot be cancelled, so orch-run ends its process, which ends that work\n");
+  // The process ended and the GPU is usable again: saxpy runs.
+  const std::string saxpy = saxpy_or_fail();
+  RunOutput r = orch_run({saxpy, "--param", "n=256", "--repeat", "1", "--timeout", "60"});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
 }
 
 }  // TEST_SUITE("gpu")
