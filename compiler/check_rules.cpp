@@ -1,5 +1,6 @@
 // Rules that need every graph built: what each graph touches when launched, launch budgets
 // per graph execution, the ordering of work launched from the device, and device graphs.
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -113,6 +114,79 @@ void Checker::compute_footprints() {
               add_access(merged, a.buffer, a.read, a.write);
         node.accesses = std::move(merged);
       }
+    });
+  }
+}
+
+namespace {
+
+void collect_scalar_reads(const ir::Expr& e, std::vector<int>& out) {
+  if (e.kind == ir::ExprKind::DeviceScalar &&
+      std::find(out.begin(), out.end(), e.ref) == out.end())
+    out.push_back(e.ref);
+  for (const ir::Expr& o : e.operands) collect_scalar_reads(o, out);
+}
+
+// "`a`", "`a` or `b`", "`a`, `b` or `c`"
+std::string either(const ir::Program& p, const std::vector<int>& buffers) {
+  std::string out;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (i) out += i + 1 == buffers.size() ? " or " : ", ";
+    out += "`" + p.buffers[buffers[i]].name + "`";
+  }
+  return out;
+}
+
+}  // namespace
+
+// A WHILE node runs its body as long as its condition holds, and only work inside the body runs
+// between two evaluations; a condition nothing there can change never turns false once true.
+// The body's accesses include nested bodies and, through compute_footprints, what launched
+// graphs write. A `host` scalar is exempt: the application's CPU may write it while the graph
+// runs.
+void Checker::check_loop_conditions() {
+  ir::Program& p = *program_;
+  for (ir::Graph& g : p.graphs) {
+    for_each_node(g.body, [&](ir::Node& loop) {
+      if (loop.kind != ir::NodeKind::While || !loop.cond || loop.bodies.empty()) return;
+      for (const SourceRange& r : loops_with_errors_)
+        if (r.file == loop.loc.file && r.begin.line == loop.loc.begin.line &&
+            r.begin.col == loop.loc.begin.col)
+          return;
+      // A graph `call`ed twice holds the loop twice: one report.
+      for (const SourceRange& r : reported_loops_)
+        if (r.file == loop.loc.file && r.begin.line == loop.loc.begin.line &&
+            r.begin.col == loop.loc.begin.col)
+          return;
+      reported_loops_.push_back(loop.loc);
+      std::vector<int> reads;
+      collect_scalar_reads(*loop.cond, reads);
+      const std::string cond_text = ir::to_string(*loop.cond, p);
+      if (reads.empty()) {
+        Diagnostic& d = diags_.error(
+            "E0410", loop.loc,
+            "this `while` loop never ends once it starts: its condition reads no device scalar, "
+            "so nothing the loop does can change it");
+        diags_.add_note(d, loop.cond->loc,
+                        "`" + cond_text + "` reads only params and constants, which stay fixed "
+                        "while the graph runs; loop on a device scalar the body updates, or use "
+                        "`if`");
+        return;
+      }
+      for (int b : reads)
+        if (p.buffers[b].host) return;
+      for (const ir::Node& n : loop.bodies[0].nodes)
+        for (const ir::BufferAccess& a : n.accesses)
+          if (a.write && std::find(reads.begin(), reads.end(), a.buffer) != reads.end()) return;
+      Diagnostic& d = diags_.error(
+          "E0410", loop.loc,
+          "this `while` loop never ends once it starts: nothing in its body writes " +
+              either(p, reads) + ", which its condition reads");
+      diags_.add_note(d, loop.cond->loc,
+                      "the condition `" + cond_text + "` can change only if the body writes " +
+                          either(p, reads) +
+                          ": with a scalar update, a `fill`, a `copy`, or a kernel that takes it "
+                          "as `out` or `inout`");
     });
   }
 }
