@@ -90,8 +90,10 @@ bool contains_word(const std::string& s, size_t from, size_t to, const char* wor
 
 // Names whose call launches a kernel from the device (cuda_device_runtime_api.h; `<<<` in
 // device code compiles to cudaGetParameterBuffer + cudaLaunchDevice).
-constexpr const char* kLaunchCalls[] = {"cudaLaunchDevice", "cudaLaunchDeviceV2",
-                                        "cudaLaunchDevice_ptsz", "cudaLaunchDeviceV2_ptsz"};
+constexpr const char* kLaunchCalls[] = {
+    "cudaLaunchDevice",        "cudaLaunchDeviceV2",        "cudaLaunchDevice_ptsz",
+    "cudaLaunchDeviceV2_ptsz", "__cudaCDP2LaunchDevice",    "__cudaCDP2LaunchDeviceV2",
+    "__cudaCDP2LaunchDevice_ptsz", "__cudaCDP2LaunchDeviceV2_ptsz"};
 
 // The first device-side launch in [from, to): its offset and length, or npos.
 std::pair<size_t, size_t> find_launch(const std::string& s, size_t from, size_t to) {
