@@ -14,7 +14,7 @@ namespace orch::artifact {
 
 // Bump with every change to pipeline.fbs (artifact/golden_test.cpp fails until you do) and add
 // the new version to docs/format.md's history.
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 
 // The envelope, little-endian, 32 bytes, then the payload (so the payload is 8-byte aligned):
 //   0  char[8]  magic "ORCHPIPE"
@@ -32,6 +32,7 @@ constexpr uint32_t kMaxGraphDepth = 64;              // nesting of conditional b
 constexpr uint32_t kMaxExprLength = 4096;            // postfix instructions in one expression
 constexpr uint64_t kMaxFireAndForgetLaunches = 120;  // per graph execution (CUDA's limit)
 constexpr uint64_t kMaxTailLaunches = 255;           // pending tail launches (CUDA's limit)
+constexpr uint32_t kMaxFamilySize = 65536;           // members of one graph family
 
 // XXH64 with seed 0 (xxHash compiled inline, so nothing is linked).
 uint64_t xxh64(const void* data, size_t size);
