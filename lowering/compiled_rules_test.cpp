@@ -452,6 +452,59 @@ TEST_CASE("what the checker accepts in the spec examples and bundled pipelines, 
   CHECK(seen >= 11);
 }
 
+TEST_CASE("the ordering verifier requires every kind of ordering: RAW, WAR, WAW, condition") {
+  // One region with each kind of edge: k reads x and writes y (after the fill of x: RAW), the
+  // fill of x again after k read it (WAR), the second fill of y after k wrote it (WAW); and a
+  // condition kernel before its `if`.
+  const std::string text = R"orch(pipeline p
+buffer x: f32[16]
+buffer y: f32[16]
+buffer flag: u32
+kernel k(x: in f32[], y: out f32[]) source """extern "C" __global__ void k(const float* x, float* y) { }"""
+graph main {
+  fill x = 1
+  k<<<1, 16>>>(x, y)
+  fill x = 2
+  fill y = 3
+  if flag != 0 { fill x = 4 }
+}
+)orch";
+  SourceManager sources;
+  DiagnosticEngine diags;
+  CheckResult r = check_text("t.orch", text, sources, {}, diags);
+  REQUIRE_FALSE(diags.has_errors());
+  lower_graphs(*r.program);
+  ir::Region& main = r.program->graphs[r.program->main_graph].body;
+  DiagnosticEngine ok;
+  REQUIRE(lowering::verify_ordering(*r.program, ok));
+  // Nodes: 0 fill x, 1 k, 2 fill x, 3 fill y, 4 condition kernel, 5 if.
+  REQUIRE(main.nodes.size() == 6);
+  const struct {
+    const char* kind;
+    int from, to;
+    const char* says;
+  } drops[] = {
+      {"RAW", 0, 1, "conflicts with on `x`"},
+      {"WAR", 1, 2, "conflicts with on `x`"},
+      {"WAW", 1, 3, "conflicts with on `y`"},
+      {"condition", 4, 5, "may run before the kernel that sets its condition"},
+  };
+  for (const auto& d : drops) {
+    CAPTURE(d.kind);
+    ir::Region copy = main;
+    auto it = std::find_if(main.edges.begin(), main.edges.end(),
+                           [&](const ir::Edge& e) { return e.from == d.from && e.to == d.to; });
+    REQUIRE(it != main.edges.end());
+    main.edges.erase(it);
+    DiagnosticEngine bad;
+    CHECK_FALSE(lowering::verify_ordering(*r.program, bad));
+    REQUIRE(bad.has_errors());
+    CHECK(bad.all()[0].code == "E0899");
+    CHECK(bad.all()[0].message.find(d.says) != std::string::npos);
+    main = copy;
+  }
+}
+
 }  // TEST_SUITE("checker and loader agree")
 
 }  // namespace orch

@@ -2247,6 +2247,54 @@ extern "C" __global__ void k(float* x) { c<<<1, 1>>>(x); })cu") == "E0506");
   void* b = cudaGetParameterBuffer(8, 8); cudaLaunchDevice((void*)k, b, dim3(1), dim3(1), 0, 0); })cu") == "E0506");
 }
 
+TEST_CASE("E0606: a statement that writes what fire-and-forget work reads (write after read)") {
+  const std::string program = R"orch(pipeline p
+buffer y: f32[1024]
+buffer out: f32[1024]
+kernel use(y: in f32[], out: out f32[]) source """extern "C" __global__ void use(const float* y, float* out) { }"""
+kernel spawn(g: graph) launches g fire_and_forget <= 1 source """extern "C" __global__ void spawn(cudaGraphExec_t g) {}"""
+kernel produce(y: out f32[]) source """extern "C" __global__ void produce(float* y) { }"""
+graph child device { use<<<1, 1024>>>(y, out) }
+graph main {
+  spawn<<<1, 32>>>(child)
+  produce<<<1, 1024>>>(y)
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:3: error[E0606]: this statement writes `y`, which `child` reads; `child` is launched fire_and_forget, so nothing orders its work before this statement
+  produce<<<1, 1024>>>(y)
+  ^~~~~~~~~~~~~~~~~~~~~~~
+t.orch:9:3: note: `child` is launched fire_and_forget here; work that needs its results belongs in a graph it tail-launches, which runs after it
+  spawn<<<1, 32>>>(child)
+  ^~~~~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: write it before the launch.
+  CHECK(diagnostics_of(fix(program, {{"  spawn<<<1, 32>>>(child)\n  produce<<<1, 1024>>>(y)\n", "  produce<<<1, 1024>>>(y)\n  spawn<<<1, 32>>>(child)\n"}})) == "");
+}
+
+TEST_CASE("E0606: what a launched graph touches includes the graphs it launches, transitively") {
+  const std::string program = R"orch(pipeline p
+buffer y: f32[1024]
+buffer y_host: f32[1024] host
+kernel work(y: out f32[]) source """extern "C" __global__ void work(float* y) { }"""
+kernel spawn(g: graph) launches g fire_and_forget <= 1 source """extern "C" __global__ void spawn(cudaGraphExec_t g) {}"""
+kernel chain(g: graph) launches g tail <= 1 source """extern "C" __global__ void chain(cudaGraphExec_t g) {}"""
+graph leaf device { work<<<1, 1024>>>(y) }
+graph middle device { chain<<<1, 1>>>(leaf) }
+graph top device { chain<<<1, 1>>>(middle) }
+graph main {
+  spawn<<<1, 32>>>(top)
+  copy y -> y_host
+}
+)orch";
+  CHECK(check(program)->text().find("t.orch:12:3: error[E0606]: this statement reads `y`, which `top` writes;") == 0);
+  // One level less deep, and the same: the footprint is not one level only.
+  CHECK(check(fix(program, {{"spawn<<<1, 32>>>(top)", "spawn<<<1, 32>>>(middle)"}}))->codes() == "E0606");
+  // A graph that reaches no writer of `y` is no race.
+  CHECK(diagnostics_of(fix(program, {{"graph leaf device { work<<<1, 1024>>>(y) }", "graph leaf device { work<<<1, 1024>>>(y_host) }"},
+                                     {"  copy y -> y_host\n", "  fill y = 0\n"}})) == "");
+}
+
 TEST_CASE("target profiles may not raise CUDA's device launch limits") {
   const std::string program = "pipeline p\ngraph main { }\n";
   for (const auto& [key, at_limit, over] :
