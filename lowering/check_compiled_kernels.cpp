@@ -74,6 +74,7 @@ class Checker {
       auto it = m.functions.find(k.lowered_name);
       if (it == m.functions.end() || !it->second.entry) continue;
       k.launches_kernels = ptx_reaches(m, k.lowered_name, ptx_kernel_launch_calls());
+      if (k.launches_kernels) k.uses_device_runtime = true;  // it was linked with cudadevrt
       check_params(k, it->second);
       bool has_graph_params = false;
       for (const ir::KernelParam& q : k.params)
