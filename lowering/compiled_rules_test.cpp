@@ -422,6 +422,20 @@ TEST_CASE("at each loader limit a pipeline checks and loads; one past it the che
   }
 }
 
+TEST_CASE("the longest expressions the parser accepts make bind checks the loader accepts") {
+  // A block and a fill value of (nearly) the parser's 2000 tokens, each over a param, so that
+  // E0201-E0203 and E0303 record bind checks holding the expression twice: at most ~4010
+  // instructions, under the loader's kMaxExprLength.
+  std::string product = "t";
+  while (product.size() < 2 * 997) product += "*1";  // t*1*1...: 1995 tokens, with `1, ` 1997
+  const std::string text = "pipeline p\nparam t: u32 = 4\nbuffer x: u8[16]\n"
+                           "kernel k(x: inout u8[]) source \"\"\"extern \"C\" __global__ void k(unsigned char* x) { }\"\"\"\n"
+                           "graph main {\n  k<<<1, " + product + ">>>(x)\n  fill x = " + product + "\n}\n";
+  std::string codes;
+  CHECK(check_and_load(text, &codes) == "");
+  CHECK(codes == "");
+}
+
 TEST_CASE("what the checker accepts in the spec examples and bundled pipelines, the loader loads") {
   const char* env = std::getenv("ORCH_SPEC_DIR");
   const std::string spec = env && *env ? env : ORCH_SPEC_DIR;
