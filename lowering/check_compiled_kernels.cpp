@@ -93,6 +93,7 @@ class Checker {
     for (size_t g = 0; g < p_.graphs.size(); ++g) {
       const ir::Graph& graph = p_.graphs[g];
       walk(graph, graph.body, nullptr);
+      if (!graph.device) beside_conditionals(graph);
     }
     return ok_;
   }
@@ -153,6 +154,30 @@ class Checker {
         diags_.add_note(d, conditional->loc, "the conditional is here");
         ok_ = false;
       }
+    }
+  }
+
+  // split_segments keeps kernels whose source mentions a device-side launch apart from
+  // conditional nodes; one whose launch only the PTX shows (made in an included file) may have
+  // stayed beside one, which pipeline.bin's loader refuses: say so here instead.
+  void beside_conditionals(const ir::Graph& g) {
+    const ir::Node* conditional = nullptr;
+    for (const ir::Node& n : g.body.nodes)
+      if (!n.bodies.empty() && !conditional) conditional = &n;
+    if (!conditional) return;
+    for (const ir::Node& n : g.body.nodes) {
+      if (n.kind != ir::NodeKind::Kernel || n.kernel < 0) continue;
+      const ir::Kernel& k = p_.kernels[n.kernel];
+      if (!k.launches_kernels || k.may_launch_kernels) continue;
+      Diagnostic& d = diags_.error(
+          "E0507", n.loc,
+          "kernel `" + k.name + "` launches kernels from the device (CUDA dynamic parallelism: "
+          "its compiled code calls cudaLaunchDevice) but its source does not show it, so it could "
+          "not be given an executable graph apart from the conditional nodes beside it; write "
+          "the launch in the kernel's own source");
+      note_source(d, k);
+      diags_.add_note(d, conditional->loc, "a conditional node in the same graph");
+      ok_ = false;
     }
   }
 

@@ -231,6 +231,46 @@ t.orch:12:3: note: the conditional is here
   CHECK(segments.size() == 2);
 }
 
+TEST_CASE("E0507: a launch made in an included file, beside a conditional node") {
+  const fs::path dir = fs::temp_directory_path() / ("orch-e0507-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "spawn.cuh") << "#define SPAWN(k, x) k<<<1, 1024>>>(x)\n";
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer ready: u32
+kernel parent(x: inout f32[]) source """
+// Links the device runtime (the kernel compiler sees cudaGraphSetConditional named here; a
+// launch hidden in a header alone would not even compile, E0901).
+#include "spawn.cuh"
+extern "C" __global__ void child(float* x) { x[threadIdx.x] *= 2.0f; }
+extern "C" __global__ void parent(float* x) { if (threadIdx.x == 0) SPAWN(child, x); }
+"""
+graph main {
+  parent<<<1, 32>>>(x)
+  if ready != 0 { fill x = 0 }
+}
+)orch";
+  auto compile_in_dir = [&](const std::string& text) {
+    std::ofstream(dir / "t.orch") << text;
+    SourceManager sources;
+    DiagnosticEngine diags;
+    CheckResult r = check_file((dir / "t.orch").string(), sources, {}, diags);
+    REQUIRE_FALSE(diags.has_errors());
+    LowerOptions options;
+    options.compile.use_cache = false;
+    auto bytes = lower_to_artifact(*r.program, sources, options, diags);
+    return format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text);
+  };
+  const std::string text = compile_in_dir(program);
+  CHECK(text.find("t.orch:12:3: error[E0507]: kernel `parent` launches kernels from the device (CUDA "
+                  "dynamic parallelism: its compiled code calls cudaLaunchDevice) but its source does "
+                  "not show it") != std::string::npos);
+  CHECK(text.find("t.orch:13:3: note: a conditional node in the same graph") != std::string::npos);
+  // Closest valid: the launch in the kernel's own source, which gets it a segment of its own.
+  CHECK(compile_in_dir(edit(program, "SPAWN(child, x)", "child<<<1, 1024>>>(x)")) == "");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("E0508: a kernel that launches graphs without declaring a graph parameter") {
   const std::string program = R"orch(pipeline p
 buffer x: f32[16]
