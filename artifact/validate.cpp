@@ -461,8 +461,7 @@ class Validator {
     // (NVIDIA/nccl#1986): the lowering splits main into segments where it has both.
     if (top_conditional_ && (top_launcher_ || top_collective_)) {
       return fail_here(std::string("holds conditional nodes and ") +
-                       (top_launcher_ ? "kernels that launch from the device"
-                                      : "collectives") +
+                       (top_launcher_ ? "kernels that launch from the device" : "collectives") +
                        "; one executable graph cannot hold both");
     }
     return true;

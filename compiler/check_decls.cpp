@@ -1,7 +1,7 @@
-#include <filesystem>
-#include <fstream>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "compiler/checker.h"

@@ -121,8 +121,7 @@ void Checker::compute_footprints() {
 namespace {
 
 void collect_scalar_reads(const ir::Expr& e, std::vector<int>& out) {
-  if (e.kind == ir::ExprKind::DeviceScalar &&
-      std::find(out.begin(), out.end(), e.ref) == out.end())
+  if (e.kind == ir::ExprKind::DeviceScalar && std::find(out.begin(), out.end(), e.ref) == out.end())
     out.push_back(e.ref);
   for (const ir::Expr& o : e.operands) collect_scalar_reads(o, out);
 }
@@ -167,10 +166,12 @@ void Checker::check_loop_conditions() {
             "E0410", loop.loc,
             "this `while` loop never ends once it starts: its condition reads no device scalar, "
             "so nothing the loop does can change it");
-        diags_.add_note(d, loop.cond->loc,
-                        "`" + cond_text + "` reads only params and constants, which stay fixed "
-                        "while the graph runs; loop on a device scalar the body updates, or use "
-                        "`if`");
+        diags_.add_note(
+            d, loop.cond->loc,
+            "`" + cond_text +
+                "` reads only params and constants, which stay fixed "
+                "while the graph runs; loop on a device scalar the body updates, or use "
+                "`if`");
         return;
       }
       for (int b : reads)
@@ -178,10 +179,10 @@ void Checker::check_loop_conditions() {
       for (const ir::Node& n : loop.bodies[0].nodes)
         for (const ir::BufferAccess& a : n.accesses)
           if (a.write && std::find(reads.begin(), reads.end(), a.buffer) != reads.end()) return;
-      Diagnostic& d = diags_.error(
-          "E0410", loop.loc,
-          "this `while` loop never ends once it starts: nothing in its body writes " +
-              either(p, reads) + ", which its condition reads");
+      Diagnostic& d =
+          diags_.error("E0410", loop.loc,
+                       "this `while` loop never ends once it starts: nothing in its body writes " +
+                           either(p, reads) + ", which its condition reads");
       diags_.add_note(d, loop.cond->loc,
                       "the condition `" + cond_text + "` can change only if the body writes " +
                           either(p, reads) +

@@ -132,9 +132,11 @@ void Checker::device_launch_placement(const SourceRange& where, const std::strin
 // node's body (CUDA C++ Programming Guide, "Conditional Node Body Graph Requirements").
 void Checker::kernel_launch_placement(const ast::Stmt& s, const ir::Kernel& k,
                                       const BodyContext& ctx) {
-  const std::string what = "kernel `" + k.name + "` launches kernels from the device (CUDA dynamic parallelism), which ";
+  const std::string what =
+      "kernel `" + k.name + "` launches kernels from the device (CUDA dynamic parallelism), which ";
   if (ctx.device) {
-    Diagnostic& d = diags_.error("E0506", s.loc, what + "a graph launched from the device cannot hold");
+    Diagnostic& d =
+        diags_.error("E0506", s.loc, what + "a graph launched from the device cannot hold");
     diags_.add_note(d, k.launch_in_source, "`" + k.name + "` launches a kernel here");
     diags_.add_note(d, program_->graphs[ctx.graph].loc,
                     "`" + program_->graphs[ctx.graph].name + "` is a device graph");
@@ -686,11 +688,11 @@ void Checker::enter_conditional(const ast::Stmt& s, BodyContext& inner) {
       inner.nesting_reported)
     return;
   inner.nesting_reported = true;
-  Diagnostic& d = diags_.error(
-      "E0412", s.loc,
-      "this conditional is nested " + std::to_string(inner.conditional_depth) +
-          " deep; a pipeline holds conditional bodies at most " +
-          std::to_string(ir::kMaxConditionalNesting) + " deep");
+  Diagnostic& d =
+      diags_.error("E0412", s.loc,
+                   "this conditional is nested " + std::to_string(inner.conditional_depth) +
+                       " deep; a pipeline holds conditional bodies at most " +
+                       std::to_string(ir::kMaxConditionalNesting) + " deep");
   diags_.add_note(d, inner.outermost_conditional_loc, "the outermost one is here");
 }
 

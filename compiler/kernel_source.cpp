@@ -38,9 +38,9 @@ std::string mask(const std::string& code) {
       end = end == std::string::npos ? n : end + 2;
       blank(i, end);
       i = end;
-    } else if (c == '"' && i > 0 && code[i - 1] == 'R' && (i < 2 || !ident_char(code[i - 2]) ||
-                                                            code[i - 2] == '8' || code[i - 2] == 'L' ||
-                                                            code[i - 2] == 'u' || code[i - 2] == 'U')) {
+    } else if (c == '"' && i > 0 && code[i - 1] == 'R' &&
+               (i < 2 || !ident_char(code[i - 2]) || code[i - 2] == '8' || code[i - 2] == 'L' ||
+                code[i - 2] == 'u' || code[i - 2] == 'U')) {
       // A raw string: R"delim( ... )delim".
       size_t open = code.find('(', i);
       if (open == std::string::npos || open - i > 17) {
@@ -83,17 +83,22 @@ bool is_word_at(const std::string& s, size_t at, const char* word) {
 }
 
 bool contains_word(const std::string& s, size_t from, size_t to, const char* word) {
-  for (size_t at = s.find(word, from); at != std::string::npos && at < to; at = s.find(word, at + 1))
+  for (size_t at = s.find(word, from); at != std::string::npos && at < to;
+       at = s.find(word, at + 1))
     if (is_word_at(s, at, word)) return true;
   return false;
 }
 
 // Names whose call launches a kernel from the device (cuda_device_runtime_api.h; `<<<` in
 // device code compiles to cudaGetParameterBuffer + cudaLaunchDevice).
-constexpr const char* kLaunchCalls[] = {
-    "cudaLaunchDevice",        "cudaLaunchDeviceV2",        "cudaLaunchDevice_ptsz",
-    "cudaLaunchDeviceV2_ptsz", "__cudaCDP2LaunchDevice",    "__cudaCDP2LaunchDeviceV2",
-    "__cudaCDP2LaunchDevice_ptsz", "__cudaCDP2LaunchDeviceV2_ptsz"};
+constexpr const char* kLaunchCalls[] = {"cudaLaunchDevice",
+                                        "cudaLaunchDeviceV2",
+                                        "cudaLaunchDevice_ptsz",
+                                        "cudaLaunchDeviceV2_ptsz",
+                                        "__cudaCDP2LaunchDevice",
+                                        "__cudaCDP2LaunchDeviceV2",
+                                        "__cudaCDP2LaunchDevice_ptsz",
+                                        "__cudaCDP2LaunchDeviceV2_ptsz"};
 
 // The first device-side launch in [from, to): its offset and length, or npos.
 std::pair<size_t, size_t> find_launch(const std::string& s, size_t from, size_t to) {

@@ -250,7 +250,8 @@ class ProfileReader {
       const char* key;
       uint32_t value, cuda;
     } launch_limits[] = {
-        {"max_fire_and_forget_launches", p.max_fire_and_forget_launches, kCudaMaxFireAndForgetLaunches},
+        {"max_fire_and_forget_launches", p.max_fire_and_forget_launches,
+         kCudaMaxFireAndForgetLaunches},
         {"max_tail_launches", p.max_tail_launches, kCudaMaxTailLaunches},
         {"max_self_tail_launches", p.max_self_tail_launches, kCudaMaxSelfTailLaunches},
     };

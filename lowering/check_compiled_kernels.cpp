@@ -12,7 +12,8 @@ namespace {
 // "a 4-byte", "an 8-byte", "an 18-byte"
 std::string sized(uint32_t size) {
   const std::string n = std::to_string(size);
-  const bool an = n[0] == '8' || n == "11" || n == "18" || (n.size() % 3 == 2 && n.rfind("18", 0) == 0);
+  const bool an =
+      n[0] == '8' || n == "11" || n == "18" || (n.size() % 3 == 2 && n.rfind("18", 0) == 0);
   return (an ? "an " : "a ") + n + "-byte ";
 }
 
@@ -48,10 +49,13 @@ Declared declared(const ir::KernelParam& p) {
 
 std::string describe(const PtxParam& q) {
   switch (q.kind) {
-    case 'f': return sized(q.size) + "floating-point value";
+    case 'f':
+      return sized(q.size) + "floating-point value";
     case 'u':
-    case 's': return sized(q.size) + (q.size == 8 ? "integer or pointer" : "integer");
-    default: return sized(q.size) + (q.text.find('[') != std::string::npos ? "struct or array" : "value");
+    case 's':
+      return sized(q.size) + (q.size == 8 ? "integer or pointer" : "integer");
+    default:
+      return sized(q.size) + (q.text.find('[') != std::string::npos ? "struct or array" : "value");
   }
 }
 
@@ -78,14 +82,15 @@ class Checker {
       check_params(k, it->second);
       bool has_graph_params = false;
       for (const ir::KernelParam& q : k.params)
-        has_graph_params |= q.kind == ir::KernelParamKind::Graph ||
-                            q.kind == ir::KernelParamKind::GraphFamily;
+        has_graph_params |=
+            q.kind == ir::KernelParamKind::Graph || q.kind == ir::KernelParamKind::GraphFamily;
       if (!has_graph_params && ptx_reaches(m, k.lowered_name, ptx_graph_launch_calls())) {
         Diagnostic& d = diags_.error(
             "E0508", k.loc,
-            "kernel `" + k.name + "` launches graphs from the device (its compiled code calls "
-            "cudaGraphLaunch), but declares no `graph` parameter with a launch budget, so the "
-            "launches it makes are not counted or ordered");
+            "kernel `" + k.name +
+                "` launches graphs from the device (its compiled code calls "
+                "cudaGraphLaunch), but declares no `graph` parameter with a launch budget, so the "
+                "launches it makes are not counted or ordered");
         note_source(d, k);
         ok_ = false;
       }
@@ -106,11 +111,11 @@ class Checker {
 
   void check_params(const ir::Kernel& k, const PtxFunction& entry) {
     if (entry.params.size() != k.params.size()) {
-      Diagnostic& d = diags_.error(
-          "E0120", k.loc,
-          "kernel `" + k.name + "` declares " + std::to_string(k.params.size()) + " parameter" +
-              (k.params.size() == 1 ? "" : "s") + ", but its compiled code takes " +
-              std::to_string(entry.params.size()));
+      Diagnostic& d =
+          diags_.error("E0120", k.loc,
+                       "kernel `" + k.name + "` declares " + std::to_string(k.params.size()) +
+                           " parameter" + (k.params.size() == 1 ? "" : "s") +
+                           ", but its compiled code takes " + std::to_string(entry.params.size()));
       note_source(d, k);
       ok_ = false;
       return;
@@ -120,11 +125,11 @@ class Checker {
       const Declared d = declared(q);
       const PtxParam& c = entry.params[i];
       if (matches(d, c)) continue;
-      Diagnostic& diag = diags_.error(
-          "E0120", q.loc,
-          "parameter `" + q.name + "` of kernel `" + k.name + "` is declared " + d.text +
-              ", but the compiled kernel takes " + describe(c) + " there (parameter " +
-              std::to_string(i + 1) + ": " + c.text + ")");
+      Diagnostic& diag =
+          diags_.error("E0120", q.loc,
+                       "parameter `" + q.name + "` of kernel `" + k.name + "` is declared " +
+                           d.text + ", but the compiled kernel takes " + describe(c) +
+                           " there (parameter " + std::to_string(i + 1) + ": " + c.text + ")");
       note_source(diag, k);
       ok_ = false;
     }
@@ -144,7 +149,8 @@ class Checker {
                                "` launches kernels from the device (CUDA dynamic parallelism: its "
                                "compiled code calls cudaLaunchDevice), which ";
       if (g.device) {
-        Diagnostic& d = diags_.error("E0506", n.loc, what + "a graph launched from the device cannot hold");
+        Diagnostic& d =
+            diags_.error("E0506", n.loc, what + "a graph launched from the device cannot hold");
         note_source(d, k);
         diags_.add_note(d, g.loc, "`" + g.name + "` is a device graph");
         ok_ = false;
@@ -171,10 +177,12 @@ class Checker {
       if (!k.launches_kernels || k.may_launch_kernels) continue;
       Diagnostic& d = diags_.error(
           "E0507", n.loc,
-          "kernel `" + k.name + "` launches kernels from the device (CUDA dynamic parallelism: "
-          "its compiled code calls cudaLaunchDevice) but its source does not show it, so it could "
-          "not be given an executable graph apart from the conditional nodes beside it; write "
-          "the launch in the kernel's own source");
+          "kernel `" + k.name +
+              "` launches kernels from the device (CUDA dynamic parallelism: "
+              "its compiled code calls cudaLaunchDevice) but its source does not show it, so it "
+              "could "
+              "not be given an executable graph apart from the conditional nodes beside it; write "
+              "the launch in the kernel's own source");
       note_source(d, k);
       diags_.add_note(d, conditional->loc, "a conditional node in the same graph");
       ok_ = false;

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   orch::SourceManager sources;
   orch::DiagnosticEngine diags;
   orch::CheckResult r = orch::check_text("fuzz.orch", text, sources, {}, diags);
-  std::string report = orch::format_diagnostics(diags.sorted(), sources, orch::DiagnosticFormat::Text);
+  std::string report =
+      orch::format_diagnostics(diags.sorted(), sources, orch::DiagnosticFormat::Text);
   if (!r.program) return 0;
   // The views work on any program the checker returns, errors or not.
   std::string views = orch::emit_yaml(*r.program, sources) + orch::emit_dot(*r.program, sources);
@@ -40,20 +41,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)cuda;
   orch::DiagnosticEngine verify;
   if (!orch::lowering::verify_ordering(*r.program, verify)) {
-    std::fprintf(stderr, "check_fuzzer: the ordering verifier refused a checked pipeline:\n%s\n%s\n",
-                 orch::format_diagnostics(verify.sorted(), sources, orch::DiagnosticFormat::Text).c_str(),
-                 text.c_str());
+    std::fprintf(
+        stderr, "check_fuzzer: the ordering verifier refused a checked pipeline:\n%s\n%s\n",
+        orch::format_diagnostics(verify.sorted(), sources, orch::DiagnosticFormat::Text).c_str(),
+        text.c_str());
     std::abort();
   }
   for (orch::ir::Kernel& k : r.program->kernels) {
     k.lowered_name = k.name;
-    k.cubins = {{"sm_90", std::string("\x7f" "ELF stand-in", 12)}};
+    k.cubins = {{"sm_90", std::string("\x7f"
+                                      "ELF stand-in",
+                                      12)}};
   }
   const std::string bytes = orch::lowering::serialize(*r.program, sources);
   std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
   std::memcpy(aligned.data(), bytes.data(), bytes.size());
-  auto opened = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()),
-                                              bytes.size());
+  auto opened =
+      orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size());
   if (!opened.ok()) {
     std::fprintf(stderr, "check_fuzzer: the loader refused a checked pipeline: %s\n%s\n",
                  opened.error.c_str(), text.c_str());

@@ -63,7 +63,8 @@ PtxParam parse_param(const std::vector<std::string>& t, size_t from, size_t to) 
     p.text += x;
     if (x == ".align" && k + 1 < to) {
       align = static_cast<uint32_t>(std::strtoul(t[k + 1].c_str(), nullptr, 10));
-    } else if (x.size() >= 3 && x[0] == '.' && std::string("usfb").find(x[1]) != std::string::npos &&
+    } else if (x.size() >= 3 && x[0] == '.' &&
+               std::string("usfb").find(x[1]) != std::string::npos &&
                std::isdigit(static_cast<unsigned char>(x[2])) && bits == 0) {
       p.kind = x[1];
       bits = static_cast<uint32_t>(std::strtoul(x.c_str() + 2, nullptr, 10));
@@ -151,10 +152,14 @@ bool ptx_reaches(const PtxModule& m, const std::string& function,
 }
 
 const std::set<std::string>& ptx_kernel_launch_calls() {
-  static const std::set<std::string> names = {
-      "cudaLaunchDevice",        "cudaLaunchDeviceV2",        "cudaLaunchDevice_ptsz",
-      "cudaLaunchDeviceV2_ptsz", "__cudaCDP2LaunchDevice",    "__cudaCDP2LaunchDeviceV2",
-      "__cudaCDP2LaunchDevice_ptsz", "__cudaCDP2LaunchDeviceV2_ptsz"};
+  static const std::set<std::string> names = {"cudaLaunchDevice",
+                                              "cudaLaunchDeviceV2",
+                                              "cudaLaunchDevice_ptsz",
+                                              "cudaLaunchDeviceV2_ptsz",
+                                              "__cudaCDP2LaunchDevice",
+                                              "__cudaCDP2LaunchDeviceV2",
+                                              "__cudaCDP2LaunchDevice_ptsz",
+                                              "__cudaCDP2LaunchDeviceV2_ptsz"};
   return names;
 }
 

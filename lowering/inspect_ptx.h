@@ -21,10 +21,10 @@ struct PtxParam {
 };
 
 struct PtxFunction {
-  bool entry = false;                // .entry (a kernel), not .func
-  bool defined = false;              // has a body here (not .extern or a prototype)
+  bool entry = false;    // .entry (a kernel), not .func
+  bool defined = false;  // has a body here (not .extern or a prototype)
   std::vector<PtxParam> params;
-  std::set<std::string> calls;       // direct call targets in the body
+  std::set<std::string> calls;  // direct call targets in the body
 };
 
 struct PtxModule {

@@ -21,7 +21,7 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
       // launch path and the pair is not measured (a needless split costs one more launch).
       const ir::Kernel& k = p.kernels[n.kernel];
       return k.budgets.empty() && !k.may_launch_kernels ? NodeClass::Plain
-                                                         : NodeClass::LaunchOrCollective;
+                                                        : NodeClass::LaunchOrCollective;
     }
     default:
       return NodeClass::Plain;

@@ -19,11 +19,13 @@ int main(int argc, char** argv) {
   if (access(nvcc.c_str(), X_OK) != 0) {
     bool nvcc_only = false;
     for (int i = 1; i < argc; ++i)
-      if (std::strstr(argv[i], "nvcc compiles") && (std::strncmp(argv[i], "--test-case=", 12) == 0 ||
-                                                    std::strncmp(argv[i], "-tc=", 4) == 0))
+      if (std::strstr(argv[i], "nvcc compiles") &&
+          (std::strncmp(argv[i], "--test-case=", 12) == 0 || std::strncmp(argv[i], "-tc=", 4) == 0))
         nvcc_only = true;
-    std::printf("SKIPPED: \"eject: every ejected spec example nvcc compiles\": no nvcc at %s (set ORCH_NVCC)\n",
-                nvcc.c_str());
+    std::printf(
+        "SKIPPED: \"eject: every ejected spec example nvcc compiles\": no nvcc at %s (set "
+        "ORCH_NVCC)\n",
+        nvcc.c_str());
     if (nvcc_only) return 77;
     ctx.addFilter("test-case-exclude", "*nvcc compiles*");
   }
