@@ -507,19 +507,18 @@ TEST_CASE("what the checker accepts in the spec examples and bundled pipelines, 
 }
 
 TEST_CASE("the ordering verifier requires every kind of ordering: RAW, WAR, WAW, condition") {
-  // One region with each kind of edge: k reads x and writes y (after the fill of x: RAW), the
-  // fill of x again after k read it (WAR), the second fill of y after k wrote it (WAW); and a
-  // condition kernel before its `if`.
+  // Each dropped edge below is the only ordering between its two nodes, and only the rule named
+  // needs it (the mutation check, scripts/mutate-rules, relies on that).
   const std::string text = R"orch(pipeline p
 buffer x: f32[16]
 buffer y: f32[16]
 buffer flag: u32
 kernel k(x: in f32[], y: out f32[]) source """extern "C" __global__ void k(const float* x, float* y) { }"""
 graph main {
-  fill x = 1
   k<<<1, 16>>>(x, y)
   fill x = 2
   fill y = 3
+  k<<<1, 16>>>(x, y)
   if flag != 0 { fill x = 4 }
 }
 )orch";
@@ -531,20 +530,21 @@ graph main {
   ir::Region& main = r.program->graphs[r.program->main_graph].body;
   DiagnosticEngine ok;
   REQUIRE(lowering::verify_ordering(*r.program, ok));
-  // Nodes: 0 fill x, 1 k, 2 fill x, 3 fill y, 4 condition kernel, 5 if.
+  // Nodes: 0 k (reads x, writes y), 1 fill x, 2 fill y, 3 k, 4 condition kernel, 5 if.
   REQUIRE(main.nodes.size() == 6);
   const struct {
     const char* kind;
     int from, to;
     const char* says;
   } drops[] = {
-      {"RAW", 0, 1, "conflicts with on `x`"},
-      {"WAR", 1, 2, "conflicts with on `x`"},
-      {"WAW", 1, 3, "conflicts with on `y`"},
-      {"condition", 4, 5, "may run before the kernel that sets its condition"},
+      {"WAR: fill x after k read it", 0, 1, "conflicts with on `x`"},
+      {"WAW: fill y after k wrote it", 0, 2, "conflicts with on `y`"},
+      {"RAW: k reads the x the fill wrote", 1, 3, "conflicts with on `x`"},
+      {"condition kernel before its if", 4, 5, "may run before the kernel that sets its condition"},
   };
   for (const auto& d : drops) {
-    CAPTURE(d.kind);
+    const std::string kind = d.kind;
+    CAPTURE(kind);
     ir::Region copy = main;
     auto it = std::find_if(main.edges.begin(), main.edges.end(),
                            [&](const ir::Edge& e) { return e.from == d.from && e.to == d.to; });
@@ -554,6 +554,7 @@ graph main {
     CHECK_FALSE(lowering::verify_ordering(*r.program, bad));
     REQUIRE(bad.has_errors());
     CHECK(bad.all()[0].code == "E0899");
+    INFO(bad.all()[0].message);
     CHECK(bad.all()[0].message.find(d.says) != std::string::npos);
     main = copy;
   }

@@ -2232,6 +2232,7 @@ TEST_CASE("E0506/E0507 see launches in the kernel's own body only, never in comm
         ->codes();
   };
   CHECK(in_device_graph(R"cu(extern "C" __global__ void k(float* x) { /* k<<<1, 1>>>(x); */ x[0] = 1; })cu") == "");
+  CHECK(in_device_graph("extern \"C\" __global__ void k(float* x) {\n  // k<<<1, 1>>>(x);\n  x[0] = 1;\n}") == "");
   CHECK(in_device_graph(R"cu(extern "C" __global__ void k(float* x) { const char* s = "k<<<1,1>>>"; x[0] = s[0]; })cu") == "");
   CHECK(in_device_graph(R"cu(extern "C" __global__ void k(float* x) { x[0] = 1; }
 void host_side(float* x) { k<<<1, 1>>>(x); })cu") == "");
@@ -2293,6 +2294,29 @@ graph main {
   // A graph that reaches no writer of `y` is no race.
   CHECK(diagnostics_of(fix(program, {{"graph leaf device { work<<<1, 1024>>>(y) }", "graph leaf device { work<<<1, 1024>>>(y_host) }"},
                                      {"  copy y -> y_host\n", "  fill y = 0\n"}})) == "");
+}
+
+// Limits hit exactly and by one: the boundary of each comparison.
+TEST_CASE("boundaries: one kernel's budget at and past the limit, a copy into one element less") {
+  const std::string budget = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel fan(g: graph) launches g MODE <= LIMIT source """extern "C" __global__ void fan(cudaGraphExec_t g) {}"""
+graph child device { work<<<1, 1024>>>(x) }
+graph main { fan<<<1, 256>>>(child) }
+)orch";
+  auto with = [&](const char* mode, const char* limit) {
+    return check(fix(budget, {{"MODE", mode}, {"LIMIT", limit}}))->codes();
+  };
+  CHECK(with("fire_and_forget", "120") == "");
+  CHECK(with("fire_and_forget", "121") == "E0601");
+  CHECK(with("sibling", "121") == "E0601");
+  CHECK(with("tail", "255") == "");
+  CHECK(with("tail", "256") == "E0602");
+  const std::string copy = "pipeline p\nbuffer x: f32[1024]\nbuffer y: f32[SIZE]\ngraph main { copy x -> y }\n";
+  CHECK(check(fix(copy, {{"SIZE", "1024"}}))->codes() == "");
+  CHECK(check(fix(copy, {{"SIZE", "1023"}}))->codes() == "E0302");
+  CHECK(check(fix(copy, {{"SIZE", "1025"}}))->codes() == "");
 }
 
 TEST_CASE("target profiles may not raise CUDA's device launch limits") {
