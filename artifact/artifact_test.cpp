@@ -88,7 +88,7 @@ TEST_CASE("wrap_payload writes the documented envelope") {
   const std::string file = wrap(payload);
   REQUIRE(file.size() == kHeaderSize + payload.size());
   CHECK(file.compare(0, 8, "ORCHPIPE") == 0);
-  CHECK(file.substr(8, 4) == std::string("\x02\x00\x00\x00", 4));
+  CHECK(file.substr(8, 4) == std::string({static_cast<char>(kFormatVersion), 0, 0, 0}));
   CHECK(file.substr(12, 4) == std::string(4, '\0'));
   CHECK(get_u64(file, 16) == payload.size());
   CHECK(get_u64(file, 24) == XXH64(payload.data(), payload.size(), 0));
@@ -168,9 +168,11 @@ TEST_CASE("describe_pipeline summarizes everything") {
   const OpenResult r = open(file);
   REQUIRE(r.ok());
   const std::string text = describe_pipeline(*r.pipeline);
+  const std::string version_line =
+      "  format version " + std::to_string(kFormatVersion) + ", compiled by orchc 0.1.0-sample\n";
   for (const char* expected : {
            "pipeline 'sample'\n",
-           "  format version 2, compiled by orchc 0.1.0-sample\n",
+           version_line.c_str(),
            "  targets: sm_90, sm_100\n",
            "  [0] n: u32 = 1048576  at sample.orch:2:1\n",
            "  [1] tol: f32 = 1e-06  at sample.orch:3:1\n",
@@ -239,14 +241,15 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
   CHECK(error(bad) == "not an orch pipeline (bad magic)");
 
   bad = good;
-  put_u32(bad, 8, 3);
-  CHECK(error(bad) ==
-        "pipeline.bin format version 3, this runtime reads version 2; recompile the pipeline "
-        "with this orchc");
+  put_u32(bad, 8, kFormatVersion + 1);
+  CHECK(error(bad) == "pipeline.bin format version " + std::to_string(kFormatVersion + 1) +
+                          ", this runtime reads version " + std::to_string(kFormatVersion) +
+                          "; recompile the pipeline with this orchc");
 
   bad = good;
   put_u32(bad, 12, 0x10);
-  CHECK(error(bad) == "unsupported header flags 0x00000010 (format version 1 defines none)");
+  CHECK(error(bad) == "unsupported header flags 0x00000010 (format version " +
+                          std::to_string(kFormatVersion) + " defines none)");
 
   bad = good + std::string(8, '\0');
   CHECK(error(bad) == "payload size mismatch: the header says " + std::to_string(good.size() - 32) +

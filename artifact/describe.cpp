@@ -257,6 +257,7 @@ class Describer {
                          (k->generated() ? "  generated" : "  user") + "  symbol " +
                          printable(k->lowered_name(), 200);
       if (k->uses_device_runtime()) text += "  uses the device runtime";
+      if (k->launches_kernels()) text += "  launches kernels from the device";
       line(1, text + at(k->loc()));
       const auto* params = k->params();
       text = "params:";

@@ -448,7 +448,22 @@ class Validator {
       return fail_here("family size " + std::to_string(g->family_size()) +
                        " but not a device graph (families are instantiated for device launch)");
     }
+    if (g->family_size() > kMaxFamilySize) {
+      return fail_here("family size " + std::to_string(g->family_size()) + " is more than " +
+                       std::to_string(kMaxFamilySize));
+    }
     if (g->device() && size_of(g->nodes()) == 0) return fail_here("a device graph has no nodes");
+    if (g->device()) {
+      // "The graph cannot be empty and must contain at least one kernel, memcpy, or memset
+      // node" (doc comment of cudaGraphInstantiate, device launch).
+      bool work = false;
+      for (uint32_t k = 0; k < size_of(g->nodes()); ++k) {
+        const fb::NodeKind kind = g->nodes()->Get(k)->kind();
+        work |= kind == fb::NodeKind::Kernel || kind == fb::NodeKind::Memcpy ||
+                kind == fb::NodeKind::Memset;
+      }
+      if (!work) return fail_here("a device graph has no kernel, memcpy or memset node");
+    }
     if (g->fire_and_forget_launches() > kMaxFireAndForgetLaunches) {
       return fail_here(std::to_string(g->fire_and_forget_launches()) +
                        " fire-and-forget launches, more than CUDA's " +
@@ -460,7 +475,17 @@ class Validator {
     }
     top_ = i;
     top_device_ = g->device();
-    return check_graph(g, 0, false);
+    top_conditional_ = top_launcher_ = top_collective_ = false;
+    if (!check_graph(g, 0, false)) return false;
+    // One executable graph never holds conditional nodes together with device graph launches
+    // (measured to hang, docs/diagnostics.md E0402), kernels that launch kernels, or NCCL work
+    // (NVIDIA/nccl#1986): the lowering splits main into segments where it has both.
+    if (top_conditional_ && (top_launcher_ || top_collective_)) {
+      return fail_here(std::string("holds conditional nodes and ") +
+                       (top_launcher_ ? "kernels that launch from the device" : "collectives") +
+                       "; one executable graph cannot hold both");
+    }
+    return true;
   }
 
   // A top-level graph (depth 0) or a conditional body (depth >= 1, in_body).
@@ -499,16 +524,21 @@ class Validator {
 
     switch (kind) {
       case fb::NodeKind::Kernel:
-        return check_kernel_node(node);
+        return check_kernel_node(node, in_body);
       case fb::NodeKind::Memcpy:
         return check_memcpy(node);
       case fb::NodeKind::Memset:
         return check_memset(node);
       case fb::NodeKind::Empty:
+        // Device graphs hold "only kernel nodes, memcpy nodes, memset nodes, and child graph
+        // nodes" (doc comment of cudaGraphInstantiate); conditional bodies may hold empty nodes.
+        if (top_device_) return fail_here("a device graph cannot hold an empty node");
         return true;
       case fb::NodeKind::Conditional:
+        top_conditional_ = true;
         return check_conditional(node, depth);
       case fb::NodeKind::Collective:
+        top_collective_ = true;
         return check_collective(node, in_body);
     }
     return true;
@@ -519,10 +549,33 @@ class Validator {
     return problem.empty() || fail_here(problem);
   }
 
-  bool check_kernel_node(const fb::Node* node) {
+  bool check_kernel_node(const fb::Node* node, bool in_body) {
     std::string problem = range_problem("kernel index", node->kernel(), n_kernels_, "kernel");
     if (!problem.empty()) return fail_here(problem);
     const fb::Kernel* kernel = kernels_->Get(node->kernel());
+    // CUDA dynamic parallelism is not permitted in a graph instantiated for device launch (doc
+    // comment of cudaGraphInstantiate) nor in a conditional body (CUDA C++ Programming Guide,
+    // "Conditional Node Body Graph Requirements", which also forbids device graph launch).
+    if (kernel->launches_kernels()) {
+      if (top_device_)
+        return fail_here(kernel_label(node->kernel()) +
+                         " launches kernels from the device, which a device graph cannot hold");
+      if (in_body)
+        return fail_here(kernel_label(node->kernel()) +
+                         " launches kernels from the device, which a conditional body cannot hold");
+      top_launcher_ = true;
+    }
+    bool launches_graphs = false;
+    for (uint32_t j = 0; j < size_of(node->args()); ++j) {
+      const fb::ArgKind k = node->args()->Get(j)->kind();
+      launches_graphs |= k == fb::ArgKind::GraphExec || k == fb::ArgKind::GraphTable;
+    }
+    if (launches_graphs) {
+      if (in_body)
+        return fail_here(kernel_label(node->kernel()) +
+                         " launches graphs from the device, which a conditional body cannot hold");
+      top_launcher_ = true;
+    }
     const struct {
       const char* name;
       const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* exprs;
@@ -586,7 +639,15 @@ class Validator {
         return check_buffer_ref("buffer index", ref);
       case fb::ArgKind::CondHandle: {
         std::string problem = range_problem("handle index", ref, n_handles_, "handle");
-        return problem.empty() || fail_here(problem);
+        if (!problem.empty()) return fail_here(problem);
+        // cudaGraphSetConditional: the handle must belong to the graph the kernel runs in.
+        const int owner = handles_->Get(ref)->graph();
+        if (owner != static_cast<int>(top_)) {
+          return fail_here("conditional handle " + std::to_string(ref) + " belongs to " +
+                           graph_label(owner) + ", not to " + graph_label(top_) +
+                           " which holds this kernel");
+        }
+        return true;
       }
       case fb::ArgKind::GraphExec: {
         if (ref == -1) {
@@ -723,6 +784,8 @@ class Validator {
   std::vector<uint32_t> handle_users_;
   uint32_t top_ = 0;         // the top-level graph being walked
   bool top_device_ = false;  // whether it is a device graph
+  // What its top level holds (bodies do not count: they have their own rules).
+  bool top_conditional_ = false, top_launcher_ = false, top_collective_ = false;
 
   const flatbuffers::Vector<flatbuffers::Offset<fb::Param>>* params_;
   const flatbuffers::Vector<flatbuffers::Offset<fb::Buffer>>* buffers_;

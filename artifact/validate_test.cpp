@@ -54,6 +54,14 @@ std::unique_ptr<fb::NodeT> collective_node() {
   return n;
 }
 
+// 'expert' as a family of `size`, passed to main.1's launcher as a table.
+void make_family(fb::PipelineT& t, uint32_t size) {
+  t.graphs[kExpert]->family_size = size;
+  t.kernels[2]->params[1]->kind = fb::KernelParamKind::GraphFamily;
+  t.kernels[2]->params[1]->family_size = size;
+  node(t, kMainTail, 0).args[1]->kind = fb::ArgKind::GraphTable;
+}
+
 struct Case {
   const char* rule;
   std::function<void(fb::PipelineT&)> mutate;
@@ -223,8 +231,39 @@ TEST_CASE("validate: conditional handles, graphs, main graph and segments") {
        "handle 1 (graph 'main') is not used by any conditional node; CUDA may refuse to "
        "instantiate the graph"},
       {"handle of another graph", [](fb::PipelineT& t) { t.handles[0]->graph = kMainTail; },
-       "graph 'main' node 4: conditional handle 0 belongs to graph 'main.1', not to graph 'main' "
+       "graph 'main' node 3 arg 1: conditional handle 0 belongs to graph 'main.1', not to graph "
+       "'main' which holds this kernel"},
+      {"conditional node with a handle of another graph",
+       [](fb::PipelineT& t) {
+         t.handles.push_back(std::make_unique<fb::ConditionalHandleT>());
+         t.handles.back()->graph = kMainTail;
+         node(t, kMain, 4).handle = 1;
+       },
+       "graph 'main' node 4: conditional handle 1 belongs to graph 'main.1', not to graph 'main' "
        "which holds this node"},
+      {"condition kernel with a handle of another graph",
+       [](fb::PipelineT& t) {
+         t.handles.push_back(std::make_unique<fb::ConditionalHandleT>());
+         t.handles.back()->graph = kMainTail;
+         node(t, kMain, 3).args[1]->ref = 1;
+       },
+       "graph 'main' node 3 arg 1: conditional handle 1 belongs to graph 'main.1', not to graph "
+       "'main' which holds this kernel"},
+      {"family at the limit", [](fb::PipelineT& t) { make_family(t, kMaxFamilySize); }, ""},
+      {"family too large", [](fb::PipelineT& t) { make_family(t, kMaxFamilySize + 1); },
+       "graph 'expert': family size 65537 is more than 65536"},
+      {"device graph of empty nodes only",
+       [](fb::PipelineT& t) {
+         nodes(t, kExpert).clear();
+         nodes(t, kExpert).push_back(empty_node());
+       },
+       "graph 'expert': a device graph has no kernel, memcpy or memset node"},
+      {"device graph with only a memset",
+       [](fb::PipelineT& t) {
+         nodes(t, kExpert)[0] = std::move(node(t, kMain, 4).bodies[1]->nodes[0]);
+         node(t, kMain, 4).bodies[1]->nodes[0] = empty_node();
+       },
+       ""},
       {"family not device", [](fb::PipelineT& t) { t.graphs[kMainTail]->family_size = 4; },
        "graph 'main.1': family size 4 but not a device graph (families are instantiated for "
        "device launch)"},
@@ -237,7 +276,7 @@ TEST_CASE("validate: conditional handles, graphs, main graph and segments") {
        [](fb::PipelineT& t) { t.graphs[kMainTail]->fire_and_forget_launches = 120; }, ""},
       {"tail launches", [](fb::PipelineT& t) { t.graphs[kMainTail]->tail_launches = 256; },
        "graph 'main.1': 256 tail launches, more than CUDA's 255"},
-      {"tail launch limit", [](fb::PipelineT& t) { t.graphs[kMainTail]->tail_launches = 255; },
+      {"tail launches limit", [](fb::PipelineT& t) { t.graphs[kMainTail]->tail_launches = 255; },
        ""},
       {"unnamed graph",
        [](fb::PipelineT& t) {
@@ -332,8 +371,13 @@ TEST_CASE("validate: nodes and dependencies") {
        [](fb::PipelineT& t) { node(t, kMain, 0).loc = std::make_unique<fb::SourceLoc>(2, 1, 1); },
        "graph 'main' node 0: source location refers to file 2, but the pipeline lists 2 source "
        "files"},
-      {"empty node anywhere", [](fb::PipelineT& t) { nodes(t, kExpert).push_back(empty_node()); },
+      {"empty node in a host graph", [](fb::PipelineT& t) { nodes(t, kMainTail).push_back(empty_node()); },
        ""},
+      {"empty node in a conditional body",
+       [](fb::PipelineT& t) { node(t, kMain, 4).bodies[0]->nodes.push_back(empty_node()); }, ""},
+      {"empty node in a device graph",
+       [](fb::PipelineT& t) { nodes(t, kExpert).push_back(empty_node()); },
+       "graph 'expert' node 1: a device graph cannot hold an empty node"},
   });
 }
 
@@ -584,6 +628,65 @@ void nest(fb::PipelineT& t, int depth) {
 }
 
 }  // namespace
+
+namespace {
+
+// main.1's launcher node (kernel 'launcher', which launches 'expert' from the device), moved out.
+std::unique_ptr<fb::NodeT> take_launcher(fb::PipelineT& t) {
+  std::unique_ptr<fb::NodeT> n = std::move(t.graphs[kMainTail]->nodes[0]);
+  t.graphs[kMainTail]->nodes[0] = empty_node();
+  n->deps.clear();
+  return n;
+}
+
+// A copy of kernel 'scale' that launches kernels from the device, used by the node given.
+void make_cdp(fb::PipelineT& t, fb::NodeT& n) {
+  auto k = std::make_unique<fb::KernelT>(*t.kernels[0]);
+  k->name = "parent";
+  k->launches_kernels = true;
+  n.kernel = static_cast<int>(t.kernels.size());
+  t.kernels.push_back(std::move(k));
+}
+
+}  // namespace
+
+TEST_CASE("validate: kernels that launch from the device") {
+  run({
+      {"graph launcher in a conditional body",
+       [](fb::PipelineT& t) { node(t, kMain, 4).bodies[0]->nodes.push_back(take_launcher(t)); },
+       "graph 'main' node 4 body 0 node 1: kernel 'launcher' launches graphs from the device, "
+       "which a conditional body cannot hold"},
+      {"graph launcher beside a conditional node",
+       [](fb::PipelineT& t) { nodes(t, kMain).push_back(take_launcher(t)); },
+       "graph 'main': holds conditional nodes and kernels that launch from the device; one "
+       "executable graph cannot hold both"},
+      {"graph launcher in its own segment", [](fb::PipelineT& t) { (void)t; }, ""},
+      {"collective beside a conditional node",
+       [](fb::PipelineT& t) { nodes(t, kMain).push_back(collective_node()); },
+       "graph 'main': holds conditional nodes and collectives; one executable graph cannot hold "
+       "both"},
+      {"kernel launcher (dynamic parallelism) in a device graph",
+       [](fb::PipelineT& t) { make_cdp(t, node(t, kExpert, 0)); },
+       "graph 'expert' node 0: kernel 'parent' launches kernels from the device, which a device "
+       "graph cannot hold"},
+      {"kernel launcher in a conditional body",
+       [](fb::PipelineT& t) { make_cdp(t, *node(t, kMain, 4).bodies[0]->nodes[0]); },
+       "graph 'main' node 4 body 0 node 0: kernel 'parent' launches kernels from the device, which "
+       "a conditional body cannot hold"},
+      {"kernel launcher beside a conditional node",
+       [](fb::PipelineT& t) { make_cdp(t, node(t, kMain, 2)); },
+       "graph 'main': holds conditional nodes and kernels that launch from the device; one "
+       "executable graph cannot hold both"},
+      {"kernel launcher in a segment without conditional nodes",
+       [](fb::PipelineT& t) {
+         auto n = std::make_unique<fb::NodeT>(node(t, kMain, 2));
+         n->deps.clear();
+         make_cdp(t, *n);
+         nodes(t, kMainTail).push_back(std::move(n));
+       },
+       ""},
+  });
+}
 
 TEST_CASE("validate: nesting depth") {
   auto tree = sample_tree();

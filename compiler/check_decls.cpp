@@ -1,11 +1,12 @@
-#include <filesystem>
-#include <fstream>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "compiler/checker.h"
 #include "compiler/dag.h"
+#include "compiler/kernel_source.h"
 #include "grammar/parse.h"
 
 namespace orch {
@@ -25,6 +26,23 @@ const char* kind_name(SymbolKind k) {
   return "a name";
 }
 ir::ScalarType out_type_of(const ir::Param& p) { return p.type; }
+
+// Where bytes [offset, offset + length) of a kernel's code are: in the .orch file for an inline
+// source (which starts at source_first_line:source_first_col), in the .cu file for `from`.
+SourceRange code_range(const ir::Kernel& k, size_t offset, size_t length) {
+  SourceRange r;
+  if (k.source_file == 0 || offset > k.source.size()) return r;
+  uint32_t line = k.source_first_line;
+  size_t line_start = 0;
+  for (size_t i = 0; i < offset; ++i)
+    if (k.source[i] == '\n') ++line, line_start = i + 1;
+  uint32_t col = static_cast<uint32_t>(offset - line_start) + 1;
+  if (line == k.source_first_line) col += k.source_first_col - 1;
+  r.file = k.source_file;
+  r.begin = {line, col};
+  r.end = {line, col + static_cast<uint32_t>(length)};
+  return r;
+}
 }  // namespace
 
 void add_access(std::vector<ir::BufferAccess>& set, int buffer, bool read, bool write) {
@@ -59,6 +77,7 @@ std::unique_ptr<ir::Program> Checker::run() {
   compute_footprints();
   for (ir::Graph& g : program_->graphs) derive_edges(g.body);
   check_device_graphs();
+  check_loop_conditions();
   check_budgets();
   check_launches();
   return std::move(program_);
@@ -229,6 +248,17 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
                  "kernel `" + k.name.name +
                      "` has no code; add `from \"file.cu\"` or `source \"\"\"...\"\"\"`");
   }
+  if (!out.source.empty()) {
+    KernelSourceScan scan = scan_kernel_source(out.source, out.entry);
+    out.may_launch_kernels = scan.mentions_launch;
+    if (scan.signature != KernelSourceScan::npos) {
+      std::string base = out.entry.substr(0, out.entry.find('<'));
+      if (size_t c = base.rfind("::"); c != std::string::npos) base = base.substr(c + 2);
+      out.signature_in_source = code_range(out, scan.signature, base.size());
+    }
+    if (scan.launch != KernelSourceScan::npos)
+      out.launch_in_source = code_range(out, scan.launch, scan.launch_length);
+  }
 
   std::map<std::string, SourceRange> seen;
   std::vector<bool>& broken = kernel_param_broken_.emplace_back();
@@ -368,9 +398,10 @@ void Checker::check_graph_headers() {
                      "graph family `" + g.name.name +
                          "` must be a device graph: families exist to be launched from the GPU");
       if (auto n = constant_uint(*g.family_size, "the size of a graph family")) {
-        if (*n == 0 || *n > 65536)
+        if (*n == 0 || *n > ir::kMaxFamilySize)
           diags_.error("E0115", g.family_size->loc,
-                       "graph family `" + g.name.name + "` must have 1 to 65536 members, not " +
+                       "graph family `" + g.name.name + "` must have 1 to " +
+                           std::to_string(ir::kMaxFamilySize) + " members, not " +
                            std::to_string(*n));
         else
           out.family_size = static_cast<uint32_t>(*n);

@@ -1,6 +1,7 @@
 // Rules that need every graph built: what each graph touches when launched, launch budgets
 // per graph execution, and device graphs (the ordering of work launched from the device is
 // in check_launches.cpp).
+#include <algorithm>
 #include <functional>
 
 #include "compiler/checker.h"
@@ -100,19 +101,91 @@ void Checker::compute_footprints() {
   }
 }
 
+namespace {
+
+void collect_scalar_reads(const ir::Expr& e, std::vector<int>& out) {
+  if (e.kind == ir::ExprKind::DeviceScalar && std::find(out.begin(), out.end(), e.ref) == out.end())
+    out.push_back(e.ref);
+  for (const ir::Expr& o : e.operands) collect_scalar_reads(o, out);
+}
+
+// "`a`", "`a` or `b`", "`a`, `b` or `c`"
+std::string either(const ir::Program& p, const std::vector<int>& buffers) {
+  std::string out;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (i) out += i + 1 == buffers.size() ? " or " : ", ";
+    out += "`" + p.buffers[buffers[i]].name + "`";
+  }
+  return out;
+}
+
+}  // namespace
+
+// A WHILE node runs its body as long as its condition holds, and only work inside the body runs
+// between two evaluations; a condition nothing there can change never turns false once true.
+// The body's accesses include nested bodies and, through compute_footprints, what launched
+// graphs write. A `host` scalar is exempt: the application's CPU may write it while the graph
+// runs.
+void Checker::check_loop_conditions() {
+  ir::Program& p = *program_;
+  for (ir::Graph& g : p.graphs) {
+    for_each_node(g.body, [&](ir::Node& loop) {
+      if (loop.kind != ir::NodeKind::While || !loop.cond || loop.bodies.empty()) return;
+      for (const SourceRange& r : loops_with_errors_)
+        if (r.file == loop.loc.file && r.begin.line == loop.loc.begin.line &&
+            r.begin.col == loop.loc.begin.col)
+          return;
+      // A graph `call`ed twice holds the loop twice: one report.
+      for (const SourceRange& r : reported_loops_)
+        if (r.file == loop.loc.file && r.begin.line == loop.loc.begin.line &&
+            r.begin.col == loop.loc.begin.col)
+          return;
+      reported_loops_.push_back(loop.loc);
+      std::vector<int> reads;
+      collect_scalar_reads(*loop.cond, reads);
+      const std::string cond_text = ir::to_string(*loop.cond, p);
+      if (reads.empty()) {
+        Diagnostic& d = diags_.error(
+            "E0410", loop.loc,
+            "this `while` loop never ends once it starts: its condition reads no device scalar, "
+            "so nothing the loop does can change it");
+        diags_.add_note(
+            d, loop.cond->loc,
+            "`" + cond_text +
+                "` reads only params and constants, which stay fixed "
+                "while the graph runs; loop on a device scalar the body updates, or use "
+                "`if`");
+        return;
+      }
+      for (int b : reads)
+        if (p.buffers[b].host) return;
+      for (const ir::Node& n : loop.bodies[0].nodes)
+        for (const ir::BufferAccess& a : n.accesses)
+          if (a.write && std::find(reads.begin(), reads.end(), a.buffer) != reads.end()) return;
+      Diagnostic& d =
+          diags_.error("E0410", loop.loc,
+                       "this `while` loop never ends once it starts: nothing in its body writes " +
+                           either(p, reads) + ", which its condition reads");
+      diags_.add_note(d, loop.cond->loc,
+                      "the condition `" + cond_text + "` can change only if the body writes " +
+                          either(p, reads) +
+                          ": with a scalar update, a `fill`, a `copy`, or a kernel that takes it "
+                          "as `out` or `inout`");
+    });
+  }
+}
+
+// "The graph cannot be empty and must contain at least one kernel, memcpy, or memset node"
+// (doc comment of cudaGraphInstantiate). Every statement a device graph may hold becomes one of
+// those (a kernel, a copy, a fill, or a generated kernel), and the ones it may not are errors of
+// their own (E0501, E0703), so an empty body is the whole rule.
 void Checker::check_device_graphs() {
   for (ir::Graph& g : program_->graphs) {
-    if (!g.device) continue;
-    bool has_work = false;
-    for (const ir::Node& n : g.body.nodes)
-      has_work |= n.kind == ir::NodeKind::Kernel || n.kind == ir::NodeKind::Copy ||
-                  n.kind == ir::NodeKind::Fill || n.kind == ir::NodeKind::ScalarUpdate ||
-                  n.kind == ir::NodeKind::LaunchGraph;
-    if (!has_work && !g.body.nodes.empty()) continue;  // its statements were reported
-    if (!has_work)
-      diags_.error("E0502", g.loc,
-                   "device graph `" + g.name + "` is empty; a graph launched from the device "
-                                               "needs at least one kernel, copy or fill");
+    if (!g.device || !g.body.nodes.empty()) continue;
+    diags_.error("E0502", g.loc,
+                 "device graph `" + g.name +
+                     "` is empty; a graph launched from the device needs at least one kernel, "
+                     "copy or fill");
   }
 }
 

@@ -129,6 +129,27 @@ void Checker::device_launch_placement(const SourceRange& where, const std::strin
   }
 }
 
+// CUDA dynamic parallelism: "Use of CUDA Dynamic Parallelism is not permitted" in a graph
+// instantiated for device launch (doc comment of cudaGraphInstantiate), and "Use of CUDA Dynamic
+// Parallelism or Device Graph Launch by kernels in the graph is not permitted" in a conditional
+// node's body (CUDA C++ Programming Guide, "Conditional Node Body Graph Requirements").
+void Checker::kernel_launch_placement(const ast::Stmt& s, const ir::Kernel& k,
+                                      const BodyContext& ctx) {
+  const std::string what =
+      "kernel `" + k.name + "` launches kernels from the device (CUDA dynamic parallelism), which ";
+  if (ctx.device) {
+    Diagnostic& d =
+        diags_.error("E0506", s.loc, what + "a graph launched from the device cannot hold");
+    diags_.add_note(d, k.launch_in_source, "`" + k.name + "` launches a kernel here");
+    diags_.add_note(d, program_->graphs[ctx.graph].loc,
+                    "`" + program_->graphs[ctx.graph].name + "` is a device graph");
+  } else if (ctx.conditional_depth > 0) {
+    Diagnostic& d = diags_.error("E0507", s.loc, what + "a conditional body cannot hold");
+    diags_.add_note(d, k.launch_in_source, "`" + k.name + "` launches a kernel here");
+    diags_.add_note(d, ctx.conditional_loc, "the conditional is here");
+  }
+}
+
 // ---- kernel launches ---------------------------------------------------------------------
 
 bool Checker::launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3],
@@ -506,6 +527,7 @@ void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, Body
   if (shape_ok) check_shape_limits(s, node, ctx);
   if (!k.budgets.empty())
     device_launch_placement(s.loc, "kernel `" + k.name + "` launches graphs and is launched", ctx);
+  if (k.launch_in_source.valid()) kernel_launch_placement(s, k, ctx);
   out.nodes.push_back(std::move(node));
 }
 
@@ -547,12 +569,10 @@ void Checker::copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir:
                                            "`: the destination is smaller",
                                        binary("<=", src_count, dst_count), s.loc});
   }
-  if (ctx.device && a.host && b.host) {
-    diags_.error("E0503", s.loc,
-                 "copy from `" + a.name + "` to `" + b.name +
-                     "` is between two host buffers; a device graph copies only to or from "
-                     "device memory");
-  }
+  // A device graph's memcpy nodes may involve "device memory and/or pinned device-mapped host
+  // memory" (doc comment of cudaGraphInstantiate); every orch buffer is one of the two (`host`
+  // buffers are pinned and mapped, and the runtime refuses other memory for them), so every
+  // copy is allowed there, host to host included. E0503 is retired.
   ir::Node node = make_node(ir::NodeKind::Copy, s, ctx);
   node.src = src;
   node.dst = dst;
@@ -683,6 +703,22 @@ void forbid_in_device_graph(DiagnosticEngine& diags, const ir::Program& p, const
 
 }  // namespace
 
+void Checker::enter_conditional(const ast::Stmt& s, BodyContext& inner) {
+  inner.conditional_depth++;
+  if (inner.conditional_depth == 1) inner.outermost_conditional_loc = s.loc;
+  inner.conditional_loc = s.loc;
+  if (inner.conditional_depth <= static_cast<int>(ir::kMaxConditionalNesting) ||
+      inner.nesting_reported)
+    return;
+  inner.nesting_reported = true;
+  Diagnostic& d =
+      diags_.error("E0412", s.loc,
+                   "this conditional is nested " + std::to_string(inner.conditional_depth) +
+                       " deep; a pipeline holds conditional bodies at most " +
+                       std::to_string(ir::kMaxConditionalNesting) + " deep");
+  diags_.add_note(d, inner.outermost_conditional_loc, "the outermost one is here");
+}
+
 void Checker::if_stmt(const ast::Stmt& s, const ast::If& n, BodyContext& ctx, ir::Region& out) {
   forbid_in_device_graph(diags_, *program_, ctx, s.loc, "an `if`");
   const TargetProfile& prof = program_->profile;
@@ -693,8 +729,7 @@ void Checker::if_stmt(const ast::Stmt& s, const ast::If& n, BodyContext& ctx, ir
   ir::Node node = make_node(ir::NodeKind::If, s, ctx);
   node.cond = condition(*n.cond, ctx);
   BodyContext inner = ctx;
-  inner.conditional_depth++;
-  inner.conditional_loc = s.loc;
+  enter_conditional(s, inner);
   node.bodies.emplace_back();
   block(n.then_body, inner, node.bodies.back());
   if (n.has_else) {
@@ -720,8 +755,7 @@ void Checker::while_stmt(const ast::Stmt& s, const ast::While& n, BodyContext& c
   }
   bool cond_used = false;
   BodyContext inner = ctx;
-  inner.conditional_depth++;
-  inner.conditional_loc = s.loc;
+  enter_conditional(s, inner);
   inner.loop_depth++;
   inner.loop_loc = s.loc;
   if (!n.cond) {
@@ -729,7 +763,9 @@ void Checker::while_stmt(const ast::Stmt& s, const ast::While& n, BodyContext& c
     inner.cond_used = &cond_used;
   }
   node.bodies.emplace_back();
+  const size_t errors_before = diags_.error_count();
   block(n.body, inner, node.bodies.back());
+  if (diags_.error_count() != errors_before) loops_with_errors_.push_back(s.loc);
   if (!n.cond && !cond_used)
     diags_.error("E0405", s.loc,
                  "no kernel in this `while kernel` body takes `cond`, so nothing sets the loop's "
@@ -752,9 +788,12 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
     diags_.error("E0406", n.subject->loc, "a switch subject must be an integer");
     node.cond.reset();
   }
+  if (n.cases.empty() && !n.default_body)
+    diags_.error("E0411", s.loc,
+                 "this `switch` has no `case` and no `default`; a CUDA SWITCH node needs at least "
+                 "one body");
   BodyContext inner = ctx;
-  inner.conditional_depth++;
-  inner.conditional_loc = s.loc;
+  enter_conditional(s, inner);
   std::map<int64_t, SourceRange> seen;
   for (const ast::SwitchCase& c : n.cases) {
     const Symbol* named = c.value->kind == ast::ExprKind::Name ? lookup(c.value->text) : nullptr;

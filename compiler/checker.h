@@ -35,6 +35,8 @@ struct BodyContext {
   uint32_t family_size = 0;
   int conditional_depth = 0;
   SourceRange conditional_loc;  // innermost if/while/switch
+  SourceRange outermost_conditional_loc;
+  bool nesting_reported = false;  // E0412 was reported for an enclosing conditional
   int loop_depth = 0;
   SourceRange loop_loc;  // innermost while
   int while_kernel_depth = 0;  // `cond` is meaningful inside `while kernel`
@@ -95,6 +97,9 @@ class Checker {
   int buffer_ref(const ast::Ident& name, const char* role);
   void device_launch_placement(const SourceRange& where, const std::string& what,
                                const BodyContext& ctx);
+  void kernel_launch_placement(const ast::Stmt& s, const ir::Kernel& k, const BodyContext& ctx);
+  // E0412: opens one more conditional level; false (reported once per chain) past the limit.
+  void enter_conditional(const ast::Stmt& s, BodyContext& inner);
   ir::Node make_node(ir::NodeKind kind, const ast::Stmt& s, const BodyContext& ctx) const;
 
   // ---- check_rules.cpp (after every graph is built)
@@ -103,6 +108,7 @@ class Checker {
   // check_launches.cpp: ordering of device-launched work, pending launches per graph.
   void check_launches();
   void check_device_graphs();
+  void check_loop_conditions();
 
   const ast::Module& module_;
   SourceManager& sources_;
@@ -122,6 +128,9 @@ class Checker {
   bool in_condition_ = false;
   bool in_value_arg_ = false;   // E0108 can suggest an `in` parameter only for kernel arguments   // an array in an expression is E0406 in conditions, else E0109
   std::vector<std::vector<int>> reported_cycles_;
+  // `while` loops whose body had errors: E0410 would only echo them (missing accesses).
+  std::vector<SourceRange> loops_with_errors_;
+  std::vector<SourceRange> reported_loops_;
 };
 
 // Whether a constant fits a scalar type (a fill value, a default); `why` says what is wrong.

@@ -13,6 +13,11 @@
 
 namespace orch::ir {
 
+// Limits a checked program stays within so that pipeline.bin can hold it; artifact/artifact.h
+// has the loader's copies (kMaxGraphDepth, ...) and lowering/serialize.cpp asserts they agree.
+constexpr uint32_t kMaxConditionalNesting = 64;  // conditional bodies inside conditional bodies
+constexpr uint32_t kMaxFamilySize = 65536;       // members of one graph family
+
 enum class ScalarType : uint8_t { U8, U16, U32, U64, I8, I16, I32, I64, F16, BF16, F32, F64, Bool };
 
 std::optional<ScalarType> parse_scalar_type(const std::string& name);
@@ -126,6 +131,15 @@ struct Kernel {
   uint32_t source_first_col = 1;
   bool uses_device_runtime = false;  // has cond or graph parameters
   SourceRange loc;
+  // Device-side kernel launches (CUDA dynamic parallelism) seen in the source text by the
+  // checker: `launch_in_source` is the first `<<<` or cudaLaunchDevice call inside the
+  // kernel's own body (a certain launch; invalid when none), `may_launch_kernels` is any
+  // mention in the whole code (helpers, other kernels of the file) and only steers the
+  // lowering. The compiled PTX is the authority: lowering/inspect_ptx.cpp sets
+  // `launches_kernels` from it.
+  SourceRange launch_in_source;
+  bool may_launch_kernels = false;
+  SourceRange signature_in_source;  // the kernel's `__global__` function in the code, if found
 
   // Set by lowering: kernels orchc writes itself (conditions, scalar updates, fills that a
   // memset cannot do, device launchers), and the compiled images of every kernel.
@@ -134,6 +148,7 @@ struct Kernel {
   std::vector<std::pair<std::string, std::string>> cubins;  // (arch, ELF bytes)
   std::string ptx;
   std::string ptx_arch;
+  bool launches_kernels = false;  // its PTX calls the device runtime's kernel launch
 };
 
 // ---- graph bodies -------------------------------------------------------------------------

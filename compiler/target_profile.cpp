@@ -246,6 +246,19 @@ class ProfileReader {
 
   // Relations between keys that a typo would break.
   void check_consistency(const TargetProfile& p) {
+    const struct {
+      const char* key;
+      uint32_t value, cuda;
+    } launch_limits[] = {
+        {"max_fire_and_forget_launches", p.max_fire_and_forget_launches,
+         kCudaMaxFireAndForgetLaunches},
+        {"max_tail_launches", p.max_tail_launches, kCudaMaxTailLaunches},
+        {"max_self_tail_launches", p.max_self_tail_launches, kCudaMaxSelfTailLaunches},
+    };
+    for (const auto& l : launch_limits)
+      if (l.value > l.cuda)
+        key_error(l.key, "is " + std::to_string(l.value) + ", above CUDA's limit of " +
+                             std::to_string(l.cuda) + " per graph execution");
     std::string digits;
     if (!arch_digits(p.arch, digits)) {
       key_error("arch", "must look like 'sm_90' (got '" + p.arch + "')");

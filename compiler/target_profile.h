@@ -11,6 +11,14 @@
 
 namespace orch {
 
+// CUDA's device graph launch limits per graph execution (CUDA C++ Programming Guide, "Device
+// Graph Launch"), the same on every architecture. A profile may ask for less, never more:
+// pipeline.bin's loader enforces these (artifact/artifact.h; lowering/serialize.cpp asserts
+// the two agree).
+constexpr uint32_t kCudaMaxFireAndForgetLaunches = 120;
+constexpr uint32_t kCudaMaxTailLaunches = 255;
+constexpr uint32_t kCudaMaxSelfTailLaunches = 1;
+
 struct TargetProfile {
   std::string name;        // "sm_90"
   std::string arch;        // NVRTC arch, "sm_90" (CUBIN) / "compute_90" (PTX) derive from it

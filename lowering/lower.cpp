@@ -79,6 +79,8 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   if (!r.run("compile_all_kernels",
              [&] { return lowering::compile_all_kernels(p, options.compile, sources, diags); }))
     return std::nullopt;
+  if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(p, diags); }))
+    return std::nullopt;
   return r.run("serialize", [&] { return lowering::serialize(p, sources); });
 }
 

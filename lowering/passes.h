@@ -54,6 +54,10 @@ void hash_collectives(ir::Program& program);
 bool compile_all_kernels(ir::Program& program, const CompileOptions& options,
                          SourceManager& sources, DiagnosticEngine& diags);
 
+// check_compiled_kernels.cpp: the rules that need the PTX (declared vs compiled parameters,
+// device-side launches the source text hid). False, with diagnostics, on a violation.
+bool check_compiled_kernels(ir::Program& program, DiagnosticEngine& diags);
+
 // verify_ordering.cpp: every pair of conflicting accesses is ordered by the final edges
 // (a compiler-bug catcher). False, with an internal-error diagnostic, if not.
 bool verify_ordering(const ir::Program& program, DiagnosticEngine& diags);

@@ -8,6 +8,13 @@
 
 namespace orch::lowering {
 
+// What the checker proves and what the loader enforces must be the same numbers: a pipeline
+// that checks must load (tests/rules_test.cpp and lowering/lowering_test.cpp walk both sides).
+static_assert(ir::kMaxConditionalNesting == artifact::kMaxGraphDepth);
+static_assert(ir::kMaxFamilySize == artifact::kMaxFamilySize);
+static_assert(kCudaMaxFireAndForgetLaunches == artifact::kMaxFireAndForgetLaunches);
+static_assert(kCudaMaxTailLaunches == artifact::kMaxTailLaunches);
+
 namespace {
 
 namespace fb = orch::fb;
@@ -220,6 +227,7 @@ class Serializer {
     if (!k.ptx_arch.empty()) b.add_ptx_arch(ptx_arch);
     b.add_params(params_v);
     b.add_uses_device_runtime(k.uses_device_runtime);
+    b.add_launches_kernels(k.launches_kernels);
     fb::SourceLoc l = loc(k.loc);
     b.add_loc(&l);
     return b.Finish();

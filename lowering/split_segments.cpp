@@ -15,8 +15,14 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
     case ir::NodeKind::LaunchGraph:
     case ir::NodeKind::Collective:
       return NodeClass::LaunchOrCollective;
-    case ir::NodeKind::Kernel:
-      return p.kernels[n.kernel].budgets.empty() ? NodeClass::Plain : NodeClass::LaunchOrCollective;
+    case ir::NodeKind::Kernel: {
+      // A kernel that may launch kernels from the device is kept apart from conditional
+      // nodes like one that launches graphs: a precaution, as both use the device runtime's
+      // launch path and the pair is not measured (a needless split costs one more launch).
+      const ir::Kernel& k = p.kernels[n.kernel];
+      return k.budgets.empty() && !k.may_launch_kernels ? NodeClass::Plain
+                                                        : NodeClass::LaunchOrCollective;
+    }
     default:
       return NodeClass::Plain;
   }

@@ -545,6 +545,9 @@ int scenario_mismatch(const std::vector<std::string>& args) {
 
 // NVIDIA/nccl#1986: can an executable graph hold NCCL's captured work and a conditional node?
 // Hand-built graphs, outside orch's lowering (which keeps them in separate segments anyway).
+// What the driver accepts is reported (PROBE lines, for docs/multi-gpu.md) and either outcome
+// passes; but a graph CUDA accepts and launches must compute the right answer, so a silent
+// wrong result fails the scenario.
 int scenario_nccl1986(const std::vector<std::string>&) {
   auto api_r = orch::rt::nccl::api();
   WREQUIRE_OK(api_r);
@@ -651,6 +654,12 @@ int scenario_nccl1986(const std::vector<std::string>&) {
         const bool sum_ok = std::all_of(host.begin(), host.end(), [&](float v) { return v == want; });
         outcome += std::string(sum_ok ? ", allreduce correct" : ", allreduce WRONG") +
                    (f == 1 ? ", IF body ran" : ", IF body did not run");
+        WCHECK(sum_ok);
+        WCHECK(f == 1);  // the handle's default is 1: the body runs
+      } else {
+        // Instantiated on every rank but failed to run: an error CUDA reports, not a wrong
+        // answer; reported, and the next variant goes on.
+        (void)cudaGetLastError();
       }
     } else {
       outcome += "; not launched (a rank could not instantiate)";

@@ -150,7 +150,27 @@ int main(int argc, char** argv) {
     if (multi_only) return 77;
     ctx.addFilter("test-suite-exclude", "multi-gpu");
   }
+  // GPU cases named "with NCCL" need the library: without it they are skipped, visibly.
+  std::string nccl_reason;
+  if (reason.empty()) {
+    auto nccl = orch::nccl_version();
+    if (!nccl.ok()) nccl_reason = nccl.error().message();
+  }
+  bool nccl_only = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strstr(argv[i], "with NCCL") &&
+        (std::strncmp(argv[i], "--test-case=", 12) == 0 || std::strncmp(argv[i], "-tc=", 4) == 0))
+      nccl_only = true;
+  if (!nccl_reason.empty()) {
+    std::printf("SKIPPED: the GPU cases that need NCCL (\"*with NCCL*\"): %s\n",
+                nccl_reason.c_str());
+    if (nccl_only) return 77;
+    ctx.addFilter("test-case-exclude", "*with NCCL*");
+  }
   int rc = ctx.run();
+  if (!nccl_reason.empty())
+    std::printf("SKIPPED: the GPU cases that need NCCL (\"*with NCCL*\"): %s\n",
+                nccl_reason.c_str());
   if (!reason.empty()) std::printf("SKIPPED: the GPU tests (test suite \"gpu\"): %s\n", reason.c_str());
   if (!multi_reason.empty())
     std::printf("SKIPPED: the multi-GPU tests (test suite \"multi-gpu\"): %s\n", multi_reason.c_str());

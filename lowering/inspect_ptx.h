@@ -1,0 +1,45 @@
+// What a kernel's compiled PTX says about it, for rules the source text cannot settle: the
+// parameters its entry really takes (sizes, alignments, integer or floating point), and
+// whether it launches kernels (CUDA dynamic parallelism) or graphs from the device, directly or
+// through the device functions it calls. A small reader of the PTX that NVRTC writes, not a
+// PTX parser: it knows `.entry`/`.func` headers, their bodies and their `call` instructions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace orch::lowering {
+
+struct PtxParam {
+  char kind = 'b';     // 'u', 's', 'f' or 'b' (untyped bytes, e.g. a struct as .b8 x[16])
+  uint32_t size = 0;   // bytes
+  uint32_t align = 0;  // the .align given, else the size
+  std::string text;    // as written, e.g. ".param .align 8 .b8 k_param_0[16]"
+};
+
+struct PtxFunction {
+  bool entry = false;    // .entry (a kernel), not .func
+  bool defined = false;  // has a body here (not .extern or a prototype)
+  std::vector<PtxParam> params;
+  std::set<std::string> calls;  // direct call targets in the body
+};
+
+struct PtxModule {
+  std::map<std::string, PtxFunction> functions;
+};
+
+PtxModule parse_ptx(const std::string& ptx);
+
+// Whether `function` reaches one of `targets` through direct calls (itself included).
+bool ptx_reaches(const PtxModule& m, const std::string& function,
+                 const std::set<std::string>& targets);
+
+// The device runtime's kernel launch (what device-side `<<<` and cudaLaunchDevice compile to).
+const std::set<std::string>& ptx_kernel_launch_calls();
+// Device-side graph launch (cudaGraphLaunch).
+const std::set<std::string>& ptx_graph_launch_calls();
+
+}  // namespace orch::lowering
