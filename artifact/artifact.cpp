@@ -95,7 +95,7 @@ OpenResult open_pipeline(const uint8_t* data, size_t size) {
       char hex[16];
       std::snprintf(hex, sizeof(hex), "0x%08x", flags);
       return fail(std::string("unsupported header flags ") + hex +
-                  " (format version 1 defines none)");
+                  " (format version " + std::to_string(kFormatVersion) + " defines none)");
     }
     const uint64_t payload_size = get_u64(data + 16);
     const uint64_t actual = size - kHeaderSize;

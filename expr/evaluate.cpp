@@ -24,8 +24,12 @@ std::string verify(const Instr* code, size_t n) {
     const Instr& in = code[pc];
     if (!valid(in.type)) return where(pc, in) + " has an unknown type";
     if (in.kind != InstrKind::Operator) {
-      if (in.kind == InstrKind::Const && in.value.type != in.type)
-        return where(pc, in) + " holds a " + to_string(in.value.type) + " value but has type " + to_string(in.type);
+      if (in.kind == InstrKind::Const) {
+        if (in.value.type != in.type)
+          return where(pc, in) + " holds a " + to_string(in.value.type) + " value but has type " + to_string(in.type);
+        Outcome o = convert(in.value, in.type);
+        if (!o.ok() || o.value != in.value) return where(pc, in) + " is not a value of " + to_string(in.type);
+      }
       if (in.kind > InstrKind::Operator) return where(pc, in) + " has an unknown kind";
       stack.push_back(in.type);
       continue;

@@ -197,6 +197,17 @@ inline Evaluation evaluate(const std::vector<Instr>& code, const LeafValue& leaf
   return evaluate(code.data(), code.size(), leaf);
 }
 
+// ---- printing as source text -------------------------------------------------------------------
+
+// The names of leaves other than constants (params, device scalars, rank, ...).
+using LeafName = std::function<std::string(const Instr&, size_t pc)>;
+// The code as orch source text with as few parentheses as the precedences allow
+// ("ceil_div(n, 256) * 2"); constants as literals ("0.5", "-1"). Empty if malformed.
+std::string to_source(const Instr* code, size_t n, const LeafName& leaf);
+inline std::string to_source(const std::vector<Instr>& code, const LeafName& leaf) {
+  return to_source(code.data(), code.size(), leaf);
+}
+
 // ---- printing to C++ ---------------------------------------------------------------------------
 
 // The helpers printed code calls (expr/ops.h), and a no-op `orch_expr_error(code)` device hook.

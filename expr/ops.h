@@ -31,6 +31,17 @@ enum orch_error_code {
   orch_invalid = 5        // an operation the types do not allow (the checker refuses these)
 };
 
+ORCH_HD const char* orch_error_text(int e) {
+  switch (e) {
+    case orch_ok_code: return "no error";
+    case orch_overflow: return "overflow";
+    case orch_div_by_zero: return "division by zero";
+    case orch_shift_count: return "shift count";
+    case orch_conversion: return "a value its type cannot hold";
+    default: return "invalid operation";
+  }
+}
+
 // c: the type values are computed in; s: the type they are stored in (f16 and bf16 are
 // computed as float and stored as their bits).
 template <int K> struct orch_t;

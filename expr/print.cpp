@@ -62,6 +62,52 @@ const char* function_of(Op op) {
 
 const char* preamble() { return kPreamble; }
 
+std::string to_source(const Instr* code, size_t n, const LeafName& leaf) {
+  struct Part {
+    std::string text;
+    int precedence;  // 20: a leaf, a call or a unary operation
+  };
+  std::vector<Part> stack;
+  for (size_t pc = 0; pc < n; ++pc) {
+    const Instr& in = code[pc];
+    if (in.kind == InstrKind::Const) {
+      std::string s = in.value.to_string();
+      if (in.value.is_float() && s.find_first_of(".ein") == std::string::npos) s += ".0";
+      stack.push_back({s, 20});
+      continue;
+    }
+    if (in.kind != InstrKind::Operator) {
+      stack.push_back({leaf(in, pc), 20});
+      continue;
+    }
+    if (!is_valid(in.op) || stack.size() < static_cast<size_t>(arity(in.op))) return {};
+    if (form(in.op) == OpForm::Unary) {
+      Part& x = stack.back();
+      // Parenthesize anything but a plain leaf, and a leaf that starts with '-' ("-(-1)").
+      const bool wrap = x.precedence < 20 || x.text.empty() || x.text[0] == '-';
+      x.text = symbol(in.op) + (wrap ? "(" + x.text + ")" : x.text);
+      x.precedence = 20;
+      continue;
+    }
+    Part b = std::move(stack.back());
+    stack.pop_back();
+    Part& a = stack.back();
+    if (form(in.op) == OpForm::Call) {
+      a.text = std::string(symbol(in.op)) + "(" + a.text + ", " + b.text + ")";
+      a.precedence = 20;
+      continue;
+    }
+    const int prec = precedence(in.op);
+    // Left-associative: the right operand needs parentheses at equal strength too.
+    std::string left = a.precedence < prec ? "(" + a.text + ")" : a.text;
+    std::string right = b.precedence <= prec ? "(" + b.text + ")" : b.text;
+    a.text = left + " " + symbol(in.op) + " " + right;
+    a.precedence = prec;
+  }
+  if (stack.size() != 1) return {};
+  return stack.back().text;
+}
+
 const char* type_code(ScalarType t) {
   static const char* const codes[kScalarTypeCount] = {
       "orch_u8", "orch_u16", "orch_u32", "orch_u64", "orch_i8", "orch_i16", "orch_i32",

@@ -70,7 +70,12 @@ Value from_v(const orch_v<K>& r) {
   else return Value::of_uint(t, static_cast<unsigned long long>(r.v));
 }
 
-std::string shortest(double d) {
+// The shortest decimal that rounds to d in float type t (f64: reads back as d).
+std::string shortest_in(ScalarType t, double d);
+
+std::string shortest(double d) { return shortest_in(ScalarType::F64, d); }
+
+std::string shortest_in(ScalarType t, double d) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   char buf[40];
@@ -80,7 +85,7 @@ std::string shortest(double d) {
   }
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(buf, sizeof buf, "%.*g", precision, d);
-    if (std::strtod(buf, nullptr) == d) break;
+    if (round_to(t, std::strtod(buf, nullptr)) == d) break;
   }
   return buf;
 }
@@ -212,7 +217,7 @@ uint64_t Value::storage() const {
 }
 std::string Value::to_string() const {
   if (type == ScalarType::Bool) return bits ? "true" : "false";
-  if (is_float()) return shortest(f64());
+  if (is_float()) return shortest_in(type, f64());
   if (negative()) return std::to_string(i64());
   return std::to_string(bits);
 }

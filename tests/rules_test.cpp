@@ -402,7 +402,7 @@ graph main {
   scale<<<4, 256>>>(-1, 2.0, x)
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:10:21: error[E0104]: argument does not fit parameter `n` of `scale`: u32 is unsigned
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:21: error[E0104]: argument does not fit parameter `n` of `scale`: -1 does not fit u32
   scale<<<4, 256>>>(-1, 2.0, x)
                     ^~
 t.orch:4:14: note: `n` is declared here
@@ -643,9 +643,9 @@ graph main {
   scale<<<n / 0, 256>>>(n, 2.0, x)
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:10:11: error[E0109]: division by zero
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:13: error[E0109]: division by zero: the divisor of `/` is 0
   scale<<<n / 0, 256>>>(n, 2.0, x)
-          ^~~~~
+            ^
 1 error generated.
 )txt");
   // Closest valid: divide by something else.
@@ -900,7 +900,7 @@ TEST_CASE("E0115: a param default that does not fit its type") {
 param mode: u8 = 300
 graph main { }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:2:18: error[E0115]: default of param `mode` does not fit its type: it is out of the range of u8
+  CHECK(diagnostics_of(program) == R"txt(t.orch:2:18: error[E0115]: default of param `mode` does not fit its type: 300 does not fit u8
 param mode: u8 = 300
                  ^~~
 1 error generated.
@@ -1174,7 +1174,7 @@ graph main {
   fill mask = 256
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:4:15: error[E0303]: cannot fill `mask` (u8) with 256: it is out of the range of u8
+  CHECK(diagnostics_of(program) == R"txt(t.orch:4:15: error[E0303]: cannot fill `mask` (u8) with 256: 256 does not fit u8
   fill mask = 256
               ^~~
 1 error generated.
@@ -1190,7 +1190,7 @@ graph main {
   fill counts = 0.5
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:4:17: error[E0303]: cannot fill `counts` (i32) with 0.5: i32 holds integers only
+  CHECK(diagnostics_of(program) == R"txt(t.orch:4:17: error[E0303]: cannot fill `counts` (i32) with 0.5: 0.5 is not an integer, and i32 holds integers
   fill counts = 0.5
                 ^~~
 1 error generated.
@@ -2043,7 +2043,7 @@ graph main {
   CHECK(diagnostics_of(program) == R"txt(t.orch:11:14: error[E0201]: block of `scale` has 2048 threads; sm_90 allows at most 1024 per block
   scale<<<4, 2048>>>(n, 2.0, x)
              ^~~~
-t.orch:12:15: error[E0303]: cannot fill `mask` (u8) with 256: it is out of the range of u8
+t.orch:12:15: error[E0303]: cannot fill `mask` (u8) with 256: 256 does not fit u8
   fill mask = 256
               ^~~
 t.orch:13:13: error[E0101]: buffer `x_host` is not declared
