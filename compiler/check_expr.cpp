@@ -172,7 +172,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
     case ast::ExprKind::Unary: {
       auto operand = expr(*e.operands[0], ctx, body);
       if (!operand) return std::nullopt;
-      if (e.text == "+") return operand;
+      if (expr::is_unary_plus(e.text)) return operand;
       std::optional<expr::Op> op = expr::unary_op(e.text);
       if (!op) {
         diags_.error("E0109", e.name_loc.valid() ? e.name_loc : e.loc, "unknown operator `" + e.text + "`");

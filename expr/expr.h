@@ -59,6 +59,8 @@ bool is_valid(Op op);
 std::optional<Op> unary_op(std::string_view text);
 std::optional<Op> binary_op(std::string_view text);
 std::optional<Op> call_op(std::string_view name);  // min, max, ceil_div
+// Unary `+`, which leaves its operand as it is (no operator).
+bool is_unary_plus(std::string_view text);
 
 // ---- values ------------------------------------------------------------------------------------
 

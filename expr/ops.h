@@ -471,24 +471,18 @@ template <int K> ORCH_HD orch_v<K> orch_bitnot(orch_v<K> a) {
   if (a.e) return a;
   return orch_ok<K>(static_cast<typename orch_t<K>::c>(~0ull - static_cast<unsigned long long>(a.v)));  // ~a
 }
-template <int K> ORCH_HD orch_v<K> orch_bitand(orch_v<K> a, orch_v<K> b) {
+enum orch_bit_op { orch_band, orch_bor, orch_bxor };
+// & | ^ on the two's complement bits in K.
+template <int K> ORCH_HD orch_v<K> orch_bitwise(int op, orch_v<K> a, orch_v<K> b) {
   if (orch_t<K>::is_float) return orch_fail<K>(orch_invalid);
   if (a.e) return a;
   if (b.e) return orch_fail<K>(b.e);
-  return orch_ok<K>(static_cast<typename orch_t<K>::c>(static_cast<unsigned long long>(a.v) & static_cast<unsigned long long>(b.v)));
+  const unsigned long long x = static_cast<unsigned long long>(a.v), y = static_cast<unsigned long long>(b.v);
+  return orch_ok<K>(static_cast<typename orch_t<K>::c>(op == orch_band ? x & y : op == orch_bor ? x | y : x ^ y));
 }
-template <int K> ORCH_HD orch_v<K> orch_bitor(orch_v<K> a, orch_v<K> b) {
-  if (orch_t<K>::is_float) return orch_fail<K>(orch_invalid);
-  if (a.e) return a;
-  if (b.e) return orch_fail<K>(b.e);
-  return orch_ok<K>(static_cast<typename orch_t<K>::c>(static_cast<unsigned long long>(a.v) | static_cast<unsigned long long>(b.v)));
-}
-template <int K> ORCH_HD orch_v<K> orch_bitxor(orch_v<K> a, orch_v<K> b) {
-  if (orch_t<K>::is_float) return orch_fail<K>(orch_invalid);
-  if (a.e) return a;
-  if (b.e) return orch_fail<K>(b.e);
-  return orch_ok<K>(static_cast<typename orch_t<K>::c>(static_cast<unsigned long long>(a.v) ^ static_cast<unsigned long long>(b.v)));
-}
+template <int K> ORCH_HD orch_v<K> orch_bitand(orch_v<K> a, orch_v<K> b) { return orch_bitwise<K>(orch_band, a, b); }
+template <int K> ORCH_HD orch_v<K> orch_bitor(orch_v<K> a, orch_v<K> b) { return orch_bitwise<K>(orch_bor, a, b); }
+template <int K> ORCH_HD orch_v<K> orch_bitxor(orch_v<K> a, orch_v<K> b) { return orch_bitwise<K>(orch_bxor, a, b); }
 
 // The shift count: 0 <= y < width of K, else the error code.
 template <int K, int C> ORCH_HD int orch_shift_ok(orch_v<C> y) {
@@ -497,30 +491,25 @@ template <int K, int C> ORCH_HD int orch_shift_ok(orch_v<C> y) {
     return orch_shift_count;
   return 0;
 }
-// x << y is x * 2^y, which must fit.
-template <int K, int C> ORCH_HD orch_v<K> orch_shl(orch_v<K> a, orch_v<C> y) {
+// x << y is x * 2^y, which must fit; x >> y is floor(x / 2^y).
+template <int K, int C> ORCH_HD orch_v<K> orch_shift(bool left, orch_v<K> a, orch_v<C> y) {
   if (orch_t<K>::is_float) return orch_fail<K>(orch_invalid);
   if (a.e) return a;
   if (y.e) return orch_fail<K>(y.e);
   if (int e = orch_shift_ok<K, C>(y)) return orch_fail<K>(e);
   const unsigned s = static_cast<unsigned>(orch_magnitude<C>(y.v));
   const unsigned long long m = orch_magnitude<K>(a.v);
-  if (m > (~0ull >> s)) return orch_fail<K>(orch_overflow);
-  return orch_int_fit<K>(orch_negative<K>(a.v), m << s, orch_overflow);
-}
-// x >> y is floor(x / 2^y).
-template <int K, int C> ORCH_HD orch_v<K> orch_shr(orch_v<K> a, orch_v<C> y) {
-  if (orch_t<K>::is_float) return orch_fail<K>(orch_invalid);
-  if (a.e) return a;
-  if (y.e) return orch_fail<K>(y.e);
-  if (int e = orch_shift_ok<K, C>(y)) return orch_fail<K>(e);
-  const unsigned s = static_cast<unsigned>(orch_magnitude<C>(y.v));
-  const unsigned long long m = orch_magnitude<K>(a.v);
-  if (!orch_negative<K>(a.v)) return orch_int_fit<K>(false, m >> s, orch_overflow);
+  const bool neg = orch_negative<K>(a.v);
+  if (left) {
+    if (m > (~0ull >> s)) return orch_fail<K>(orch_overflow);
+    return orch_int_fit<K>(neg, m << s, orch_overflow);
+  }
   // floor(-m / 2^s) = -ceil(m / 2^s)
-  const unsigned long long q = (m >> s) + ((m & ((1ull << s) - 1)) != 0 ? 1 : 0);
-  return orch_int_fit<K>(true, q, orch_overflow);
+  const unsigned long long q = (m >> s) + (neg && (m & ((1ull << s) - 1)) != 0 ? 1 : 0);
+  return orch_int_fit<K>(neg, q, orch_overflow);
 }
+template <int K, int C> ORCH_HD orch_v<K> orch_shl(orch_v<K> a, orch_v<C> y) { return orch_shift<K, C>(true, a, y); }
+template <int K, int C> ORCH_HD orch_v<K> orch_shr(orch_v<K> a, orch_v<C> y) { return orch_shift<K, C>(false, a, y); }
 
 // ---- comparisons and logic --------------------------------------------------------------------
 

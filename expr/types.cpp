@@ -94,6 +94,8 @@ std::optional<Op> unary_op(std::string_view text) {
   if (text == "~") return Op::BitNot;
   return std::nullopt;
 }
+bool is_unary_plus(std::string_view text) { return text == "+"; }
+
 std::optional<Op> binary_op(std::string_view text) {
   for (int i = 0; i < kOpCount; ++i)
     if (kOps[i].form == OpForm::Binary && text == kOps[i].symbol) return static_cast<Op>(i);
