@@ -631,8 +631,18 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
     combined.op_loc = s.loc;
     value = std::move(combined);
   }
-  // A literal value takes the scalar's type; errors with the defaults are reported here.
-  if (finish(*value, b.elem, "E0109").failed()) return;
+  // A literal value takes the scalar's type; errors with the defaults are reported here, and
+  // the value must convert to the scalar's type (the generated kernel converts it so).
+  expr::Evaluation v = finish(*value, b.elem, "E0109");
+  if (v.failed()) return;
+  if (v.known()) {
+    if (expr::Outcome c = expr::convert(v.value, b.elem); !c.ok()) {
+      diags_.error("E0104", n.value->loc,
+                   "cannot assign " + ir::to_string(*value, *program_) + " to `" + b.name + "` (" +
+                       ir::to_string(b.elem) + "): " + c.message + default_values_note(*value));
+      return;
+    }
+  }
   collect_device_reads(*value, node.accesses);
   add_access(node.accesses, sym->index, false, true);
   node.value = std::move(*value);
