@@ -114,43 +114,25 @@ uint64_t uniform_below(uint64_t span, uint64_t* state) {
 
 }  // namespace
 
+// The one table of scalar types is expr/'s (the artifact's enum is the same, expr_code.h).
 std::string type_name(ScalarType type) {
-  switch (type) {
-    case ScalarType::U8: return "u8";
-    case ScalarType::U16: return "u16";
-    case ScalarType::U32: return "u32";
-    case ScalarType::U64: return "u64";
-    case ScalarType::I8: return "i8";
-    case ScalarType::I16: return "i16";
-    case ScalarType::I32: return "i32";
-    case ScalarType::I64: return "i64";
-    case ScalarType::F16: return "f16";
-    case ScalarType::BF16: return "bf16";
-    case ScalarType::F32: return "f32";
-    case ScalarType::F64: return "f64";
-    case ScalarType::Bool: return "bool";
-  }
-  return "type#" + std::to_string(static_cast<int>(type));
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) ? expr::to_string(t) : "type#" + std::to_string(static_cast<int>(type));
 }
 
 size_t type_size(ScalarType type) {
-  switch (type) {
-    case ScalarType::U8: case ScalarType::I8: case ScalarType::Bool: return 1;
-    case ScalarType::U16: case ScalarType::I16: case ScalarType::F16: case ScalarType::BF16: return 2;
-    case ScalarType::U32: case ScalarType::I32: case ScalarType::F32: return 4;
-    case ScalarType::U64: case ScalarType::I64: case ScalarType::F64: return 8;
-  }
-  return 0;
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) ? expr::size_of(t) : 0;
 }
 
 bool is_float_type(ScalarType type) {
-  return type == ScalarType::F16 || type == ScalarType::BF16 || type == ScalarType::F32 ||
-         type == ScalarType::F64;
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) && expr::is_float(t);
 }
 
 bool is_signed_type(ScalarType type) {
-  return type == ScalarType::I8 || type == ScalarType::I16 || type == ScalarType::I32 ||
-         type == ScalarType::I64;
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) && expr::is_integer(t) && expr::is_signed(t);
 }
 
 // expr/'s rounding, directly from double, as the compiler and the runtime round, so a value
