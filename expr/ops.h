@@ -569,10 +569,11 @@ template <int K> ORCH_HD orch_v<orch_bool> orch_not(orch_v<K> a) {
 
 // ---- the device hook ------------------------------------------------------------------------------
 
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#if (defined(__CUDACC__) || defined(__CUDACC_RTC__)) && !defined(orch_expr_error)
 // Generated kernels call this with the error code of an expression they could not evaluate
-// (after leaving the handle false or the scalar unchanged). A no-op until the executable's
-// device status record takes the code.
+// (after leaving the handle false or the scalar unchanged). A no-op unless the code that
+// includes this defines `orch_expr_error` first (a macro that records the code in the
+// executable's device status record).
 __device__ inline void orch_expr_error(int code) { (void)code; }
 #endif
 
