@@ -1,6 +1,7 @@
 // The envelope (wrap and open) and the atomic file write. The semantic checks live in
 // validate.cpp, the summary in describe.cpp.
 #include "artifact/artifact.h"
+#include "expr/expr.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -146,26 +147,8 @@ OpenResult open_pipeline(const uint8_t* data, size_t size) {
 }
 
 size_t scalar_size(fb::ScalarType type) {
-  switch (type) {
-    case fb::ScalarType::U8:
-    case fb::ScalarType::I8:
-    case fb::ScalarType::Bool:
-      return 1;
-    case fb::ScalarType::U16:
-    case fb::ScalarType::I16:
-    case fb::ScalarType::F16:
-    case fb::ScalarType::BF16:
-      return 2;
-    case fb::ScalarType::U32:
-    case fb::ScalarType::I32:
-    case fb::ScalarType::F32:
-      return 4;
-    case fb::ScalarType::U64:
-    case fb::ScalarType::I64:
-    case fb::ScalarType::F64:
-      return 8;
-  }
-  return 0;
+  const expr::ScalarType t = static_cast<expr::ScalarType>(type);  // one enum (expr_code.h)
+  return expr::valid(t) ? expr::size_of(t) : 0;
 }
 
 // ---- atomic write ---------------------------------------------------------------------------

@@ -113,7 +113,7 @@ TEST_CASE("the sample opens and reads back") {
   CHECK(p.params()->Get(0)->name()->str() == "n");
   CHECK(p.params()->Get(0)->type() == fb::ScalarType::U32);
   CHECK(p.params()->Get(0)->default_i() == (1 << 20));
-  CHECK(p.params()->Get(1)->default_f() == 1e-6);
+  CHECK(p.params()->Get(1)->default_f() == static_cast<double>(1e-6f));  // a value of f32
   CHECK_FALSE(p.params()->Get(2)->has_default());
   CHECK(p.params()->Get(0)->loc()->line() == 2);
 
@@ -211,21 +211,23 @@ TEST_CASE("expr_to_string renders postfix as infix with minimal parentheses") {
     return expr_to_string(r.pipeline->buffers()->Get(0)->count(), *r.pipeline);
   };
   using Op = fb::ExprOp;
-  auto lit = [](int64_t v) { return fb::ExprInstr(Op::ConstInt, 0, v, 0); };
-  auto par = [](int r) { return fb::ExprInstr(Op::Param, r, 0, 0); };
-  auto op = [](Op o) { return fb::ExprInstr(o, 0, 0, 0); };
+  static constexpr fb::ScalarType U32 = fb::ScalarType::U32, I32 = fb::ScalarType::I32, I64 = fb::ScalarType::I64,
+                           Bool = fb::ScalarType::Bool;
+  auto lit = [](int64_t v, fb::ScalarType t = fb::ScalarType::U32) { return fb::ExprInstr(Op::ConstInt, t, 0, v, 0); };
+  auto par = [](int r) { return fb::ExprInstr(Op::Param, r == 2 ? I32 : U32, r, 0, 0); };
+  auto op = [](Op o, fb::ScalarType t = fb::ScalarType::U32) { return fb::ExprInstr(o, t, 0, 0, 0); };
   CHECK(render({par(0), lit(1), lit(2), op(Op::Add), op(Op::Mul)}) == "n * (1 + 2)");
   CHECK(render({par(0), lit(1), op(Op::Add), lit(2), op(Op::Mul)}) == "(n + 1) * 2");
   CHECK(render({par(0), lit(1), op(Op::Sub), lit(2), op(Op::Sub)}) == "n - 1 - 2");
-  CHECK(render({par(0), lit(1), lit(2), op(Op::Sub), op(Op::Sub)}) == "n - (1 - 2)");
-  CHECK(render({lit(-1), op(Op::Neg)}) == "-(-1)");
-  CHECK(render({par(0), lit(3), op(Op::Lt), par(2), lit(0), op(Op::Ne), op(Op::And),
-                op(Op::Not)}) == "!(n < 3 && mode != 0)");
-  CHECK(render({par(0), par(2), op(Op::Max), lit(1), op(Op::Shl)}) == "max(n, mode) << 1");
-  CHECK(render({fb::ExprInstr(Op::Rank, 0, 0, 0), fb::ExprInstr(Op::WorldSize, 0, 0, 0),
+  CHECK(render({par(0), lit(1, I64), lit(2, I64), op(Op::Sub, I64), op(Op::Sub, I64)}) == "n - (1 - 2)");
+  CHECK(render({lit(-1, I64), op(Op::Neg, I64)}) == "-(-1)");
+  CHECK(render({par(0), lit(3), op(Op::Lt, Bool), par(2), lit(0, I32), op(Op::Ne, Bool), op(Op::And, Bool),
+                op(Op::Not, Bool)}) == "!(n < 3 && mode != 0)");
+  CHECK(render({par(0), par(2), op(Op::Max, I64), lit(1), op(Op::Shl, I64)}) == "max(n, mode) << 1");
+  CHECK(render({fb::ExprInstr(Op::Rank, U32, 0, 0, 0), fb::ExprInstr(Op::WorldSize, U32, 0, 0, 0),
                 op(Op::Mod)}) == "rank % world_size");
-  CHECK(render({fb::ExprInstr(Op::ConstFloat, 0, 0, 0.1)}) == "0.1");
-  CHECK(render({fb::ExprInstr(Op::FamilyIndex, 0, 0, 0)}) == "family_index");
+  CHECK(render({fb::ExprInstr(Op::ConstFloat, fb::ScalarType::F64, 0, 0, 0.1)}) == "0.1");
+  CHECK(render({fb::ExprInstr(Op::FamilyIndex, U32, 0, 0, 0)}) == "family_index");
 }
 
 TEST_CASE("open_pipeline: envelope errors, in order") {

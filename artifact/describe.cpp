@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "artifact/artifact.h"
+#include "artifact/expr_code.h"
 #include "artifact/detail.h"
 
 namespace orch::artifact {
@@ -19,25 +20,6 @@ using detail::printable;
 using detail::size_of;
 using detail::type_name;
 
-
-// Shortest text that reads back as the same double; always looks like a float ("256.0").
-std::string format_double(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  char buf[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string out = buf;
-  if (out.find_first_of(".e") == std::string::npos) out += ".0";
-  return out;
-}
-
-bool is_float_type(fb::ScalarType t) {
-  return t == fb::ScalarType::F16 || t == fb::ScalarType::BF16 || t == fb::ScalarType::F32 ||
-         t == fb::ScalarType::F64;
-}
 
 template <class E>
 std::string enum_name(E value, const char* (*name_of)(E)) {
@@ -54,85 +36,6 @@ std::string lower(std::string s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   }
   return s;
-}
-
-// C-like binding strength for the infix rendering; higher binds tighter.
-int precedence(fb::ExprOp op) {
-  switch (op) {
-    case fb::ExprOp::Mul:
-    case fb::ExprOp::Div:
-    case fb::ExprOp::Mod:
-      return 13;
-    case fb::ExprOp::Add:
-    case fb::ExprOp::Sub:
-      return 12;
-    case fb::ExprOp::Shl:
-    case fb::ExprOp::Shr:
-      return 11;
-    case fb::ExprOp::Lt:
-    case fb::ExprOp::Le:
-    case fb::ExprOp::Gt:
-    case fb::ExprOp::Ge:
-      return 10;
-    case fb::ExprOp::Eq:
-    case fb::ExprOp::Ne:
-      return 9;
-    case fb::ExprOp::BitAnd:
-      return 8;
-    case fb::ExprOp::BitXor:
-      return 7;
-    case fb::ExprOp::BitOr:
-      return 6;
-    case fb::ExprOp::And:
-      return 5;
-    case fb::ExprOp::Or:
-      return 4;
-    default:
-      return 20;  // leaves, calls and unary operators
-  }
-}
-
-const char* binary_symbol(fb::ExprOp op) {
-  switch (op) {
-    case fb::ExprOp::Add:
-      return "+";
-    case fb::ExprOp::Sub:
-      return "-";
-    case fb::ExprOp::Mul:
-      return "*";
-    case fb::ExprOp::Div:
-      return "/";
-    case fb::ExprOp::Mod:
-      return "%";
-    case fb::ExprOp::Shl:
-      return "<<";
-    case fb::ExprOp::Shr:
-      return ">>";
-    case fb::ExprOp::Lt:
-      return "<";
-    case fb::ExprOp::Le:
-      return "<=";
-    case fb::ExprOp::Gt:
-      return ">";
-    case fb::ExprOp::Ge:
-      return ">=";
-    case fb::ExprOp::Eq:
-      return "==";
-    case fb::ExprOp::Ne:
-      return "!=";
-    case fb::ExprOp::BitAnd:
-      return "&";
-    case fb::ExprOp::BitXor:
-      return "^";
-    case fb::ExprOp::BitOr:
-      return "|";
-    case fb::ExprOp::And:
-      return "&&";
-    case fb::ExprOp::Or:
-      return "||";
-    default:
-      return nullptr;
-  }
 }
 
 class Describer {
@@ -214,14 +117,10 @@ class Describer {
           "[" + std::to_string(i) + "] " + printable(q->name()) + ": " + type_name(q->type());
       if (!q->has_default()) {
         text += " (no default, set at bind)";
-      } else if (is_float_type(q->type())) {
-        text += " = " + format_double(q->default_f());
-      } else if (q->type() == fb::ScalarType::Bool) {
-        text += q->default_i() ? " = true" : " = false";
-      } else if (q->type() == fb::ScalarType::U64) {
-        text += " = " + std::to_string(static_cast<uint64_t>(q->default_i()));
       } else {
-        text += " = " + std::to_string(q->default_i());
+        const expr::Value v = default_of(*q);
+        text += " = " + v.to_string();
+        if (v.is_float() && text.find_first_of(".ein", text.rfind('=')) == std::string::npos) text += ".0";
       }
       line(1, text + at(q->loc()));
     }
@@ -457,81 +356,27 @@ std::string expr_to_string(const fb::Expr* e, const fb::Pipeline& p) {
       reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
     return kInvalid;
   }
-  struct Part {
-    std::string text;
-    int precedence;
-  };
-  std::vector<Part> stack;
-  for (uint32_t k = 0; k < code->size(); ++k) {
-    const fb::ExprInstr* in = code->Get(k);
-    const fb::ExprOp op = in->op();
-    switch (op) {
-      case fb::ExprOp::ConstInt:
-        stack.push_back({std::to_string(in->i()), 20});
-        continue;
-      case fb::ExprOp::ConstFloat:
-        stack.push_back({format_double(in->f()), 20});
-        continue;
-      case fb::ExprOp::Param: {
+  for (const fb::ExprInstr* in : *code)
+    if (!in_range(in->op())) return kInvalid;
+  bool bad = false;
+  std::string text = expr::to_source(to_expr(e), [&](const expr::Instr& in, size_t) -> std::string {
+    switch (in.kind) {
+      case expr::InstrKind::Param: {
         const auto* params = p.params();
-        const int ref = in->ref();
-        if (ref < 0 || ref >= static_cast<int>(size_of(params))) return kInvalid;
-        stack.push_back({printable(params->Get(static_cast<uint32_t>(ref))->name()), 20});
-        continue;
+        if (in.ref < 0 || in.ref >= static_cast<int>(size_of(params))) {
+          bad = true;
+          return {};
+        }
+        return printable(params->Get(static_cast<uint32_t>(in.ref))->name());
       }
-      case fb::ExprOp::FamilyIndex:
-        stack.push_back({"family_index", 20});
-        continue;
-      case fb::ExprOp::Rank:
-        stack.push_back({"rank", 20});
-        continue;
-      case fb::ExprOp::WorldSize:
-        stack.push_back({"world_size", 20});
-        continue;
-      case fb::ExprOp::Neg:
-      case fb::ExprOp::Not:
-      case fb::ExprOp::BitNot: {
-        if (stack.empty()) return kInvalid;
-        Part& x = stack.back();
-        // Parenthesize anything but a plain leaf, and a leaf that starts with '-' ("-(-1)").
-        const bool wrap = x.precedence < 20 || x.text.empty() || x.text[0] == '-';
-        const char* symbol = op == fb::ExprOp::Neg ? "-" : op == fb::ExprOp::Not ? "!" : "~";
-        x.text = symbol + (wrap ? "(" + x.text + ")" : x.text);
-        x.precedence = 20;
-        continue;
-      }
-      case fb::ExprOp::Min:
-      case fb::ExprOp::Max:
-      case fb::ExprOp::CeilDiv: {
-        if (stack.size() < 2) return kInvalid;
-        Part b = std::move(stack.back());
-        stack.pop_back();
-        Part& a = stack.back();
-        const char* name = op == fb::ExprOp::Min   ? "min"
-                           : op == fb::ExprOp::Max ? "max"
-                                                   : "ceil_div";
-        a.text = std::string(name) + "(" + a.text + ", " + b.text + ")";
-        a.precedence = 20;
-        continue;
-      }
-      default: {
-        const char* symbol = binary_symbol(op);
-        if (symbol == nullptr || stack.size() < 2) return kInvalid;
-        Part b = std::move(stack.back());
-        stack.pop_back();
-        Part& a = stack.back();
-        const int prec = precedence(op);
-        // Left-associative: the right operand needs parentheses at equal strength too.
-        std::string left = a.precedence < prec ? "(" + a.text + ")" : a.text;
-        std::string right = b.precedence <= prec ? "(" + b.text + ")" : b.text;
-        a.text = left + " " + symbol + " " + right;
-        a.precedence = prec;
-        continue;
-      }
+      case expr::InstrKind::FamilyIndex: return "family_index";
+      case expr::InstrKind::Rank: return "rank";
+      case expr::InstrKind::WorldSize: return "world_size";
+      default: return "?";
     }
-  }
-  if (stack.size() != 1) return kInvalid;
-  return stack.back().text;
+  });
+  if (bad || text.empty()) return kInvalid;
+  return text;
 }
 
 std::string describe_pipeline(const fb::Pipeline& pipeline) {

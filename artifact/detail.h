@@ -4,6 +4,7 @@
 #include <string>
 
 #include "artifact/pipeline_generated.h"
+#include "expr/expr.h"
 
 namespace orch::artifact::detail {
 
@@ -36,10 +37,8 @@ inline std::string printable(const flatbuffers::String* s, size_t limit = 80) {
 
 // The language's spelling of a scalar type ("f32"), or "type#N" outside the enum.
 inline std::string type_name(fb::ScalarType t) {
-  static const char* const names[] = {"u8",  "u16", "u32",  "u64", "i8",  "i16", "i32",
-                                      "i64", "f16", "bf16", "f32", "f64", "bool"};
   if (!in_range(t)) return "type#" + std::to_string(static_cast<unsigned>(t));
-  return names[static_cast<unsigned>(t)];
+  return expr::to_string(static_cast<expr::ScalarType>(t));  // one enum (expr_code.h)
 }
 
 }  // namespace orch::artifact::detail

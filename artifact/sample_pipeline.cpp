@@ -19,10 +19,12 @@ using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
 using Code = std::vector<fb::ExprInstr>;
 
-fb::ExprInstr lit(int64_t v) { return fb::ExprInstr(fb::ExprOp::ConstInt, 0, v, 0.0); }
-fb::ExprInstr flt(double v) { return fb::ExprInstr(fb::ExprOp::ConstFloat, 0, 0, v); }
-fb::ExprInstr param(int ref) { return fb::ExprInstr(fb::ExprOp::Param, ref, 0, 0.0); }
-fb::ExprInstr op(fb::ExprOp o) { return fb::ExprInstr(o, 0, 0, 0.0); }
+// Every instruction carries its value's type (n is u32, tol f32: the sample's params).
+constexpr fb::ScalarType U32 = fb::ScalarType::U32, F32 = fb::ScalarType::F32, Bool = fb::ScalarType::Bool;
+fb::ExprInstr lit(int64_t v) { return fb::ExprInstr(fb::ExprOp::ConstInt, U32, 0, v, 0.0); }
+fb::ExprInstr flt(double v) { return fb::ExprInstr(fb::ExprOp::ConstFloat, F32, 0, 0, v); }
+fb::ExprInstr param(int ref) { return fb::ExprInstr(fb::ExprOp::Param, ref == 1 ? F32 : U32, ref, 0, 0.0); }
+fb::ExprInstr op(fb::ExprOp o, fb::ScalarType t = U32) { return fb::ExprInstr(o, t, 0, 0, 0.0); }
 
 enum ParamIndex { kN = 0, kTol = 1, kMode = 2 };
 enum BufferIndex { kU = 0, kV = 1, kUHost = 2, kFlag = 3, kCounts = 4 };
@@ -50,7 +52,7 @@ class SampleBuilder {
     const auto checks =
         fbb_.CreateVector(std::vector<Offset<fb::BindCheck>>{fb::CreateBindCheckDirect(
             fbb_, "E0410", "n must be a multiple of 256",
-            expr({param(kN), lit(256), op(fb::ExprOp::Mod), lit(0), op(fb::ExprOp::Eq)}),
+            expr({param(kN), lit(256), op(fb::ExprOp::Mod), lit(0), op(fb::ExprOp::Eq, Bool)}),
             &check_loc)});
     const auto root =
         fb::CreatePipeline(fbb_, name, compiler, files, targets, params, buffers, comms, kernels,
@@ -60,15 +62,13 @@ class SampleBuilder {
   }
 
  private:
-  Offset<fb::Expr> expr(const Code& code, bool is_float = false) {
-    return fb::CreateExprDirect(fbb_, &code, is_float);
-  }
+  Offset<fb::Expr> expr(const Code& code) { return fb::CreateExprDirect(fbb_, &code); }
 
   Offset<flatbuffers::Vector<Offset<fb::Param>>> build_params() {
     const fb::SourceLoc n_loc(0, 2, 1), tol_loc(0, 3, 1), mode_loc(0, 4, 1);
     return fbb_.CreateVector(std::vector<Offset<fb::Param>>{
         fb::CreateParamDirect(fbb_, "n", fb::ScalarType::U32, true, 1 << 20, 0.0, &n_loc),
-        fb::CreateParamDirect(fbb_, "tol", fb::ScalarType::F32, true, 0, 1e-6, &tol_loc),
+        fb::CreateParamDirect(fbb_, "tol", fb::ScalarType::F32, true, 0, static_cast<double>(1e-6f), &tol_loc),
         fb::CreateParamDirect(fbb_, "mode", fb::ScalarType::I32, false, 0, 0.0, &mode_loc),
     });
   }
@@ -158,7 +158,7 @@ class SampleBuilder {
     const std::vector<Offset<fb::KernelArg>> args = {
         fb::CreateKernelArg(fbb_, fb::ArgKind::Value, fb::ScalarType::U32, expr({param(kN)})),
         fb::CreateKernelArg(fbb_, fb::ArgKind::Value, fb::ScalarType::F32,
-                            expr({param(kTol), flt(2.0), op(fb::ExprOp::Mul)}, true)),
+                            expr({param(kTol), flt(2.0), op(fb::ExprOp::Mul, F32)})),
         fb::CreateKernelArg(fbb_, fb::ArgKind::Buffer, fb::ScalarType::F32, 0, buffer),
     };
     const auto args_offset = fbb_.CreateVector(args);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "artifact/artifact.h"
+#include "artifact/expr_code.h"
 #include "artifact/detail.h"
 
 namespace orch::artifact {
@@ -34,21 +35,8 @@ std::string plural(uint64_t n, const char* noun, const char* nouns = nullptr) {
 
 // Operands an expression instruction pops; each pushes one value.
 int arity(fb::ExprOp op) {
-  switch (op) {
-    case fb::ExprOp::ConstInt:
-    case fb::ExprOp::ConstFloat:
-    case fb::ExprOp::Param:
-    case fb::ExprOp::FamilyIndex:
-    case fb::ExprOp::Rank:
-    case fb::ExprOp::WorldSize:
-      return 0;
-    case fb::ExprOp::Neg:
-    case fb::ExprOp::Not:
-    case fb::ExprOp::BitNot:
-      return 1;
-    default:
-      return 2;
-  }
+  if (static_cast<int>(op) < kFirstOperator) return 0;
+  return expr::arity(static_cast<expr::Op>(static_cast<int>(op) - kFirstOperator));
 }
 
 // Which argument kind binds which kernel parameter kind.
@@ -221,16 +209,33 @@ class Validator {
         return "expression instruction " + std::to_string(k) + " (" + fb::EnumNameExprOp(op) +
                ") needs " + plural(pops, "operand") + ", the stack holds " + std::to_string(depth);
       }
+      if (!in_range(in->type())) {
+        return "expression instruction " + std::to_string(k) + " has unknown type " +
+               std::to_string(static_cast<unsigned>(in->type()));
+      }
       if (op == fb::ExprOp::Param &&
           (in->ref() < 0 || in->ref() >= static_cast<int64_t>(n_params_))) {
         return "expression instruction " + std::to_string(k) + " refers to param " +
                std::to_string(in->ref()) + ", but the pipeline has " + plural(n_params_, "param");
+      }
+      if (op == fb::ExprOp::Param && in->type() != p_.params()->Get(static_cast<uint32_t>(in->ref()))->type()) {
+        return "expression instruction " + std::to_string(k) + " reads param " + std::to_string(in->ref()) +
+               " as " + fb::EnumNameScalarType(in->type()) + ", but it is " +
+               fb::EnumNameScalarType(p_.params()->Get(static_cast<uint32_t>(in->ref()))->type());
+      }
+      if ((op == fb::ExprOp::FamilyIndex || op == fb::ExprOp::Rank || op == fb::ExprOp::WorldSize) &&
+          in->type() != fb::ScalarType::U32) {
+        return "expression instruction " + std::to_string(k) + " (" + fb::EnumNameExprOp(op) + ") must be U32";
       }
       depth = depth - pops + 1;
     }
     if (depth != 1) {
       return "expression leaves " + std::to_string(depth) + " values on the stack instead of 1";
     }
+    // Types: every operator's by the rules, every constant a value of its type.
+    const std::vector<expr::Instr> decoded = to_expr(e);
+    std::string typing = expr::verify(decoded.data(), decoded.size());
+    if (!typing.empty()) return "expression " + typing;
     return std::string();
   }
 
@@ -279,6 +284,12 @@ class Validator {
       if (!in_range(q->type())) {
         return fail(label + " has unknown type " +
                     std::to_string(static_cast<unsigned>(q->type())));
+      }
+      if (q->has_default()) {
+        const expr::Value v = default_of(*q);
+        const expr::Outcome o = expr::convert(v, v.type);
+        if (!o.ok() || o.value != v)
+          return fail(label + " has a default that is not a value of " + fb::EnumNameScalarType(q->type()));
       }
       std::string problem = loc_problem(q->loc());
       if (!problem.empty()) return fail(label + ": " + problem);

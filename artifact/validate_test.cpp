@@ -15,9 +15,14 @@ using Op = fb::ExprOp;
 
 namespace {
 
-fb::ExprInstr lit(int64_t v) { return fb::ExprInstr(Op::ConstInt, 0, v, 0); }
-fb::ExprInstr par(int ref) { return fb::ExprInstr(Op::Param, ref, 0, 0); }
-fb::ExprInstr op(Op o) { return fb::ExprInstr(o, 0, 0, 0); }
+// Typed as the sample's params are: n u32, tol f32, mode i32.
+constexpr fb::ScalarType U32 = fb::ScalarType::U32, F32 = fb::ScalarType::F32, I64 = fb::ScalarType::I64,
+                         Bool = fb::ScalarType::Bool;
+fb::ExprInstr lit(int64_t v) { return fb::ExprInstr(Op::ConstInt, U32, 0, v, 0); }
+fb::ExprInstr par(int ref) {
+  return fb::ExprInstr(Op::Param, ref == 1 ? F32 : ref == 2 ? fb::ScalarType::I32 : U32, ref, 0, 0);
+}
+fb::ExprInstr op(Op o, fb::ScalarType t = U32) { return fb::ExprInstr(o, t, 0, 0, 0); }
 
 std::unique_ptr<fb::ExprT> expr(std::vector<fb::ExprInstr> code) {
   auto e = std::make_unique<fb::ExprT>();
@@ -144,34 +149,50 @@ TEST_CASE("validate: expressions") {
        "params"},
       {"two values left", count({lit(1), lit(2)}),
        "buffer 'u' count: expression leaves 2 values on the stack instead of 1"},
-      {"unknown op", count({fb::ExprInstr(Op(200), 0, 0, 0)}),
+      {"unknown op", count({fb::ExprInstr(Op(200), U32, 0, 0, 0)}),
        "buffer 'u' count: expression instruction 0 has unknown op 200"},
       {"longest accepted", count(longest), ""},
       {"too long", count(too_long),
        "buffer 'u' count: expression has 4097 instructions, more than the limit of 4096"},
-      {"every op accepted", count({lit(1),      fb::ExprInstr(Op::ConstFloat, 0, 0, 2.5),
-                                   op(Op::Add), fb::ExprInstr(Op::FamilyIndex, 0, 0, 0),
-                                   op(Op::Sub), fb::ExprInstr(Op::Rank, 0, 0, 0),
-                                   op(Op::Mul), fb::ExprInstr(Op::WorldSize, 0, 0, 0),
+      {"unknown type", count({fb::ExprInstr(Op::ConstInt, fb::ScalarType(13), 0, 1, 0)}),
+       "buffer 'u' count: expression instruction 0 has unknown type 13"},
+      {"param read as another type", count({fb::ExprInstr(Op::Param, I64, 0, 0, 0)}),
+       "buffer 'u' count: expression instruction 0 reads param 0 as I64, but it is U32"},
+      {"rank not u32", count({fb::ExprInstr(Op::Rank, I64, 0, 0, 0)}),
+       "buffer 'u' count: expression instruction 0 (Rank) must be U32"},
+      {"operator type against the rules", count({par(0), lit(2), op(Op::Mul, I64)}),
+       "buffer 'u' count: expression instruction 2 (Mul) has type i64, but its operands give u32"},
+      {"float operand of %", count({par(1), lit(2), op(Op::Mod, F32)}),
+       "buffer 'u' count: expression instruction 2 (Mod): `%` needs integer operands"},
+      {"constant out of its type", count({lit(-1)}),
+       "buffer 'u' count: expression instruction 0 (Const) is not a value of u32"},
+      {"float constant not of its type", count({fb::ExprInstr(Op::ConstFloat, F32, 0, 0, 0.1)}),
+       "buffer 'u' count: expression instruction 0 (Const) is not a value of f32"},
+      {"every op accepted", count({lit(1),      fb::ExprInstr(Op::FamilyIndex, U32, 0, 0, 0),
+                                   op(Op::Add), fb::ExprInstr(Op::Rank, U32, 0, 0, 0),
+                                   op(Op::Sub), fb::ExprInstr(Op::WorldSize, U32, 0, 0, 0),
+                                   op(Op::Mul), lit(3),
                                    op(Op::Div), lit(3),
                                    op(Op::Mod), op(Op::Neg),
-                                   op(Op::Not), op(Op::BitNot),
+                                   op(Op::BitNot),
                                    lit(1),      op(Op::Shl),
                                    lit(1),      op(Op::Shr),
-                                   lit(1),      op(Op::Lt),
-                                   lit(1),      op(Op::Le),
-                                   lit(1),      op(Op::Gt),
-                                   lit(1),      op(Op::Ge),
-                                   lit(1),      op(Op::Eq),
-                                   lit(1),      op(Op::Ne),
-                                   lit(1),      op(Op::BitAnd),
-                                   lit(1),      op(Op::BitXor),
-                                   lit(1),      op(Op::BitOr),
-                                   lit(1),      op(Op::And),
-                                   lit(1),      op(Op::Or),
-                                   lit(1),      op(Op::Min),
-                                   lit(1),      op(Op::Max),
-                                   lit(1),      op(Op::CeilDiv)}),
+                                   fb::ExprInstr(Op::ConstFloat, F32, 0, 0, 2.5), op(Op::Add, F32),
+                                   lit(1),      op(Op::Lt, Bool),
+                                   lit(1),      op(Op::Le, Bool),
+                                   lit(1),      op(Op::Gt, Bool),
+                                   lit(1),      op(Op::Ge, Bool),
+                                   lit(1),      op(Op::Eq, Bool),
+                                   lit(1),      op(Op::Ne, Bool),
+                                   lit(1),      op(Op::BitAnd, I64),
+                                   lit(1),      op(Op::BitXor, I64),
+                                   lit(1),      op(Op::BitOr, I64),
+                                   lit(1),      op(Op::And, Bool),
+                                   lit(1),      op(Op::Or, Bool),
+                                   op(Op::Not, Bool),
+                                   lit(1),      op(Op::Min, I64),
+                                   lit(1),      op(Op::Max, I64),
+                                   lit(1),      op(Op::CeilDiv, I64)}),
        ""},
       {"bind check condition",
        [](fb::PipelineT& t) { t.bind_checks[0]->condition->code = {op(Op::Eq)}; },
@@ -322,14 +343,14 @@ TEST_CASE("validate: conditional handles, graphs, main graph and segments") {
        "bind check 0: source location refers to file 2, but the pipeline lists 2 source files"},
       {"bind check with the family index and no members",
        [](fb::PipelineT& t) {
-         t.bind_checks[0]->condition->code = {fb::ExprInstr(Op::FamilyIndex, 0, 0, 0), lit(4),
-                                              op(Op::Lt)};
+         t.bind_checks[0]->condition->code = {fb::ExprInstr(Op::FamilyIndex, U32, 0, 0, 0), lit(4),
+                                              op(Op::Lt, fb::ScalarType::Bool)};
        },
        "bind check 0 (E0410) uses the family index but has no family_size to check it for"},
       {"bind check with the family index for every member",
        [](fb::PipelineT& t) {
-         t.bind_checks[0]->condition->code = {fb::ExprInstr(Op::FamilyIndex, 0, 0, 0), lit(4),
-                                              op(Op::Lt)};
+         t.bind_checks[0]->condition->code = {fb::ExprInstr(Op::FamilyIndex, U32, 0, 0, 0), lit(4),
+                                              op(Op::Lt, fb::ScalarType::Bool)};
          t.bind_checks[0]->family_size = 4;
        },
        ""},

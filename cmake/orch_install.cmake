@@ -6,8 +6,9 @@
 #   target_link_libraries(app PRIVATE orch::runtime)
 #
 # The package holds:
-#   lib/liborch_runtime.a, lib/liborch_artifact.a   orch::runtime (the artifact reader is its
-#                                                   private part, linked with it)
+#   lib/liborch_runtime.a, lib/liborch_artifact.a,  orch::runtime (the artifact reader and the
+#   lib/liborch_expr.a                              expression language are its private parts,
+#                                                   linked with it)
 #   include/orch/runtime.h, include/orch/orch.h     the C++ and C APIs
 #   bin/orchc, bin/orch-run, bin/orch-inspect       orch::orchc, orch::orch-run, orch::orch-inspect
 #   share/orch/targets/*.yaml                       the target profiles orchc reads
@@ -57,13 +58,15 @@ endfunction()
 
 _orch_exportable_includes(orch_runtime)
 _orch_exportable_includes(orch_artifact)
+_orch_exportable_includes(orch_expr)
 # A consumer may link the static runtime into a shared library (a language binding, a plugin).
-set_target_properties(orch_runtime orch_artifact orch_ranks PROPERTIES POSITION_INDEPENDENT_CODE ON)
+set_target_properties(orch_runtime orch_artifact orch_expr orch_ranks PROPERTIES POSITION_INDEPENDENT_CODE ON)
 set_target_properties(orch_runtime PROPERTIES EXPORT_NAME runtime)
 set_target_properties(orch_ranks PROPERTIES EXPORT_NAME ranks)
 # orch_artifact is exported only because the static orch::runtime needs it at link time
 # ($<LINK_ONLY:...>); its headers are not installed.
 set_target_properties(orch_artifact PROPERTIES EXPORT_NAME artifact_internal)
+set_target_properties(orch_expr PROPERTIES EXPORT_NAME expr_internal)
 set_target_properties(orchc PROPERTIES EXPORT_NAME orchc)
 set_target_properties(orch-run PROPERTIES EXPORT_NAME orch-run)
 set_target_properties(orch-inspect PROPERTIES EXPORT_NAME orch-inspect)
@@ -71,7 +74,7 @@ set_target_properties(orch-inspect PROPERTIES EXPORT_NAME orch-inspect)
 # toolkit is not in ld.so.conf) through an RPATH to where they were linked from.
 set_target_properties(orchc orch-run orch-inspect PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 
-install(TARGETS orch_runtime orch_artifact orch_ranks
+install(TARGETS orch_runtime orch_artifact orch_expr orch_ranks
   EXPORT orchTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -25,7 +25,6 @@ const char* kind_name(SymbolKind k) {
   }
   return "a name";
 }
-ir::ScalarType out_type_of(const ir::Param& p) { return p.type; }
 
 // Where bytes [offset, offset + length) of a kernel's code are: in the .orch file for an inline
 // source (which starts at source_first_line:source_first_col), in the .cu file for `from`.
@@ -147,16 +146,18 @@ void Checker::check_params() {
     program_->params.push_back(std::move(out));
     param_broken_.push_back(broken);
     if (!broken && program_->params.back().default_value) {
-      auto v = evaluate(*program_->params.back().default_value);
-      std::string why;
-      if (!v) {
+      // A literal default takes the param's type (so `~0` as a u32 is 4294967295); any default
+      // must then convert to it exactly.
+      ir::Param& param = program_->params.back();
+      expr::Evaluation v = finish(*param.default_value, param.type, "E0115");
+      if (!v.known()) {
         param_broken_.back() = true;
-      } else if (!value_fits(*v, out_type_of(program_->params.back()), &why)) {
+      } else if (expr::Outcome c = expr::convert(v.value, param.type); !c.ok()) {
         diags_.error("E0115", p.default_value->loc,
-                     "default of param `" + p.name.name + "` does not fit its type: " + why);
+                     "default of param `" + p.name.name + "` does not fit its type: " + c.message);
         param_broken_.back() = true;
       } else {
-        program_->params.back().default_evaluated = v;
+        param.default_evaluated = c.value;
       }
     }
     declare(p.name.name, SymbolKind::Param, index, p.name.loc);
@@ -176,20 +177,40 @@ void Checker::check_buffers() {
     if (b.size) {
       out.count = expr(*b.size, ExprContext::Size, nullptr);
       if (!out.count) broken = true;
-      if (out.count && ir::is_float(out.count->type) && !out.count->is_literal) {
+      if (out.count && (ir::is_float(out.count->type) || out.count->type == ir::ScalarType::Bool)) {
         diags_.error("E0115", b.size->loc, "size of buffer `" + b.name.name +
-                                               "` must be an integer, not a floating-point value");
-      } else if (out.count && out.count->value.is_float) {
-        diags_.error("E0115", b.size->loc, "size of buffer `" + b.name.name +
-                                               "` must be an integer, not a floating-point value");
+                                               "` must be an integer, not a " +
+                                               (out.count->type == ir::ScalarType::Bool ? "bool" : "floating-point value"));
+        broken = true;
       } else if (out.count) {
-        if (auto v = evaluate(*out.count); v && v->i <= 0)
+        expr::Evaluation v = finish(*out.count, ir::ScalarType::U64, "E0115");
+        if (v.failed()) broken = true;
+        if (v.known() && (v.value.negative() || v.value.magnitude() == 0)) {
           diags_.error("E0115", b.size->loc,
-                       "buffer `" + b.name.name + "` has " + std::to_string(v->i) +
-                           " elements" + default_values_note(*out.count) +
-                           "; a buffer needs at least one");
+                       "buffer `" + b.name.name + "` has " + v.value.to_string() + " elements" +
+                           default_values_note(*out.count) + "; a buffer needs at least one");
+        } else if (type) {
+          // Its bytes must be countable: count * element size fits u64.
+          const uint64_t limit = UINT64_MAX / ir::size_of(*type);
+          if (v.known() && v.value.magnitude() > limit) {
+            diags_.error("E0116", b.size->loc,
+                         "buffer `" + b.name.name + "` has " + v.value.to_string() + " " +
+                             ir::to_string(*type) + " elements" + default_values_note(*out.count) +
+                             ": its size in bytes does not fit u64 (at most " +
+                             std::to_string(limit) + " elements)");
+          } else if (ir::depends_on_host_values(*out.count) && !ir::is_float(out.count->type) &&
+                     (expr::is_signed(out.count->type) ? uint64_t(INT64_MAX) : expr::bit_width(out.count->type) == 64
+                                                                                   ? UINT64_MAX
+                                                                                   : (uint64_t(1) << expr::bit_width(out.count->type)) - 1) > limit) {
+            // Only a count whose type reaches past the limit can exceed it at bind time.
+            program_->bind_checks.push_back(
+                {"E0116", "buffer `" + b.name.name + "` has at most " + std::to_string(limit) + " elements",
+                 make_binary(expr::Op::Le, *out.count, ir::constant(ir::Value::of_uint(ir::ScalarType::U64, limit))),
+                 b.size->loc});
+          }
+        }
       }
-      if (!out.count) out.count = ir::Expr{ir::ExprKind::Const, ir::ScalarType::U64, true, {false, 1, 0}, -1, "", {}, b.size->loc};
+      if (!out.count || broken) out.count = ir::constant(ir::Value::of_uint(ir::ScalarType::U64, 1), b.size->loc);
     }
     buffer_broken_.push_back(broken);
     declare(b.name.name, SymbolKind::Buffer, static_cast<int>(program_->buffers.size()),

@@ -1,8 +1,8 @@
-#include <cmath>
-#include <limits>
+// Expressions: names resolved, operators typed by expr/'s rules (untyped literals settle into
+// the type their use site expects), and evaluated with the params' defaults by expr/'s
+// evaluator, so an overflow or a division by zero is reported where it happens.
 #include <set>
 #include <sstream>
-#include <type_traits>
 
 #include "compiler/checker.h"
 
@@ -17,96 +17,47 @@ ir::Expr make(ir::ExprKind kind, const SourceRange& loc) {
   return e;
 }
 
-// C-like arithmetic conversions, with untyped literals taking the other side's type.
-void combine_types(const ir::Expr& a, const ir::Expr& b, ir::Expr& out) {
-  if (a.is_literal && b.is_literal) {
-    out.is_literal = true;
-    out.type = (ir::is_float(a.type) || ir::is_float(b.type)) ? ir::ScalarType::F64
-                                                               : ir::ScalarType::I64;
-    return;
-  }
-  const ir::Expr& typed = a.is_literal ? b : a;
-  const ir::Expr& other = a.is_literal ? a : b;
-  ir::ScalarType t = typed.type;
-  ir::ScalarType o = other.type;
-  if (ir::is_float(t) || ir::is_float(o)) {
-    if (!ir::is_float(t)) t = other.is_literal ? ir::ScalarType::F64 : o;
-    else if (ir::is_float(o) && !other.is_literal && ir::size_of(o) > ir::size_of(t)) t = o;
-    out.type = t;
-    return;
-  }
-  if (!other.is_literal && ir::size_of(o) > ir::size_of(t)) t = o;
-  if (!other.is_literal && ir::size_of(o) == ir::size_of(t) && !ir::is_signed(o)) t = o;
-  if (t == ir::ScalarType::Bool) t = ir::ScalarType::I32;
-  out.type = t;
+expr::Operand operand_of(const ir::Expr& e) {
+  if (!e.is_literal) return {e.type, expr::Literal::None};
+  return {e.type, ir::is_float(e.type) ? expr::Literal::Float : expr::Literal::Int};
 }
 
-int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
-int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }
-int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
-
-int64_t to_int(double d) {
-  if (!(d == d)) return 0;
-  if (d >= 9.2e18) return std::numeric_limits<int64_t>::max();
-  if (d <= -9.2e18) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(d);
-}
-
-ir::Value int_value(int64_t i) { return {false, i, 0}; }
-
-// Comparisons and min/max read the same in both domains.
-template <class T>
-std::optional<ir::Value> compare_or_select(const std::string& op, T x, T y) {
-  if (op == "<") return int_value(x < y);
-  if (op == "<=") return int_value(x <= y);
-  if (op == ">") return int_value(x > y);
-  if (op == ">=") return int_value(x >= y);
-  if (op == "==") return int_value(x == y);
-  if (op == "!=") return int_value(x != y);
-  if (op != "min" && op != "max") return std::nullopt;
-  T chosen = op == "min" ? std::min(x, y) : std::max(x, y);
-  if constexpr (std::is_floating_point_v<T>) return ir::Value{true, 0, chosen};
-  else return int_value(chosen);
-}
-ir::Value float_value(double f) { return {true, 0, f}; }
+const SourceRange& op_place(const ir::Expr& e) { return e.op_loc.valid() ? e.op_loc : e.loc; }
 
 }  // namespace
 
-bool value_fits(const ir::Value& v, ir::ScalarType t, std::string* why) {
-  auto fail = [&](const std::string& w) {
-    if (why) *why = w;
-    return false;
-  };
-  if (ir::is_float(t)) {
-    double d = v.as_double();
-    double max = t == ir::ScalarType::F16   ? 65504.0
-                 : t == ir::ScalarType::BF16 ? 3.3895313892515355e38
-                 : t == ir::ScalarType::F32  ? 3.4028234663852886e38
-                                             : std::numeric_limits<double>::max();
-    if (std::isfinite(d) && std::fabs(d) > max) return fail("it is out of the range of " + std::string(ir::to_string(t)));
-    return true;
-  }
-  if (v.is_float) {
-    if (v.f != std::floor(v.f) || !std::isfinite(v.f))
-      return fail(std::string(ir::to_string(t)) + " holds integers only");
-  }
-  int64_t i = v.is_float ? to_int(v.f) : v.i;
-  if (t == ir::ScalarType::Bool) {
-    if (i != 0 && i != 1) return fail("bool holds 0 or 1");
-    return true;
-  }
-  uint32_t bits = ir::size_of(t) * 8;
-  if (ir::is_signed(t)) {
-    if (bits < 64) {
-      int64_t lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << (bits - 1)) - 1;
-      if (i < lo || i > hi) return fail("it is out of the range of " + std::string(ir::to_string(t)));
+bool Checker::settle(ir::Expr& e, ir::ScalarType t) {
+  if (!e.is_literal) return true;
+  e.is_literal = false;
+  switch (e.kind) {
+    case ir::ExprKind::Const: {
+      expr::Outcome o = expr::settle_literal(e.value, t);
+      if (!o.ok()) {
+        diags_.error("E0109", e.loc, o.message);
+        return false;
+      }
+      e.value = o.value;
+      e.type = t;
+      return true;
     }
-  } else {
-    if (i < 0) return fail(std::string(ir::to_string(t)) + " is unsigned");
-    if (bits < 64 && static_cast<uint64_t>(i) > ((uint64_t(1) << bits) - 1))
-      return fail("it is out of the range of " + std::string(ir::to_string(t)));
+    case ir::ExprKind::Unary:
+    case ir::ExprKind::Binary:
+    case ir::ExprKind::Call: {
+      if (expr::is_integer_only(e.op) && ir::is_float(t)) {
+        diags_.error("E0109", op_place(e),
+                     std::string("`") + expr::symbol(e.op) + "` needs integers, but this literal expression takes the type " +
+                         ir::to_string(t) + " of its use");
+        return false;
+      }
+      bool ok = settle(e.operands[0], t);
+      // A shift's count keeps its own type (settled when the shift was built).
+      if (e.operands.size() > 1 && e.op != expr::Op::Shl && e.op != expr::Op::Shr)
+        ok = settle(e.operands[1], t) && ok;
+      e.type = t;
+      return ok;
+    }
+    default: return true;
   }
-  return true;
 }
 
 std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
@@ -115,25 +66,24 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
     case ast::ExprKind::Int: {
       ir::Expr out = make(ir::ExprKind::Const, e.loc);
       out.is_literal = true;
-      out.type = ir::ScalarType::I64;
-      if (e.int_value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        diags_.error("E0002", e.loc, "integer literal does not fit in 63 bits");
-        return std::nullopt;
-      }
-      out.value = int_value(static_cast<int64_t>(e.int_value));
+      // Literals run from -2^63 to 2^64 - 1 until their use gives them a type.
+      out.value = e.int_value > static_cast<uint64_t>(INT64_MAX)
+                      ? ir::Value::of_uint(ir::ScalarType::U64, e.int_value)
+                      : ir::Value::of_int(ir::ScalarType::I64, static_cast<int64_t>(e.int_value));
+      out.type = out.value.type;
       return out;
     }
     case ast::ExprKind::Float: {
       ir::Expr out = make(ir::ExprKind::Const, e.loc);
       out.is_literal = true;
+      out.value = ir::Value::of_double(ir::ScalarType::F64, e.float_value);
       out.type = ir::ScalarType::F64;
-      out.value = float_value(e.float_value);
       return out;
     }
     case ast::ExprKind::Bool: {
       ir::Expr out = make(ir::ExprKind::Const, e.loc);
       out.type = ir::ScalarType::Bool;
-      out.value = int_value(static_cast<int64_t>(e.int_value));
+      out.value = ir::Value::of_bool(e.int_value != 0);
       return out;
     }
     case ast::ExprKind::Name: {
@@ -145,7 +95,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
         }
         ir::Expr out = make(ir::ExprKind::FamilyIndex, e.loc);
         out.type = ir::ScalarType::U32;
-        out.op = name;
+        out.name = name;
         return out;
       }
       const Symbol* sym = lookup(name);
@@ -203,9 +153,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
                                                         "on the host");
             return std::nullopt;
           }
-          if (b.host) {
-            // Mapped host memory is readable from the GPU, so it works as a scalar too.
-          }
+          // Mapped host memory is readable from the GPU, so a host scalar works too.
           ir::Expr out = make(ir::ExprKind::DeviceScalar, e.loc);
           out.ref = sym->index;
           out.type = b.elem;
@@ -224,160 +172,161 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
     case ast::ExprKind::Unary: {
       auto operand = expr(*e.operands[0], ctx, body);
       if (!operand) return std::nullopt;
-      ir::Expr out = make(ir::ExprKind::Unary, e.loc);
-      out.op = e.text;
-      out.type = operand->type;
-      out.is_literal = operand->is_literal;
-      if (e.text == "!") {
-        out.type = ir::ScalarType::Bool;
-        out.is_literal = false;
-      } else if (e.text == "~" && ir::is_float(operand->type)) {
-        diags_.error("E0109", e.loc, "`~` needs an integer operand");
+      if (expr::is_unary_plus(e.text)) return operand;
+      std::optional<expr::Op> op = expr::unary_op(e.text);
+      if (!op) {
+        diags_.error("E0109", e.name_loc.valid() ? e.name_loc : e.loc, "unknown operator `" + e.text + "`");
         return std::nullopt;
       }
-      if (e.text == "+") return operand;
+      if (*op == expr::Op::Neg && operand->kind == ir::ExprKind::Const && operand->is_literal) {
+        // -literal is a literal, so -2147483648 is an i32 and -9223372036854775808 an i64.
+        ir::Value v = operand->value;
+        if (v.is_float()) {
+          v = ir::Value::of_double(ir::ScalarType::F64, -v.f64());
+        } else if (v.negative()) {
+          const uint64_t m = v.magnitude();
+          v = m > static_cast<uint64_t>(INT64_MAX) ? ir::Value::of_uint(ir::ScalarType::U64, m)
+                                                   : ir::Value::of_int(ir::ScalarType::I64, static_cast<int64_t>(m));
+        } else if (v.magnitude() > (uint64_t(1) << 63)) {
+          diags_.error("E0002", e.loc, "integer literal -" + v.to_string() + " does not fit in 64 bits");
+          return std::nullopt;
+        } else {
+          v = ir::Value::of_int(ir::ScalarType::I64, static_cast<int64_t>(0 - v.magnitude()));
+        }
+        operand->value = v;
+        operand->type = v.type;
+        operand->loc = e.loc;
+        return operand;
+      }
+      expr::Typing t = expr::type_unary(*op, operand_of(*operand));
+      if (!t.error.empty()) {
+        diags_.error("E0109", e.name_loc.valid() ? e.name_loc : e.loc, t.error);
+        return std::nullopt;
+      }
+      if (t.settle[0] && !settle(*operand, *t.settle[0])) return std::nullopt;
+      ir::Expr out = make(ir::ExprKind::Unary, e.loc);
+      out.op_loc = e.name_loc;
+      out.op = *op;
+      out.type = t.result.type;
+      out.is_literal = t.result.literal != expr::Literal::None;
       out.operands.push_back(std::move(*operand));
       return out;
     }
-    case ast::ExprKind::Binary: {
-      auto lhs = expr(*e.operands[0], ctx, body);
-      auto rhs = expr(*e.operands[1], ctx, body);
-      if (!lhs || !rhs) return std::nullopt;
-      ir::Expr out = make(ir::ExprKind::Binary, e.loc);
-      out.op = e.text;
-      const std::string& op = e.text;
-      if (op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=" ||
-          op == "&&" || op == "||") {
-        out.type = ir::ScalarType::Bool;
-      } else {
-        combine_types(*lhs, *rhs, out);
-        bool int_only = op == "%" || op == "<<" || op == ">>" || op == "&" || op == "|" || op == "^";
-        if (int_only && ir::is_float(out.type)) {
-          diags_.error("E0109", e.loc, "`" + op + "` needs integer operands");
-          return std::nullopt;
-        }
-        if ((op == "/" || op == "%") && rhs->kind == ir::ExprKind::Const && !rhs->value.is_float &&
-            rhs->value.i == 0) {
-          diags_.error("E0109", e.loc, "division by zero");
-          return std::nullopt;
-        }
-      }
-      out.operands.push_back(std::move(*lhs));
-      out.operands.push_back(std::move(*rhs));
-      return out;
-    }
+    case ast::ExprKind::Binary:
     case ast::ExprKind::Call: {
-      const std::string& fn = e.text;
-      if (fn == "dim3") {
+      const bool call = e.kind == ast::ExprKind::Call;
+      std::optional<expr::Op> op = call ? expr::call_op(e.text) : expr::binary_op(e.text);
+      if (call && e.text == "dim3") {
         diags_.error("E0109", e.loc, "`dim3(...)` is a launch shape; it can only be a grid or a block");
         return std::nullopt;
       }
-      if (fn != "min" && fn != "max" && fn != "ceil_div") {
-        diags_.error("E0109", e.name_loc,
-                     "unknown function `" + fn + "`; expressions may call min, max and ceil_div");
+      if (!op) {
+        diags_.error("E0109", e.name_loc.valid() ? e.name_loc : e.loc,
+                     call ? "unknown function `" + e.text + "`; expressions may call min, max and ceil_div"
+                          : "unknown operator `" + e.text + "`");
         return std::nullopt;
       }
-      if (e.operands.size() != 2) {
+      if (call && e.operands.size() != 2) {
         diags_.error("E0109", e.loc,
-                     "`" + fn + "` takes 2 arguments, not " + std::to_string(e.operands.size()));
+                     "`" + e.text + "` takes 2 arguments, not " + std::to_string(e.operands.size()));
         return std::nullopt;
       }
-      auto a = expr(*e.operands[0], ctx, body);
-      auto b = expr(*e.operands[1], ctx, body);
-      if (!a || !b) return std::nullopt;
-      ir::Expr out = make(ir::ExprKind::Call, e.loc);
-      out.op = fn;
-      combine_types(*a, *b, out);
-      if (fn == "ceil_div") {
-        if (ir::is_float(out.type)) {
-          diags_.error("E0109", e.loc, "`ceil_div` needs integer operands");
-          return std::nullopt;
-        }
-        if (b->kind == ir::ExprKind::Const && !b->value.is_float && b->value.i == 0) {
-          diags_.error("E0109", e.loc, "division by zero");
-          return std::nullopt;
-        }
+      auto lhs = expr(*e.operands[0], ctx, body);
+      auto rhs = expr(*e.operands[1], ctx, body);
+      if (!lhs || !rhs) return std::nullopt;
+      expr::Typing t = expr::type_binary(*op, operand_of(*lhs), operand_of(*rhs));
+      const SourceRange& place = e.name_loc.valid() ? e.name_loc : e.loc;
+      if (!t.error.empty()) {
+        diags_.error("E0109", call ? e.loc : place, t.error);
+        return std::nullopt;
       }
-      out.operands.push_back(std::move(*a));
-      out.operands.push_back(std::move(*b));
+      bool ok = !t.settle[0] || settle(*lhs, *t.settle[0]);
+      ok = (!t.settle[1] || settle(*rhs, *t.settle[1])) && ok;
+      if (!ok) return std::nullopt;
+      ir::Expr out = make(call ? ir::ExprKind::Call : ir::ExprKind::Binary, e.loc);
+      out.op_loc = place;
+      out.op = *op;
+      out.type = t.result.type;
+      out.is_literal = t.result.literal != expr::Literal::None;
+      out.operands.push_back(std::move(*lhs));
+      out.operands.push_back(std::move(*rhs));
       return out;
     }
   }
   return std::nullopt;
 }
 
-std::optional<ir::Value> Checker::evaluate(const ir::Expr& e, std::optional<uint32_t> member) {
-  switch (e.kind) {
-    case ir::ExprKind::Const: return e.value;
-    case ir::ExprKind::Param: {
-      if (e.ref < 0 || static_cast<size_t>(e.ref) >= param_broken_.size() || param_broken_[e.ref])
+expr::Evaluation Checker::evaluation(const ir::Expr& e, std::optional<uint32_t> member,
+                                     std::vector<const ir::Expr*>* origins) {
+  std::vector<expr::Instr> code = ir::to_postfix(e, origins);
+  return expr::evaluate(code, [&](const expr::Instr& in) -> std::optional<ir::Value> {
+    switch (in.kind) {
+      case expr::InstrKind::Param: {
+        if (in.ref < 0 || static_cast<size_t>(in.ref) >= param_broken_.size() || param_broken_[in.ref])
+          return std::nullopt;
+        return program_->params[in.ref].default_evaluated;
+      }
+      case expr::InstrKind::FamilyIndex:
+        if (member) return ir::Value::of_uint(ir::ScalarType::U32, *member);
         return std::nullopt;
-      return program_->params[e.ref].default_evaluated;
+      default: return std::nullopt;  // device scalars, rank, world_size
     }
-    case ir::ExprKind::FamilyIndex:
-      if (member) return int_value(*member);
-      return std::nullopt;
-    case ir::ExprKind::DeviceScalar:
-    case ir::ExprKind::Rank:
-    case ir::ExprKind::WorldSize: return std::nullopt;
-    case ir::ExprKind::Unary: {
-      auto v = evaluate(e.operands[0], member);
-      if (!v) return std::nullopt;
-      if (e.op == "!") return int_value(v->as_double() == 0 ? 1 : 0);
-      if (e.op == "~") return int_value(~v->i);
-      if (v->is_float) return float_value(-v->f);
-      return int_value(wrap_sub(0, v->i));
+  });
+}
+
+std::optional<ir::Value> Checker::evaluate(const ir::Expr& e, std::optional<uint32_t> member) {
+  expr::Evaluation v = evaluation(e, member, nullptr);
+  if (!v.known()) return std::nullopt;
+  return v.value;
+}
+
+expr::Evaluation Checker::finish(ir::Expr& e, std::optional<ir::ScalarType> expected,
+                                 const char* code) {
+  if (e.is_literal) {
+    const expr::Literal kind = ir::is_float(e.type) ? expr::Literal::Float : expr::Literal::Int;
+    const ir::ScalarType t = expected ? expr::settle_type(kind, *expected) : e.type;
+    if (e.kind == ir::ExprKind::Const && !expr::settle_literal(e.value, t).ok()) {
+      // A lone literal that its use cannot hold: the use site's conversion says why, with the
+      // use site's code ("default of param `x` does not fit its type: ...").
+      expr::Evaluation v;
+      v.value = e.value;
+      v.type = e.type;
+      return v;
     }
-    case ir::ExprKind::Binary:
-    case ir::ExprKind::Call: {
-      auto a = evaluate(e.operands[0], member);
-      auto b = evaluate(e.operands[1], member);
-      if (!a || !b) return std::nullopt;
-      const std::string& op = e.op;
-      bool fl = a->is_float || b->is_float;
-      if (op == "&&") return int_value(a->as_double() != 0 && b->as_double() != 0);
-      if (op == "||") return int_value(a->as_double() != 0 || b->as_double() != 0);
-      if (fl) {
-        double x = a->as_double(), y = b->as_double();
-        if (op == "+") return float_value(x + y);
-        if (op == "-") return float_value(x - y);
-        if (op == "*") return float_value(x * y);
-        if (op == "/") return y == 0 ? std::nullopt : std::optional<ir::Value>(float_value(x / y));
-        return compare_or_select(op, x, y);
-      }
-      int64_t x = a->i, y = b->i;
-      if (op == "+") return int_value(wrap_add(x, y));
-      if (op == "-") return int_value(wrap_sub(x, y));
-      if (op == "*") return int_value(wrap_mul(x, y));
-      if (op == "/" || op == "%" || op == "ceil_div") {
-        if (y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1)) return std::nullopt;
-        if (op == "/") return int_value(x / y);
-        if (op == "%") return int_value(x % y);
-        int64_t q = x / y;
-        if ((x % y != 0) && ((x < 0) == (y < 0))) ++q;
-        return int_value(q);
-      }
-      if (op == "<<") return int_value(y < 0 || y >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(x) << y));
-      if (op == ">>") return int_value(y < 0 || y >= 64 ? (x < 0 ? -1 : 0) : x >> y);
-      if (op == "&") return int_value(x & y);
-      if (op == "|") return int_value(x | y);
-      if (op == "^") return int_value(x ^ y);
-      return compare_or_select(op, x, y);
+    if (!settle(e, t)) {
+      expr::Evaluation failed;
+      failed.state = expr::Evaluation::State::Failed;
+      return failed;
     }
   }
-  return std::nullopt;
+  std::vector<const ir::Expr*> origins;
+  expr::Evaluation v = evaluation(e, std::nullopt, &origins);
+  if (v.failed()) {
+    const ir::Expr* at = v.at < origins.size() ? origins[v.at] : &e;
+    // An error that happens whatever the params are is E0109; one of the defaults, the code of
+    // the check being proven, with the defaults named.
+    std::vector<expr::Instr> code_without = ir::to_postfix(e);
+    expr::Evaluation constant =
+        expr::evaluate(code_without, [](const expr::Instr&) { return std::optional<ir::Value>(); });
+    if (constant.failed() || !ir::depends_on_host_values(e))
+      diags_.error("E0109", op_place(*at), constant.failed() ? constant.message : v.message);
+    else
+      diags_.error(code, op_place(*at), v.message + default_values_note(e));
+  }
+  return v;
 }
 
 std::optional<uint64_t> Checker::constant_uint(const ast::Expr& e, const std::string& what) {
   auto x = expr(e, ExprContext::Constant, nullptr);
   if (!x) return std::nullopt;
-  auto v = evaluate(*x);
-  if (!v) return std::nullopt;
-  if (v->is_float || v->i < 0) {
-    diags_.error("E0115", e.loc, what + " must be a non-negative integer");
+  expr::Evaluation v = finish(*x, ir::ScalarType::U64, "E0115");
+  if (!v.known()) return std::nullopt;
+  expr::Outcome n = expr::convert(v.value, ir::ScalarType::U64);
+  if (!n.ok()) {
+    diags_.error("E0115", e.loc, what + " must be a non-negative integer: " + n.message);
     return std::nullopt;
   }
-  return static_cast<uint64_t>(v->i);
+  return n.value.u64();
 }
 
 std::string Checker::default_values_note(const ir::Expr& e) {
@@ -393,12 +342,26 @@ std::string Checker::default_values_note(const ir::Expr& e) {
   for (int p : params) {
     const ir::Param& param = program_->params[p];
     if (!param.default_evaluated) continue;
-    std::ostringstream v;
-    if (param.default_evaluated->is_float) v << param.default_evaluated->f;
-    else v << param.default_evaluated->i;
-    out += (out.empty() ? "" : ", ") + param.name + " = " + v.str();
+    out += (out.empty() ? "" : ", ") + param.name + " = " + param.default_evaluated->to_string();
   }
   return out.empty() ? "" : " (with the default values " + out + ")";
+}
+
+ir::Expr make_binary(expr::Op op, ir::Expr a, ir::Expr b) {
+  expr::Typing t = expr::type_binary(op, operand_of(a), operand_of(b));
+  for (int i = 0; i < 2; ++i) {
+    ir::Expr& x = i == 0 ? a : b;
+    if (t.settle[i] && x.kind == ir::ExprKind::Const && x.is_literal) {
+      expr::Outcome o = expr::settle_literal(x.value, *t.settle[i]);
+      if (o.ok()) x = ir::constant(o.value, x.loc);
+    }
+  }
+  ir::Expr e = make(expr::form(op) == expr::OpForm::Call ? ir::ExprKind::Call : ir::ExprKind::Binary, a.loc);
+  e.op = op;
+  e.type = t.error.empty() ? t.result.type : ir::ScalarType::I64;
+  e.operands.push_back(std::move(a));
+  e.operands.push_back(std::move(b));
+  return e;
 }
 
 }  // namespace orch::detail

@@ -387,9 +387,9 @@ void Checker::check_launches() {
   auto member_of = [&](const Site& s, int m) -> std::optional<int> {
     if (!s.member || depends_on_params(*s.member)) return std::nullopt;
     auto v = evaluate(*s.member, m >= 0 ? std::optional<uint32_t>(m) : std::nullopt);
-    if (!v || v->is_float) return std::nullopt;
-    if (v->i < 0 || v->i >= p.graphs[s.target].family_size) return -2;  // reported (E0504)
-    return static_cast<int>(v->i);
+    if (!v || v->is_float()) return std::nullopt;
+    if (v->negative() || v->magnitude() >= p.graphs[s.target].family_size) return -2;  // reported (E0504)
+    return static_cast<int>(v->magnitude());
   };
   {
     std::deque<std::pair<int, int>> queue;  // (graph, member); member -2: all members

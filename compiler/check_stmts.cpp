@@ -7,25 +7,15 @@ namespace orch::detail {
 
 namespace {
 
-ir::Expr constant(int64_t v, const SourceRange& loc = {}) {
-  ir::Expr e;
-  e.kind = ir::ExprKind::Const;
-  e.is_literal = true;
-  e.value.i = v;
-  e.loc = loc;
-  return e;
+// A typed constant of the checker's own (comparisons in bind checks are exact across types).
+ir::Expr constant(int64_t v, const SourceRange& loc = {}, ir::ScalarType t = ir::ScalarType::I64) {
+  return ir::constant(ir::Value::of_int(t, v), loc);
 }
 
-ir::Expr binary(const char* op, ir::Expr a, ir::Expr b) {
-  ir::Expr e;
-  e.kind = ir::ExprKind::Binary;
-  e.op = op;
-  e.loc = a.loc;
-  e.type = op[0] == '<' || op[0] == '>' || op[0] == '=' ? ir::ScalarType::Bool : ir::ScalarType::U64;
-  e.operands.push_back(std::move(a));
-  e.operands.push_back(std::move(b));
-  return e;
-}
+ir::Expr binary(expr::Op op, ir::Expr a, ir::Expr b) { return make_binary(op, std::move(a), std::move(b)); }
+
+// The elements of a buffer count (counts are checked positive where declared).
+uint64_t elements(const ir::Value& v) { return v.magnitude(); }
 
 void collect_device_reads(const ir::Expr& e, std::vector<ir::BufferAccess>& out) {
   if (e.kind == ir::ExprKind::DeviceScalar) add_access(out, e.ref, true, false);
@@ -169,11 +159,15 @@ bool Checker::launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3]
   bool ok = true;
   for (int i = 0; i < 3; ++i) {
     if (i >= static_cast<int>(dims.size())) {
-      out[i] = constant(1, e->loc);
+      out[i] = constant(1, e->loc, ir::ScalarType::U32);
       continue;
     }
     auto x = expr(*dims[i], ExprContext::Host, &ctx);
     if (!x) {
+      ok = false;
+      continue;
+    }
+    if (!ir::is_float(x->type) && finish(*x, ir::ScalarType::U32, what[0] == 'g' ? "E0203" : "E0202").failed()) {
       ok = false;
       continue;
     }
@@ -210,7 +204,7 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
     int dim = -1;  // the dimension of a block or grid limit
   };
   std::vector<Limit> limits;
-  ir::Expr threads = binary("*", binary("*", node.block[0], node.block[1]), node.block[2]);
+  ir::Expr threads = binary(expr::Op::Mul, binary(expr::Op::Mul, node.block[0], node.block[1]), node.block[2]);
   threads.loc = node.block[0].loc;
   for (int i = 0; i < 3; ++i) {
     limits.push_back({"E0202",
@@ -243,18 +237,17 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
     for (uint32_t m = 0; m < members; ++m) {
       auto v = evaluate(l.value, by_member ? std::optional<uint32_t>(m) : std::nullopt);
       if (!v) break;
-      int64_t n = v->i;
       std::string message = l.message;
-      message.replace(message.find("{}"), 2, std::to_string(n));
-      if (n < l.min) {
+      message.replace(message.find("{}"), 2, v->to_string());
+      if (v->negative() || v->magnitude() < static_cast<uint64_t>(l.min)) {
         std::string what = l.code == std::string("E0203") ? "grid" : "block";
         diags_.error("E0205", l.loc,
-                     what + " of `" + kname + "` is empty (" + std::to_string(n) + ")" +
+                     what + " of `" + kname + "` is empty (" + v->to_string() + ")" +
                          default_values_note(l.value));
         if (what == "block") block_reported = true;
         break;
       }
-      if (static_cast<uint64_t>(n) > l.max) {
+      if (v->magnitude() > l.max) {
         std::string member = by_member ? " for member " + std::to_string(m) : "";
         diags_.error(l.code, l.loc, message + member + default_values_note(l.value));
         if (l.code == std::string("E0201")) block_reported = true;
@@ -264,6 +257,13 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
     if (dynamic) {
       // A shape from the family index is checked for every member at bind time.
       const uint32_t members = has_family_index(l.value) ? ctx.family_size : 0;
+      // The upper bound first: an expression that cannot be evaluated (an overflow) is reported
+      // with the check that names the shape's limit.
+      std::string message = l.message;
+      message.replace(message.find("{}"), 2, "too many");
+      program_->bind_checks.push_back(
+          {l.code, message, binary(expr::Op::Le, l.value, constant(static_cast<int64_t>(l.max))),
+           l.loc, members});
       // The lower bound is a check of its own, so that a binding making a shape empty is
       // reported as empty (E0205), not as too large. The thread count needs none: each block
       // dimension has one.
@@ -275,17 +275,12 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
             {"E0205",
              std::string(grid ? "grid" : "block") + " of `" + kname + "` is empty in " + dim + " (no " +
                  (grid ? "blocks" : "threads") + ")",
-             binary(">=", l.value, constant(l.min)), l.loc, members});
+             binary(expr::Op::Ge, l.value, constant(l.min)), l.loc, members});
       } else if (code == "E0204") {
         program_->bind_checks.push_back(
             {l.code, "launch of `" + kname + "` asks for a negative number of bytes of dynamic shared memory",
-             binary(">=", l.value, constant(l.min)), l.loc, members});
+             binary(expr::Op::Ge, l.value, constant(l.min)), l.loc, members});
       }
-      std::string message = l.message;
-      message.replace(message.find("{}"), 2, "too many");
-      program_->bind_checks.push_back(
-          {l.code, message, binary("<=", l.value, constant(static_cast<int64_t>(l.max))), l.loc,
-           members});
     }
   }
 }
@@ -337,11 +332,14 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
         note_param(d);
         return std::nullopt;
       }
-      if (x->kind == ir::ExprKind::Const || !ir::depends_on_host_values(*x)) {
-        std::string why;
-        if (auto v = evaluate(*x); v && !value_fits(*v, p.elem, &why)) {
+      // A literal argument takes the parameter's type; any argument converts to it exactly.
+      expr::Evaluation v = finish(*x, p.elem, "E0104");
+      if (v.failed()) return std::nullopt;
+      if (v.known()) {
+        if (expr::Outcome c = expr::convert(v.value, p.elem); !c.ok()) {
           Diagnostic& d = diags_.error("E0104", arg.loc,
-                                       "argument does not fit " + param_desc() + ": " + why);
+                                       "argument does not fit " + param_desc() + ": " + c.message +
+                                           default_values_note(*x));
           note_param(d);
           return std::nullopt;
         }
@@ -498,9 +496,9 @@ void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, Body
   node.kernel = sym->index;
   bool shape_ok = launch_shape(n.grid.get(), "grid", node.grid, &node.grid_loc, ctx);
   shape_ok &= launch_shape(n.block.get(), "block", node.block, &node.block_loc, ctx);
-  node.shared_bytes = constant(0, s.loc);
+  node.shared_bytes = constant(0, s.loc, ir::ScalarType::U64);
   if (n.shared_bytes) {
-    if (auto x = expr(*n.shared_bytes, ExprContext::Host, &ctx)) {
+    if (auto x = expr(*n.shared_bytes, ExprContext::Host, &ctx); x && !finish(*x, ir::ScalarType::U64, "E0204").failed()) {
       node.shared_bytes = std::move(*x);
     } else {
       shape_ok = false;
@@ -554,12 +552,12 @@ void Checker::copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir:
     ir::Expr src_count = a.count ? *a.count : constant(1);
     ir::Expr dst_count = b.count ? *b.count : constant(1);
     auto x = evaluate(src_count), y = evaluate(dst_count);
-    if (x && y && x->i > y->i) {
+    if (x && y && elements(*x) > elements(*y)) {
       Diagnostic& d = diags_.error(
           "E0302", s.loc,
-          "copy from `" + a.name + "` (" + std::to_string(x->i) + " elements) to `" + b.name +
-              "` (" + std::to_string(y->i) + " elements): the destination is smaller" +
-              default_values_note(binary("+", src_count, dst_count)));
+          "copy from `" + a.name + "` (" + x->to_string() + " elements) to `" + b.name +
+              "` (" + y->to_string() + " elements): the destination is smaller" +
+              default_values_note(binary(expr::Op::Add, src_count, dst_count)));
       diags_.add_note(d, b.loc, "`" + b.name + "` is declared here");
     }
     if ((ir::depends_on_host_values(src_count) || ir::depends_on_host_values(dst_count)) &&
@@ -567,7 +565,7 @@ void Checker::copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir:
       program_->bind_checks.push_back({"E0302",
                                        "copy from `" + a.name + "` to `" + b.name +
                                            "`: the destination is smaller",
-                                       binary("<=", src_count, dst_count), s.loc});
+                                       binary(expr::Op::Le, src_count, dst_count), s.loc});
   }
   // A device graph's memcpy nodes may involve "device memory and/or pinned device-mapped host
   // memory" (doc comment of cudaGraphInstantiate); every orch buffer is one of the two (`host`
@@ -586,12 +584,16 @@ void Checker::fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir:
   auto value = expr(*n.value, ExprContext::Host, &ctx);
   if (dst < 0 || !value) return;
   const ir::Buffer& b = program_->buffers[dst];
-  std::string why;
-  if (auto v = evaluate(*value); v && !value_fits(*v, b.elem, &why)) {
-    diags_.error("E0303", n.value->loc,
-                 "cannot fill `" + b.name + "` (" + ir::to_string(b.elem) + ") with " +
-                     ir::to_string(*value, *program_) + ": " + why);
-    return;
+  // A literal value takes the element type; any value converts to it exactly.
+  expr::Evaluation v = finish(*value, b.elem, "E0303");
+  if (v.failed()) return;
+  if (v.known()) {
+    if (expr::Outcome c = expr::convert(v.value, b.elem); !c.ok()) {
+      diags_.error("E0303", n.value->loc,
+                   "cannot fill `" + b.name + "` (" + ir::to_string(b.elem) + ") with " +
+                       ir::to_string(*value, *program_) + ": " + c.message + default_values_note(*value));
+      return;
+    }
   }
   if (ir::is_float(value->type) && !ir::is_float(b.elem)) {
     diags_.error("E0303", n.value->loc,
@@ -600,18 +602,19 @@ void Checker::fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir:
     return;
   }
   // A value from params fits with the defaults; the bound values must fit too.
-  if (ir::depends_on_host_values(*value) && !ir::is_float(b.elem) && ir::size_of(b.elem) < 8) {
-    uint32_t bits = ir::size_of(b.elem) * 8;
-    int64_t lo = b.elem == ir::ScalarType::Bool ? 0
-                 : ir::is_signed(b.elem)        ? -(int64_t(1) << (bits - 1))
-                                                : 0;
-    int64_t hi = b.elem == ir::ScalarType::Bool ? 1
-                 : ir::is_signed(b.elem)        ? (int64_t(1) << (bits - 1)) - 1
-                                                : (int64_t(1) << bits) - 1;
+  if (ir::depends_on_host_values(*value) && !ir::is_float(b.elem) && b.elem != value->type) {
+    // Comparisons are exact, so the range of any integer type is two constants of its own.
+    const uint32_t bits = expr::bit_width(b.elem);
+    const ir::Value lo = ir::is_signed(b.elem) ? ir::Value::of_int(b.elem, bits == 64 ? INT64_MIN : -(int64_t(1) << (bits - 1)))
+                                               : ir::Value::of_uint(b.elem, 0);
+    const ir::Value hi = b.elem == ir::ScalarType::Bool ? ir::Value::of_bool(true)
+                         : ir::is_signed(b.elem) ? ir::Value::of_int(b.elem, static_cast<int64_t>((uint64_t(1) << (bits - 1)) - 1))
+                                                 : ir::Value::of_uint(b.elem, bits == 64 ? UINT64_MAX : (uint64_t(1) << bits) - 1);
     program_->bind_checks.push_back(
         {"E0303",
          "fill value of `" + b.name + "` fits " + ir::to_string(b.elem),
-         binary("&&", binary(">=", *value, constant(lo)), binary("<=", *value, constant(hi))),
+         binary(expr::Op::And, binary(expr::Op::Ge, *value, ir::constant(lo)),
+                binary(expr::Op::Le, *value, ir::constant(hi))),
          n.value->loc, has_family_index(*value) ? ctx.family_size : 0});
   }
   ir::Node node = make_node(ir::NodeKind::Fill, s, ctx);
@@ -653,15 +656,37 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
   ir::Node node = make_node(ir::NodeKind::ScalarUpdate, s, ctx);
   node.dst = sym->index;
   if (n.op != "=") {
+    // `x op= e` is `x = x op e`: typed by the rules, converted to x's type when assigned.
     ir::Expr target;
     target.kind = ir::ExprKind::DeviceScalar;
     target.ref = sym->index;
     target.type = b.elem;
     target.loc = n.target.loc;
-    ir::Expr combined = binary(n.op.substr(0, 1).c_str(), std::move(target), std::move(*value));
-    combined.type = b.elem;
+    std::optional<expr::Op> op = expr::binary_op(n.op.substr(0, n.op.size() - 1));
+    if (!op) {
+      diags_.error("E0109", s.loc, "unknown assignment `" + n.op + "`");
+      return;
+    }
+    if (value->is_literal && !settle(*value, expr::settle_type(ir::is_float(value->type) ? expr::Literal::Float
+                                                                                      : expr::Literal::Int,
+                                                                b.elem)))
+      return;
+    ir::Expr combined = binary(*op, std::move(target), std::move(*value));
     combined.loc = s.loc;
+    combined.op_loc = s.loc;
     value = std::move(combined);
+  }
+  // A literal value takes the scalar's type; errors with the defaults are reported here, and
+  // the value must convert to the scalar's type (the generated kernel converts it so).
+  expr::Evaluation v = finish(*value, b.elem, "E0109");
+  if (v.failed()) return;
+  if (v.known()) {
+    if (expr::Outcome c = expr::convert(v.value, b.elem); !c.ok()) {
+      diags_.error("E0104", n.value->loc,
+                   "cannot assign " + ir::to_string(*value, *program_) + " to `" + b.name + "` (" +
+                       ir::to_string(b.elem) + "): " + c.message + default_values_note(*value));
+      return;
+    }
   }
   collect_device_reads(*value, node.accesses);
   add_access(node.accesses, sym->index, false, true);
@@ -675,6 +700,7 @@ std::optional<ir::Expr> Checker::condition(const ast::Expr& e, BodyContext& ctx)
   in_condition_ = true;
   auto out = expr(e, ExprContext::Device, &ctx);
   in_condition_ = false;
+  if (out && finish(*out, std::nullopt, "E0109").failed()) return std::nullopt;
   return out;
 }
 
@@ -806,17 +832,29 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
       continue;
     }
     auto x = expr(*c.value, ExprContext::Constant, &ctx);
-    auto v = x ? evaluate(*x) : std::nullopt;
-    if (x && (!v || v->is_float)) {
+    // Case values take the subject's type and must be exactly its values.
+    const ir::ScalarType subject = node.cond ? node.cond->type : ir::ScalarType::I64;
+    std::optional<ir::Value> v;
+    if (x && ir::is_float(x->type)) {
       diags_.error("E0403", c.value->loc, "a case value must be an integer constant");
-    } else if (v) {
-      if (auto [it, inserted] = seen.emplace(v->i, c.loc); !inserted) {
-        Diagnostic& d = diags_.error("E0403", c.value->loc,
-                                     "case " + std::to_string(v->i) + " appears twice");
-        diags_.add_note(d, it->second, "first case " + std::to_string(v->i) + " is here");
+    } else if (x) {
+      expr::Evaluation e = finish(*x, subject, "E0403");
+      if (e.known()) {
+        expr::Outcome o = expr::convert(e.value, subject);
+        if (!o.ok()) diags_.error("E0403", c.value->loc, "case " + e.value.to_string() + " is not a value of the subject: " + o.message);
+        else v = o.value;
+      } else if (!e.failed()) {
+        diags_.error("E0403", c.value->loc, "a case value must be an integer constant");
       }
     }
-    node.case_values.push_back(v ? v->i : 0);
+    if (v) {
+      if (auto [it, inserted] = seen.emplace(v->i64(), c.loc); !inserted) {
+        Diagnostic& d = diags_.error("E0403", c.value->loc,
+                                     "case " + v->to_string() + " appears twice");
+        diags_.add_note(d, it->second, "first case " + v->to_string() + " is here");
+      }
+    }
+    node.case_values.push_back(v ? v->i64() : 0);
     node.bodies.emplace_back();
     block(c.body, inner, node.bodies.back());
   }
@@ -905,18 +943,19 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
     // (`launch stage[j + 1]` from the last one is past the end); one from params with their
     // defaults, and again at bind time. The launcher also refuses an index out of range
     // rather than read past the launch table.
+    expr::Evaluation ev = finish(*x, ir::ScalarType::U32, "E0504");
+    if (ev.failed()) return;
     const bool by_member = has_family_index(*x) && ctx.family_size > 0;
     const std::string last = std::to_string(g.family_size - 1);
     for (uint32_t m = 0; m < (by_member ? ctx.family_size : 1); ++m) {
       auto v = evaluate(*x, by_member ? std::optional<uint32_t>(m) : std::nullopt);
-      if (!v || !(v->is_float || v->i < 0 || v->i >= g.family_size)) continue;
+      if (!ir::is_float(x->type) && (!v || !(v->negative() || v->magnitude() >= g.family_size))) continue;
       const std::string text = ir::to_string(*x, *program_);
-      const std::string value = v->is_float ? std::to_string(v->f) : std::to_string(v->i);
       std::string message = "`" + g.name + "` has members 0 to " + last + "; ";
-      if (x->kind == ir::ExprKind::Const)
+      if (x->kind == ir::ExprKind::Const || !v)
         message += text + " is not one";
       else
-        message += "`" + text + "` is " + value +
+        message += "`" + text + "` is " + v->to_string() +
                    (by_member ? " in member " + std::to_string(m) + " of `" +
                                     program_->graphs[ctx.graph].name + "`"
                               : "") +
@@ -937,8 +976,8 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
       ir::BindCheck check{"E0504",
                           "`" + g.name + "` has members 0 to " + last + "; the index of `launch " +
                               g.name + "[...]` is one of them",
-                          binary("&&", binary(">=", *x, constant(0)),
-                                 binary("<", *x, constant(g.family_size))),
+                          binary(expr::Op::And, binary(expr::Op::Ge, *x, constant(0)),
+                                 binary(expr::Op::Lt, *x, constant(g.family_size))),
                           n.index->loc};
       if (by_member) check.family_size = ctx.family_size;
       program_->bind_checks.push_back(std::move(check));
@@ -1026,6 +1065,7 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
   }
   if (n.root) {
     node.root = expr(*n.root, ExprContext::Host, &ctx);
+    if (node.root && finish(*node.root, ir::ScalarType::U32, "E0702").failed()) node.root.reset();
     if (!node.root) {
       ok = false;
     } else if (reads_rank(*node.root)) {
@@ -1038,8 +1078,8 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
       world.kind = ir::ExprKind::WorldSize;
       world.type = ir::ScalarType::U32;
       program_->bind_checks.push_back({"E0702", "`broadcast` root is a rank of the communicator",
-                                       binary("&&", binary(">=", *node.root, constant(0)),
-                                              binary("<", *node.root, world)),
+                                       binary(expr::Op::And, binary(expr::Op::Ge, *node.root, constant(0)),
+                                              binary(expr::Op::Lt, *node.root, world)),
                                        n.root->loc});
     }
   }
@@ -1054,26 +1094,26 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
     if (node.collective == ir::CollectiveKind::AllReduce ||
         node.collective == ir::CollectiveKind::Broadcast) {
       auto x = evaluate(src_count), y = evaluate(dst_count);
-      if (x && y && x->i != y->i) {
+      if (x && y && elements(*x) != elements(*y)) {
         diags_.error("E0702", s.loc,
-                     "`" + kind + "` from `" + a.name + "` (" + std::to_string(x->i) +
-                         " elements) to `" + b.name + "` (" + std::to_string(y->i) +
+                     "`" + kind + "` from `" + a.name + "` (" + x->to_string() +
+                         " elements) to `" + b.name + "` (" + y->to_string() +
                          " elements): sizes differ");
         ok = false;
       } else if ((ir::depends_on_host_values(src_count) ||
                   ir::depends_on_host_values(dst_count)) &&
                  !ir::same_expr(src_count, dst_count)) {
         program_->bind_checks.push_back({"E0702", "`" + kind + "` buffers have equal sizes",
-                                         binary("==", src_count, dst_count), s.loc});
+                                         binary(expr::Op::Eq, src_count, dst_count), s.loc});
       }
     } else if (node.collective == ir::CollectiveKind::AllGather) {
       program_->bind_checks.push_back(
           {"E0702", "`allgather` destination `" + b.name + "` holds world_size times `" + a.name + "`",
-           binary("==", dst_count, binary("*", src_count, world)), s.loc});
+           binary(expr::Op::Eq, dst_count, binary(expr::Op::Mul, src_count, world)), s.loc});
     } else {
       program_->bind_checks.push_back(
           {"E0702", "`reduce_scatter` source `" + a.name + "` holds world_size times `" + b.name + "`",
-           binary("==", src_count, binary("*", dst_count, world)), s.loc});
+           binary(expr::Op::Eq, src_count, binary(expr::Op::Mul, dst_count, world)), s.loc});
     }
   } else if (ok && (node.collective == ir::CollectiveKind::AllGather ||
                     node.collective == ir::CollectiveKind::ReduceScatter)) {

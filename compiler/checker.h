@@ -65,6 +65,18 @@ class Checker {
 
   // ---- check_expr.cpp
   std::optional<ir::Expr> expr(const ast::Expr& e, ExprContext ctx, const BodyContext* body);
+  // Gives an untyped literal expression type `t` (recursively); false after reporting why not.
+  bool settle(ir::Expr& e, ir::ScalarType t);
+  // The expression at its use site, which expects `expected` (nullopt: nothing, so untyped
+  // literals keep i64 or f64): settles it, evaluates it with the defaults, and reports an error
+  // (overflow, division by zero, ...) at the operator where it happens, with `code`, or E0109
+  // when the expression depends on no param.
+  expr::Evaluation finish(ir::Expr& e, std::optional<ir::ScalarType> expected, const char* code);
+  // expr/'s evaluation with the params' defaults (and the family member, if given); reports
+  // nothing. `origins` receives the node of each postfix instruction.
+  expr::Evaluation evaluation(const ir::Expr& e, std::optional<uint32_t> member,
+                              std::vector<const ir::Expr*>* origins);
+  // The value, if the defaults determine it.
   std::optional<ir::Value> evaluate(const ir::Expr& e, std::optional<uint32_t> member = {});
   // A constant non-negative integer (E0115 otherwise), e.g. a budget or a family size.
   std::optional<uint64_t> constant_uint(const ast::Expr& e, const std::string& what);
@@ -133,8 +145,8 @@ class Checker {
   std::vector<SourceRange> reported_loops_;
 };
 
-// Whether a constant fits a scalar type (a fill value, a default); `why` says what is wrong.
-bool value_fits(const ir::Value& v, ir::ScalarType t, std::string* why);
+// A binary expression the checker writes itself (bind checks), typed by expr/'s rules.
+ir::Expr make_binary(expr::Op op, ir::Expr a, ir::Expr b);
 
 // Adds (buffer, read, write) to a set of accesses, merging with an existing entry.
 void add_access(std::vector<ir::BufferAccess>& set, int buffer, bool read, bool write);

@@ -100,8 +100,8 @@ class DotWriter {
 
 std::string describe_node(const ir::Program& p, const ir::Node& n) {
   auto shape = [&](const ir::Expr d[3]) {
-    bool one_y = d[1].kind == ir::ExprKind::Const && d[1].value.i == 1;
-    bool one_z = d[2].kind == ir::ExprKind::Const && d[2].value.i == 1;
+    bool one_y = d[1].kind == ir::ExprKind::Const && d[1].value.magnitude() == 1;
+    bool one_z = d[2].kind == ir::ExprKind::Const && d[2].value.magnitude() == 1;
     if (one_y && one_z) return ir::to_string(d[0], p);
     return "dim3(" + ir::to_string(d[0], p) + ", " + ir::to_string(d[1], p) + ", " +
            ir::to_string(d[2], p) + ")";
@@ -109,7 +109,7 @@ std::string describe_node(const ir::Program& p, const ir::Node& n) {
   switch (n.kind) {
     case ir::NodeKind::Kernel: {
       std::string s = p.kernels[n.kernel].name + "<<<" + shape(n.grid) + ", " + shape(n.block);
-      if (!(n.shared_bytes.kind == ir::ExprKind::Const && n.shared_bytes.value.i == 0))
+      if (!(n.shared_bytes.kind == ir::ExprKind::Const && n.shared_bytes.value.magnitude() == 0))
         s += ", " + ir::to_string(n.shared_bytes, p);
       return s + ">>>";
     }

@@ -14,8 +14,8 @@ std::string location(const SourceManager& sources, const SourceRange& r) {
 
 std::string value_text(const ir::Value& v) {
   std::ostringstream s;
-  if (v.is_float) s << v.f;
-  else s << v.i;
+  if (v.is_float()) s << v.f64();
+  else s << v.to_string();
   return s.str();
 }
 

@@ -1,40 +1,9 @@
 #include "compiler/program.h"
 
-#include <sstream>
 
 #include "grammar/ast.h"
 
 namespace orch::ir {
-
-namespace {
-struct TypeInfo {
-  ScalarType type;
-  const char* name;
-  uint32_t size;
-  bool is_float;
-  bool is_signed;
-};
-constexpr TypeInfo kTypes[] = {
-    {ScalarType::U8, "u8", 1, false, false},     {ScalarType::U16, "u16", 2, false, false},
-    {ScalarType::U32, "u32", 4, false, false},   {ScalarType::U64, "u64", 8, false, false},
-    {ScalarType::I8, "i8", 1, false, true},      {ScalarType::I16, "i16", 2, false, true},
-    {ScalarType::I32, "i32", 4, false, true},    {ScalarType::I64, "i64", 8, false, true},
-    {ScalarType::F16, "f16", 2, true, true},     {ScalarType::BF16, "bf16", 2, true, true},
-    {ScalarType::F32, "f32", 4, true, true},     {ScalarType::F64, "f64", 8, true, true},
-    {ScalarType::Bool, "bool", 1, false, false},
-};
-const TypeInfo& info(ScalarType t) { return kTypes[static_cast<int>(t)]; }
-}  // namespace
-
-std::optional<ScalarType> parse_scalar_type(const std::string& name) {
-  for (const TypeInfo& t : kTypes)
-    if (name == t.name) return t.type;
-  return std::nullopt;
-}
-const char* to_string(ScalarType t) { return info(t).name; }
-uint32_t size_of(ScalarType t) { return info(t).size; }
-bool is_float(ScalarType t) { return info(t).is_float; }
-bool is_signed(ScalarType t) { return info(t).is_signed; }
 
 // The checker copies these enums from the AST's, value for value.
 const char* to_string(LaunchMode m) { return ast::to_string(static_cast<ast::LaunchMode>(m)); }
@@ -97,72 +66,89 @@ bool depends_on_host_values(const Expr& e) {
 }
 
 bool same_expr(const Expr& a, const Expr& b) {
-  if (a.kind != b.kind || a.ref != b.ref || a.op != b.op || a.value.is_float != b.value.is_float ||
-      a.value.i != b.value.i || a.value.f != b.value.f || a.operands.size() != b.operands.size())
+  if (a.kind != b.kind || a.ref != b.ref || a.operands.size() != b.operands.size()) return false;
+  if ((a.kind == ExprKind::Unary || a.kind == ExprKind::Binary || a.kind == ExprKind::Call) && a.op != b.op)
     return false;
+  if (a.kind == ExprKind::Const && a.value != b.value) return false;
   for (size_t i = 0; i < a.operands.size(); ++i)
     if (!same_expr(a.operands[i], b.operands[i])) return false;
   return true;
 }
 
-namespace {
-int precedence(const std::string& op) {
-  static const char* levels[][4] = {{"||"}, {"&&"}, {"|"}, {"^"}, {"&"}, {"==", "!="},
-                                    {"<", "<=", ">", ">="}, {"<<", ">>"}, {"+", "-"},
-                                    {"*", "/", "%"}};
-  for (int i = 0; i < 10; ++i)
-    for (const char* o : levels[i])
-      if (o && op == o) return i + 1;
-  return 11;
+Expr constant(Value v, SourceRange loc) {
+  Expr e;
+  e.kind = ExprKind::Const;
+  e.type = v.type;
+  e.value = v;
+  e.loc = loc;
+  return e;
 }
 
-void print(std::ostringstream& out, const Expr& e, const Program& p, int parent_prec) {
+Expr operation(expr::Op op, Expr a, Expr b) {
+  Expr e;
+  e.kind = expr::form(op) == expr::OpForm::Call ? ExprKind::Call : ExprKind::Binary;
+  e.op = op;
+  e.type = expr::result_type(op, a.type, b.type).value_or(ScalarType::I64);
+  e.loc = a.loc;
+  e.operands.push_back(std::move(a));
+  e.operands.push_back(std::move(b));
+  return e;
+}
+
+namespace {
+
+void postfix(const Expr& e, std::vector<expr::Instr>& code, std::vector<const Expr*>* origins) {
+  for (const Expr& o : e.operands) postfix(o, code, origins);
+  expr::Instr in;
+  in.type = e.type;
   switch (e.kind) {
     case ExprKind::Const:
-      if (e.value.is_float) {
-        std::ostringstream f;
-        f << e.value.f;
-        std::string s = f.str();
-        if (s.find_first_of(".en") == std::string::npos) s += ".0";
-        out << s;
-      } else {
-        out << e.value.i;
-      }
-      return;
-    case ExprKind::Param: out << p.params[e.ref].name; return;
-    case ExprKind::DeviceScalar: out << p.buffers[e.ref].name; return;
-    case ExprKind::FamilyIndex: out << e.op; return;
-    case ExprKind::Rank: out << "rank"; return;
-    case ExprKind::WorldSize: out << "world_size"; return;
+      in.kind = expr::InstrKind::Const;
+      in.value = e.value;
+      break;
+    case ExprKind::Param:
+      in.kind = expr::InstrKind::Param;
+      in.ref = e.ref;
+      break;
+    case ExprKind::DeviceScalar:
+      in.kind = expr::InstrKind::DeviceScalar;
+      in.ref = e.ref;
+      break;
+    case ExprKind::FamilyIndex: in.kind = expr::InstrKind::FamilyIndex; break;
+    case ExprKind::Rank: in.kind = expr::InstrKind::Rank; break;
+    case ExprKind::WorldSize: in.kind = expr::InstrKind::WorldSize; break;
     case ExprKind::Unary:
-      out << e.op;
-      print(out, e.operands[0], p, 12);
-      return;
-    case ExprKind::Binary: {
-      int prec = precedence(e.op);
-      if (prec < parent_prec) out << "(";
-      print(out, e.operands[0], p, prec);
-      out << " " << e.op << " ";
-      print(out, e.operands[1], p, prec + 1);
-      if (prec < parent_prec) out << ")";
-      return;
-    }
+    case ExprKind::Binary:
     case ExprKind::Call:
-      out << e.op << "(";
-      for (size_t i = 0; i < e.operands.size(); ++i) {
-        if (i) out << ", ";
-        print(out, e.operands[i], p, 0);
-      }
-      out << ")";
-      return;
+      in.kind = expr::InstrKind::Operator;
+      in.op = e.op;
+      break;
   }
+  code.push_back(in);
+  if (origins) origins->push_back(&e);
 }
+
 }  // namespace
 
+std::vector<expr::Instr> to_postfix(const Expr& e, std::vector<const Expr*>* origins) {
+  std::vector<expr::Instr> code;
+  postfix(e, code, origins);
+  return code;
+}
+
 std::string to_string(const Expr& e, const Program& program) {
-  std::ostringstream out;
-  print(out, e, program, 0);
-  return out.str();
+  std::vector<const Expr*> origins;
+  std::vector<expr::Instr> code = to_postfix(e, &origins);
+  return expr::to_source(code, [&](const expr::Instr& in, size_t pc) -> std::string {
+    switch (in.kind) {
+      case expr::InstrKind::Param: return program.params[in.ref].name;
+      case expr::InstrKind::DeviceScalar: return program.buffers[in.ref].name;
+      case expr::InstrKind::FamilyIndex: return origins[pc]->name;
+      case expr::InstrKind::Rank: return "rank";
+      case expr::InstrKind::WorldSize: return "world_size";
+      default: return "?";
+    }
+  });
 }
 
 }  // namespace orch::ir

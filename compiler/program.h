@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/target_profile.h"
+#include "expr/expr.h"
 #include "support/source.h"
 
 namespace orch::ir {
@@ -18,49 +19,50 @@ namespace orch::ir {
 constexpr uint32_t kMaxConditionalNesting = 64;  // conditional bodies inside conditional bodies
 constexpr uint32_t kMaxFamilySize = 65536;       // members of one graph family
 
-enum class ScalarType : uint8_t { U8, U16, U32, U64, I8, I16, I32, I64, F16, BF16, F32, F64, Bool };
-
-std::optional<ScalarType> parse_scalar_type(const std::string& name);
-const char* to_string(ScalarType t);
-uint32_t size_of(ScalarType t);
-bool is_float(ScalarType t);
-bool is_signed(ScalarType t);
+// One scalar type enum for the whole project: expr/'s.
+using ScalarType = expr::ScalarType;
+using expr::is_float;
+using expr::is_signed;
+using expr::parse_scalar_type;
+using expr::size_of;
+using expr::to_string;
 
 // ---- expressions --------------------------------------------------------------------------
 
-// The type of an expression: a scalar type, or an untyped literal that takes the type of what
-// it meets (as `n * 2` keeps n's type).
-enum class ExprType : uint8_t { Int, Float, Bool, Literal_Int, Literal_Float, Error };
-
-struct Value {
-  bool is_float = false;
-  int64_t i = 0;  // integers are held as 64-bit two's complement
-  double f = 0;
-  double as_double() const { return is_float ? f : static_cast<double>(i); }
-};
+using Value = expr::Value;
 
 enum class ExprKind : uint8_t {
   Const,         // value
   Param,         // ref = param index (host-set, known at launch)
   DeviceScalar,  // ref = buffer index of a device scalar (read on the GPU)
-  FamilyIndex,   // the index of a graph family member
+  FamilyIndex,   // the index of a graph family member (`name`)
   Rank,
   WorldSize,
   Unary,   // op, operands[0]
   Binary,  // op, operands[0..1]
-  Call,    // op = min | max | ceil_div | dim3
+  Call,    // op (min, max, ceil_div), operands[0..1]
 };
 
 struct Expr {
   ExprKind kind = ExprKind::Const;
-  ScalarType type = ScalarType::I64;  // for Param / DeviceScalar / Const: the declared type
-  bool is_literal = false;            // an untyped literal: adapts to the other operand
+  // The static type (docs/language.md, "Arithmetic"). For an untyped literal expression (made
+  // only of literals, `is_literal`), the type it has until its use site settles it: i64 (u64
+  // for integers past INT64_MAX) or f64.
+  ScalarType type = ScalarType::I64;
+  bool is_literal = false;
   Value value;
   int ref = -1;
-  std::string op;
+  expr::Op op = expr::Op::Neg;
+  std::string name;  // FamilyIndex: the index's name
   std::vector<Expr> operands;
   SourceRange loc;
+  SourceRange op_loc;  // Unary/Binary: the operator token; Call: the function name
 };
+
+// A constant of a type (not an untyped literal).
+Expr constant(Value v, SourceRange loc = {});
+// `op` on two typed operands, typed by expr/'s rules (for expressions the compiler writes).
+Expr operation(expr::Op op, Expr a, Expr b);
 
 // True if the expression reads device memory (so it must be evaluated on the GPU).
 bool reads_device(const Expr& e);
@@ -70,6 +72,9 @@ bool depends_on_host_values(const Expr& e);
 bool same_expr(const Expr& a, const Expr& b);
 // Source-like text of an expression, for messages and the emitters.
 std::string to_string(const Expr& e, const struct Program& program);
+// The expression as expr/ postfix code (what the evaluator, the printer and the artifact take);
+// `origins`, if given, receives the node each instruction comes from.
+std::vector<expr::Instr> to_postfix(const Expr& e, std::vector<const Expr*>* origins = nullptr);
 
 // ---- declarations -------------------------------------------------------------------------
 
@@ -77,7 +82,7 @@ struct Param {
   std::string name;
   ScalarType type;
   std::optional<Expr> default_value;
-  std::optional<Value> default_evaluated;
+  std::optional<Value> default_evaluated;  // of the param's type
   SourceRange loc;
 };
 
@@ -211,7 +216,7 @@ struct Node {
   // If / While / Switch
   std::optional<Expr> cond;
   std::vector<Region> bodies;
-  std::vector<int64_t> case_values;
+  std::vector<int64_t> case_values;  // of the subject's type, as expr::Value bits
   bool has_default = false;
   int handle = -1;  // set by lowering: the conditional handle of If/While/Switch/SetCondition
   NodeKind condition_of = NodeKind::If;  // SetCondition: the kind of conditional it feeds

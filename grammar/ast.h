@@ -33,7 +33,7 @@ struct Expr {
   uint64_t int_value = 0;       // Int, Bool
   double float_value = 0;       // Float
   std::string text;             // Name: the name; Unary/Binary: the operator; Call: the callee
-  SourceRange name_loc;         // Call: the callee's range
+  SourceRange name_loc;         // Call: the callee's range; Unary/Binary: the operator's
   std::vector<ExprPtr> operands;  // Unary: 1, Binary: 2, Call: the arguments
 };
 

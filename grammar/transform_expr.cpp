@@ -84,12 +84,14 @@ ast::ExprPtr Transformer::expr(OrchParser::ExprContext* ctx) {
   if (auto* c = dynamic_cast<OrchParser::UnaryExprContext*>(ctx)) {
     e->kind = ast::ExprKind::Unary;
     e->text = (c->op ? c->op->getText() : std::string("?"));
+    if (c->op) e->name_loc = range(c->op);
     e->operands.push_back(expr(c->expr()));
     return e;
   }
   if (auto* c = dynamic_cast<OrchParser::BinaryExprContext*>(ctx)) {
     e->kind = ast::ExprKind::Binary;
     e->text = (c->op ? c->op->getText() : std::string("?"));
+    if (c->op) e->name_loc = range(c->op);
     e->operands.push_back(expr(c->expr(0)));
     e->operands.push_back(expr(c->expr(1)));
     return e;

@@ -12,22 +12,26 @@ namespace orch::lowering {
 
 // Builds one generated kernel: expressions are split into a device part (reads of device
 // scalars, compiled into the kernel) and host parts (params, rank, family index: passed as
-// value arguments the runtime evaluates and set_param patches).
+// value arguments the runtime evaluates and set_param patches). Device expressions are printed
+// by expr/ and call its preamble, so the GPU computes exactly what the evaluator computes, or
+// the same error.
 class GeneratedKernel {
  public:
   GeneratedKernel(ir::Program& program, std::string name)
       : program_(program), name_(std::move(name)) {}
 
-  // C++ text of `e`; registers the parameters it needs.
+  // C++ of `e`: an `orch_v<K>` expression (K: e's type) holding the value or an error code;
+  // registers the parameters it needs.
   std::string expr(const ir::Expr& e);
-  // A pointer parameter for a buffer; returns its name in the code.
+  // A pointer parameter for a buffer (to its storage type); returns its name in the code.
   std::string buffer(int buffer, bool write);
   // A conditional handle parameter.
   std::string handle(int handle);
   // A graph exec parameter (one graph) or a table of execs (a family).
   std::string graph(int graph, bool family, bool self);
-  // A value parameter computed on the host.
-  std::string value(const ir::Expr& e);
+  // A value parameter computed on the host, converted there to `type` (exactly, or the runtime
+  // refuses it); returns its name, which holds the storage of `type`.
+  std::string value(const ir::Expr& e, ir::ScalarType type);
   // The executable's device status record (a KernelParamKind::Status parameter, named
   // `orch_status` in the code), and `orch_site`, a constant naming a new status site for `loc`
   // (program.status_sites): with them the kernel reports device-side errors through
@@ -50,6 +54,8 @@ class GeneratedKernel {
                              ir::Expr grid, ir::Expr block);
 
  private:
+  void postfix(const ir::Expr& e, std::vector<expr::Instr>& code, std::vector<std::string>& leaves);
+
   ir::Program& program_;
   std::string name_;
   std::string body_;
@@ -57,8 +63,6 @@ class GeneratedKernel {
   std::vector<ir::KernelArg> args_;
   std::vector<std::string> param_code_;
   std::vector<ir::BufferAccess> accesses_;
-  bool needs_half_ = false;
-  bool needs_bfloat_ = false;
   int site_ = -1;  // the status site, once status() registered one
 };
 
@@ -67,9 +71,10 @@ class GeneratedKernel {
 // runtime allocates one per Executable (runtime/src/executable.cpp) and reads it back.
 extern const char* const kDeviceStatusPreamble;
 
-// The C++ spelling of a scalar type: "unsigned", "float", "__half", ...
+// The C++ spelling of a scalar type as user kernels see it: "unsigned", "float", "__half", ...
 const char* cuda_type(ir::ScalarType t);
 
+// A constant of a type.
 ir::Expr int_constant(int64_t v, ir::ScalarType type = ir::ScalarType::U32);
 
 }  // namespace orch::lowering

@@ -149,9 +149,8 @@ std::string float_literal(double d) {
   return s + "f";
 }
 
-// A param's default as an initializer of its C++ type.
+// A param's default (a value of its type) as an initializer of its C++ type.
 std::string literal(const ir::Value& v, ir::ScalarType t) {
-  int64_t i = v.is_float ? static_cast<int64_t>(v.f) : v.i;
   switch (t) {
     case ir::ScalarType::F32:
       return float_literal(v.as_double());
@@ -161,28 +160,9 @@ std::string literal(const ir::Value& v, ir::ScalarType t) {
       return "__half(" + float_literal(v.as_double()) + ")";
     case ir::ScalarType::BF16:
       return "__nv_bfloat16(" + float_literal(v.as_double()) + ")";
-    case ir::ScalarType::Bool:
-      return v.as_double() != 0 ? "true" : "false";
-    case ir::ScalarType::U32:
-      return std::to_string(static_cast<uint32_t>(i)) + "u";
-    case ir::ScalarType::U64:
-      return std::to_string(static_cast<uint64_t>(i)) + "ull";
-    case ir::ScalarType::I64:
-      if (i == INT64_MIN) return "(-9223372036854775807ll - 1)";
-      return std::to_string(i) + "ll";
-    case ir::ScalarType::I32:
-      if (static_cast<int32_t>(i) == INT32_MIN) return "(-2147483647 - 1)";
-      return std::to_string(static_cast<int32_t>(i));
-    case ir::ScalarType::U8:
-      return std::to_string(static_cast<uint8_t>(i));
-    case ir::ScalarType::U16:
-      return std::to_string(static_cast<uint16_t>(i));
-    case ir::ScalarType::I8:
-      return std::to_string(static_cast<int8_t>(i));
-    case ir::ScalarType::I16:
-      return std::to_string(static_cast<int16_t>(i));
+    default:
+      return expr::literal(v);  // exact, with the type's suffix
   }
-  return std::to_string(i);
 }
 
 const char* nccl_type(ir::ScalarType t) {
@@ -479,95 +459,68 @@ class Emitter {
   std::string graphs_type() const { return type_ + "Graphs"; }
 
   // ---- host expressions ----
-  // Integers are 64-bit (long long) and anything mixed with a float is double, as the
-  // runtime evaluates them. `member` is the family index where there is one.
-  struct HostExpr {
-    std::string code;
-    bool is_float = false;
-  };
-
-  HostExpr host(const ir::Expr& e) const {
-    switch (e.kind) {
-      case ir::ExprKind::Const:
-        if (e.value.is_float) return {double_literal(e.value.f), true};
-        if (e.value.i == INT64_MIN) return {"(-9223372036854775807ll - 1)", false};
-        return {std::to_string(e.value.i) + "ll", false};
-      case ir::ExprKind::Param: {
-        std::string name = "p." + param_names_[e.ref];
-        switch (p_.params[e.ref].type) {
-          case ir::ScalarType::F32:
-          case ir::ScalarType::F64:
-            return {"(double)" + name, true};
-          case ir::ScalarType::F16:
-            return {"(double)__half2float(" + name + ")", true};
-          case ir::ScalarType::BF16:
-            return {"(double)__bfloat162float(" + name + ")", true};
-          default:
-            return {"(long long)" + name, false};
-        }
+  // Printed by expr/ (the same code the generated kernels use, from the preamble), so the host
+  // computes exactly what the runtime's evaluator computes, or fails with the same error.
+  std::string leaf_code(const expr::Instr& in) const {
+    switch (in.kind) {
+      case expr::InstrKind::Param: {
+        std::string name = "p." + param_names_[in.ref];
+        if (in.type == ir::ScalarType::F16) return "__half2float(" + name + ")";
+        if (in.type == ir::ScalarType::BF16) return "__bfloat162float(" + name + ")";
+        return name;
       }
-      case ir::ExprKind::FamilyIndex:
-        return {in_family_ ? "(long long)member" : "0ll", false};
-      case ir::ExprKind::Rank:
-        return {rank_.empty() ? "0ll" : "(long long)p." + rank_, false};
-      case ir::ExprKind::WorldSize:
-        return {world_size_.empty() ? "1ll" : "(long long)p." + world_size_, false};
-      case ir::ExprKind::DeviceScalar:
-        return {"0ll /* device scalar */", false};  // never in host expressions
-      case ir::ExprKind::Unary: {
-        HostExpr a = host(e.operands[0]);
-        if (e.op == "!") return {"(!" + a.code + ")", false};
-        if (e.op == "~") return {"(~" + a.code + ")", false};
-        return {"(-" + a.code + ")", a.is_float};
-      }
-      case ir::ExprKind::Binary: {
-        HostExpr a = host(e.operands[0]), b = host(e.operands[1]);
-        static const std::set<std::string> bools = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"};
-        bool fl = a.is_float || b.is_float;
-        if (bools.count(e.op)) return {"(" + a.code + " " + e.op + " " + b.code + ")", false};
-        return {"(" + a.code + " " + e.op + " " + b.code + ")", fl};
-      }
-      case ir::ExprKind::Call: {
-        HostExpr a = host(e.operands[0]), b = host(e.operands[1]);
-        bool fl = a.is_float || b.is_float;
-        if (fl) {
-          if (!a.is_float) a.code = "(double)" + a.code;
-          if (!b.is_float) b.code = "(double)" + b.code;
-        }
-        return {"orch_host_" + e.op + "(" + a.code + ", " + b.code + ")", fl};
-      }
+      case expr::InstrKind::FamilyIndex:
+        return in_family_ ? "static_cast<unsigned>(member)" : "0u";
+      case expr::InstrKind::Rank:
+        return rank_.empty() ? "0u" : "static_cast<unsigned>(p." + rank_ + ")";
+      case expr::InstrKind::WorldSize:
+        return world_size_.empty() ? "1u" : "static_cast<unsigned>(p." + world_size_ + ")";
+      default:
+        return "0";  // device scalars never appear in host expressions
     }
-    return {"0ll", false};
   }
 
-  // `e` converted to a C++ type; a plain param of that very type is written as it is.
-  std::string host_as(const ir::Expr& e, ir::ScalarType t) const {
-    std::string type = cuda_type(t);
-    if (e.kind == ir::ExprKind::Param && p_.params[e.ref].type == t)
-      return "p." + param_names_[e.ref];
-    if (t == ir::ScalarType::F16) return "__float2half((float)" + host(e).code + ")";
-    if (t == ir::ScalarType::BF16) return "__float2bfloat16((float)" + host(e).code + ")";
-    if (t == ir::ScalarType::Bool) return "(" + host(e).code + ") != 0";
-    return "static_cast<" + type + ">(" + host(e).code + ")";
+  // Emits a line that evaluates `e` converted to `t` (as the runtime converts values) and
+  // returns from the function on an error; returns the C++ that holds the value.
+  std::string eval(const ir::Expr& e, ir::ScalarType t, const std::string& where) {
+    std::string var = "orch_x" + std::to_string(evals_++);
+    std::string code = expr::print(ir::to_postfix(e), [&](const expr::Instr& in) { return leaf_code(in); });
+    line("ORCH_EVAL(" + var + ", " + expr::type_code(t) + ", " + where + ", " +
+         expr::print_convert(code, e.type, t) + ");");
+    return var + ".v";
   }
 
-  std::string dim(const ir::Expr& e) const {
-    if (e.kind == ir::ExprKind::Const && !e.value.is_float && e.value.i >= 0 &&
-        e.value.i <= UINT32_MAX)
-      return std::to_string(e.value.i);
-    return "static_cast<unsigned>(" + host(e).code + ")";
+  // A value argument of a kernel orchc wrote: the storage of type t (f16 and bf16 as bits).
+  std::string generated_arg(const ir::Expr& e, ir::ScalarType t, const std::string& where) {
+    return "orch_to_storage<" + std::string(expr::type_code(t)) + ">(" + eval(e, t, where) + ")";
   }
 
-  // Elements of a buffer, as a size_t expression.
-  std::string count_of(int buffer) const {
+  // `e` as a value of C++ type cuda_type(t); a plain param of that very type is written as it is.
+  std::string host_as(const ir::Expr& e, ir::ScalarType t, const std::string& where) {
+    if (e.kind == ir::ExprKind::Param && p_.params[e.ref].type == t) return "p." + param_names_[e.ref];
+    std::string v = eval(e, t, where);
+    if (t == ir::ScalarType::F16) return "__float2half(" + v + ")";  // exact: v is an f16
+    if (t == ir::ScalarType::BF16) return "__float2bfloat16(" + v + ")";
+    return v;
+  }
+
+  std::string dim(const ir::Expr& e, const std::string& where) {
+    if (e.kind == ir::ExprKind::Const && !e.value.is_float() && !e.value.negative() &&
+        e.value.magnitude() <= UINT32_MAX)
+      return e.value.to_string();
+    return eval(e, ir::ScalarType::U32, where);
+  }
+
+  // Elements of a buffer, as a size_t expression (may emit the line that computes it).
+  std::string count_of(int buffer, const std::string& where) {
     const ir::Buffer& b = p_.buffers[buffer];
     if (!b.count) return "1";
-    if (b.count->kind == ir::ExprKind::Const && !b.count->value.is_float)
-      return std::to_string(b.count->value.i);
-    return "static_cast<size_t>(" + host(*b.count).code + ")";
+    if (b.count->kind == ir::ExprKind::Const && !b.count->value.is_float())
+      return b.count->value.to_string();
+    return "static_cast<size_t>(" + eval(*b.count, ir::ScalarType::U64, where) + ")";
   }
-  std::string bytes_of(int buffer) const {
-    return count_of(buffer) + " * sizeof(" + cuda_type(p_.buffers[buffer].elem) + ")";
+  std::string bytes_of(int buffer, const std::string& where) {
+    return count_of(buffer, where) + " * sizeof(" + cuda_type(p_.buffers[buffer].elem) + ")";
   }
 
   // ---- sections ----
@@ -598,8 +551,18 @@ class Emitter {
     if (has_collectives()) line("#include <nccl.h>");
     line();
     line("#include <cmath>");
+    line("#include <cstdint>");
     line("#include <cstdio>");
     line("#include <cstring>");
+    line();
+    line("// ==== Expression helpers (orch's expr/ops.h): every operator, checked, on the host and");
+    line("// the device; printed expressions call them and get a value or an error code.");
+    if (uses_status_) {
+      line("// The device status record orchc's kernels report errors to (first, so that expr/'s");
+      line("// no-op orch_expr_error steps aside for its macro).");
+      out_ += lowering::kDeviceStatusPreamble;
+    }
+    out_ += expr::preamble();
     line();
   }
 
@@ -607,19 +570,13 @@ class Emitter {
     line(
         "// ==== Kernels "
         "==========================================================================");
-    // Generated kernels share one preamble (helpers and includes): written once, first.
-    std::vector<std::string> preamble;
+    // Generated kernels start with expr/'s preamble, which the file holds once (above).
     std::vector<std::string> generated_bodies(p_.kernels.size());
     for (size_t i = 0; i < p_.kernels.size(); ++i) {
       const ir::Kernel& k = p_.kernels[i];
       if (!k.generated || !used_kernels_.count(static_cast<int>(i))) continue;
       size_t cut = k.source.find("extern \"C\"");
       if (cut == std::string::npos) cut = 0;
-      std::istringstream head(k.source.substr(0, cut));
-      for (std::string l; std::getline(head, l);)
-        if (!l.empty() && l.rfind("// Generated by orchc", 0) != 0 &&
-            std::find(preamble.begin(), preamble.end(), l) == preamble.end())
-          preamble.push_back(l);
       generated_bodies[i] = k.source.substr(cut);
     }
 
@@ -659,7 +616,6 @@ class Emitter {
     if (any_generated) {
       line();
       line("// ---- kernels orchc wrote: conditions, scalar updates, fills and graph launches");
-      for (const std::string& l : preamble) line(l);
       for (size_t i = 0; i < p_.kernels.size(); ++i) {
         const ir::Kernel& k = p_.kernels[i];
         if (!k.generated || !used_kernels_.count(static_cast<int>(i))) continue;
@@ -688,18 +644,14 @@ class Emitter {
         "// ==== Host side "
         "========================================================================");
     line();
-    line(
-        "// Size and launch-shape expressions: integers are 64-bit, anything mixed with a float is "
-        "double.");
-    line("inline long long orch_host_min(long long a, long long b) { return a < b ? a : b; }");
-    line("inline long long orch_host_max(long long a, long long b) { return a < b ? b : a; }");
-    line("inline double orch_host_min(double a, double b) { return a < b ? a : b; }");
-    line("inline double orch_host_max(double a, double b) { return a < b ? b : a; }");
-    open("inline long long orch_host_ceil_div(long long a, long long b) {");
-    line("long long q = a / b;");
-    line("return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;");
-    close();
-    line("inline double orch_host_ceil_div(double a, double b) { return std::ceil(a / b); }");
+    line("// Size, launch-shape and argument expressions: a value, or the error is printed and the");
+    line("// function returns (as the orch runtime refuses the values).");
+    line("#define ORCH_EVAL(var, type, where, ...)                                               \\");
+    line("  const orch_v<type> var = (__VA_ARGS__);                                              \\");
+    line("  if (var.e) {                                                                         \\");
+    line("    std::fprintf(stderr, \"%s: error: %s\\n\", where, orch_error_text(var.e));            \\");
+    line("    return cudaErrorInvalidValue;                                                      \\");
+    line("  }");
     line();
     line(
         "// Every CUDA call is checked: a failure prints the .orch statement it builds and "
@@ -866,10 +818,10 @@ class Emitter {
 
   void alloc_device_helper() {
     open(
-        "static cudaError_t orch_alloc_device(void** ptr, long long count, size_t element, const "
-        "char* where) {");
-    line("if (count < 1) {");
-    line("  std::fprintf(stderr, \"%s: error: size %lld is not positive\\n\", where, count);");
+        "static cudaError_t orch_alloc_device(void** ptr, unsigned long long count, size_t element, "
+        "const char* where) {");
+    line("if (count < 1 || count > SIZE_MAX / element) {");
+    line("  std::fprintf(stderr, \"%s: error: size %llu is not positive or too large\\n\", where, count);");
     line("  return cudaErrorInvalidValue;");
     line("}");
     line("size_t bytes = static_cast<size_t>(count) * element;");
@@ -882,11 +834,11 @@ class Emitter {
 
   void alloc_mapped_helper() {
     open(
-        "static cudaError_t orch_alloc_mapped(void** device, void** host, long long count, size_t "
-        "element,");
+        "static cudaError_t orch_alloc_mapped(void** device, void** host, unsigned long long count, "
+        "size_t element,");
     line("                                     const char* where) {");
-    line("if (count < 1) {");
-    line("  std::fprintf(stderr, \"%s: error: size %lld is not positive\\n\", where, count);");
+    line("if (count < 1 || count > SIZE_MAX / element) {");
+    line("  std::fprintf(stderr, \"%s: error: size %llu is not positive or too large\\n\", where, count);");
     line("  return cudaErrorInvalidValue;");
     line("}");
     line("size_t bytes = static_cast<size_t>(count) * element;");
@@ -905,11 +857,8 @@ class Emitter {
     unused_guard();
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       const ir::Buffer& b = p_.buffers[i];
-      std::string count = b.count ? host(*b.count).code : "1ll";
-      if (b.count && b.count->kind == ir::ExprKind::Const && !b.count->value.is_float)
-        count = std::to_string(b.count->value.i);
-      if (b.count && host(*b.count).is_float) count = "static_cast<long long>(" + count + ")";
       std::string w = where(b.loc, "buffer " + b.name);
+      std::string count = count_of(static_cast<int>(i), w);
       std::string size = "sizeof(" + std::string(cuda_type(b.elem)) + ")";
       if (b.host)
         line("ORCH_TRY(orch_alloc_mapped((void**)&b->" + buffer_names_[i] + ", (void**)&b->" +
@@ -941,7 +890,7 @@ class Emitter {
     unused_guard();
     for (const ir::BindCheck& c : p_.bind_checks) {
       const ir::Expr& e = c.condition;
-      if (e.kind == ir::ExprKind::Binary && e.op == "==" &&
+      if (e.kind == ir::ExprKind::Binary && e.op == expr::Op::Eq &&
           ir::same_expr(e.operands[0], e.operands[1]))
         continue;  // true whatever the params: nothing to check
       // A check that uses a family's index holds for every member.
@@ -949,7 +898,9 @@ class Emitter {
         open("for (int member = 0; member < " + std::to_string(c.family_size) + "; ++member) {");
         in_family_ = true;
       }
-      open("if (!" + host(c.condition).code + ") {");
+      std::string holds = eval(c.condition, ir::ScalarType::Bool,
+                               c_string(at(c.loc) + ": " + c.code + " (" + c.message + ")"));
+      open("if (!" + holds + ") {");
       line("std::fprintf(stderr, \"%s\\n\", " +
            c_string(at(c.loc) + ": error[" + c.code + "]: " + c.message + " (" +
                     ir::to_string(c.condition, p_) + ")") +
@@ -1140,7 +1091,7 @@ class Emitter {
       }
       case ir::NodeKind::Copy: {
         line("ORCH_CHECK(cudaGraphAddMemcpyNode1D(&" + slot + ", " + g + ", " + deps + ", b." +
-             buffer_names_[n.dst] + ", b." + buffer_names_[n.src] + ", " + bytes_of(n.src) +
+             buffer_names_[n.dst] + ", b." + buffer_names_[n.src] + ", " + bytes_of(n.src, w) +
              ", cudaMemcpyDefault), " + w + ");");
         return;
       }
@@ -1155,7 +1106,7 @@ class Emitter {
         line("fill.value = " + std::string(value) + "u;  // the fill value's bytes, " +
              std::to_string(n.memset_element_size) + "-byte pattern");
         line("fill.elementSize = " + std::to_string(n.memset_element_size) + ";");
-        line("fill.width = " + count_of(n.dst) + (per > 1 ? " * " + std::to_string(per) : "") +
+        line("fill.width = " + count_of(n.dst, w) + (per > 1 ? " * " + std::to_string(per) : "") +
              ";  // elements of the pattern");
         line("fill.height = 1;");
         line("ORCH_CHECK(cudaGraphAddMemsetNode(&" + slot + ", " + g + ", " + deps + ", &fill), " +
@@ -1182,6 +1133,7 @@ class Emitter {
 
   void kernel_params(const ir::Node& n, const Scope& s) {
     const ir::Kernel& k = p_.kernels[n.kernel];
+    const std::string w = where(n.loc, describe_node(p_, n));
     std::vector<std::string> pointers;
     for (size_t i = 0; i < n.args.size(); ++i) {
       const ir::KernelArg& a = n.args[i];
@@ -1189,7 +1141,8 @@ class Emitter {
       std::string var = "arg" + std::to_string(i);
       switch (a.kind) {
         case ir::ArgKind::Value:
-          line(std::string(cuda_type(q.elem)) + " " + var + " = " + host_as(a.value, q.elem) +
+          line(std::string(k.generated ? expr::storage_type(q.elem) : cuda_type(q.elem)) + " " + var + " = " +
+               (k.generated ? generated_arg(a.value, q.elem, w) : host_as(a.value, q.elem, w)) +
                ";  // " + comment_text(q.name + " = " + ir::to_string(a.value, p_)));
           pointers.push_back("&" + var);
           break;
@@ -1235,11 +1188,15 @@ class Emitter {
     std::string entry = k.entry.empty() ? k.name : k.entry;
     line("kernel.func = (void*)&" + (entry.rfind("::", 0) == 0 ? "" : std::string("::")) + entry +
          ";");
-    line("kernel.gridDim = dim3(" + dim(n.grid[0]) + ", " + dim(n.grid[1]) + ", " + dim(n.grid[2]) +
-         ");");
-    line("kernel.blockDim = dim3(" + dim(n.block[0]) + ", " + dim(n.block[1]) + ", " +
-         dim(n.block[2]) + ");");
-    line("kernel.sharedMemBytes = " + dim(n.shared_bytes) + ";");
+    std::string grid[3], block[3];
+    for (int d = 0; d < 3; ++d) {
+      grid[d] = dim(n.grid[d], w);
+      block[d] = dim(n.block[d], w);
+    }
+    std::string shared = dim(n.shared_bytes, w);
+    line("kernel.gridDim = dim3(" + grid[0] + ", " + grid[1] + ", " + grid[2] + ");");
+    line("kernel.blockDim = dim3(" + block[0] + ", " + block[1] + ", " + block[2] + ");");
+    line("kernel.sharedMemBytes = " + shared + ";");
     line(std::string("kernel.kernelParams = ") + (pointers.empty() ? "nullptr;" : "args;"));
   }
 
@@ -1268,7 +1225,9 @@ class Emitter {
       else if (n.kind == ir::NodeKind::If)
         what = i == 0 ? "then: run when the condition is non-zero" : "else: run when it is zero";
       else if (i < n.case_values.size())
-        what = "case " + std::to_string(n.case_values[i]) + " (body " + std::to_string(i) + ")";
+        what = "case " +
+               expr::Value{n.cond ? n.cond->type : ir::ScalarType::I64, static_cast<uint64_t>(n.case_values[i])}.to_string() +
+               " (body " + std::to_string(i) + ")";
       else
         what = "default (body " + std::to_string(i) + "): any other value";
       line("// " + what);
@@ -1289,23 +1248,25 @@ class Emitter {
     std::string type = nccl_type(src.elem);
     std::string comm = "p." + comm_names_[n.comm];
     std::string send = "b." + buffer_names_[n.src], recv = "b." + buffer_names_[n.dst];
+    const std::string src_count = count_of(n.src, w), dst_count = count_of(n.dst, w);
+    const std::string root = n.root ? "static_cast<int>(" + eval(*n.root, ir::ScalarType::U32, w) + ")" : "0";
     std::string call;
     switch (n.collective) {
       case ir::CollectiveKind::AllReduce:
-        call = "ncclAllReduce(" + send + ", " + recv + ", " + count_of(n.src) + ", " + type + ", " +
+        call = "ncclAllReduce(" + send + ", " + recv + ", " + src_count + ", " + type + ", " +
                nccl_op(n.reduce_op) + ", " + comm + ", capture)";
         break;
       case ir::CollectiveKind::Broadcast:
-        call = "ncclBroadcast(" + send + ", " + recv + ", " + count_of(n.src) + ", " + type + ", " +
-               (n.root ? "static_cast<int>(" + host(*n.root).code + ")" : std::string("0")) + ", " +
+        call = "ncclBroadcast(" + send + ", " + recv + ", " + src_count + ", " + type + ", " +
+               root + ", " +
                comm + ", capture)";
         break;
       case ir::CollectiveKind::AllGather:
-        call = "ncclAllGather(" + send + ", " + recv + ", " + count_of(n.src) + ", " + type + ", " +
+        call = "ncclAllGather(" + send + ", " + recv + ", " + src_count + ", " + type + ", " +
                comm + ", capture)";
         break;
       case ir::CollectiveKind::ReduceScatter:
-        call = "ncclReduceScatter(" + send + ", " + recv + ", " + count_of(n.dst) + ", " + type +
+        call = "ncclReduceScatter(" + send + ", " + recv + ", " + dst_count + ", " + type +
                ", " + nccl_op(n.reduce_op) + ", " + comm + ", capture)";
         break;
     }
@@ -1529,6 +1490,7 @@ class Emitter {
   bool uses_status_ = false;  // some kernel reports device-side errors (OrchDeviceStatus)
   bool in_family_ = false;
   bool patching_ = false;
+  int evals_ = 0;  // names the values ORCH_EVAL computes
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,23 @@ size_t count(const std::string& haystack, const std::string& needle) {
 
 bool has(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// `needle` with `orch_x#` standing for any of ORCH_EVAL's numbered values (orch_x0, orch_x1,
+// ...), whose numbers depend on how many checks and values come first.
+bool has_eval(const std::string& haystack, const std::string& needle) {
+  const size_t hole = needle.find("orch_x#");
+  if (hole == std::string::npos) return has(haystack, needle);
+  const std::string before = needle.substr(0, hole), after = needle.substr(hole + 7);
+  for (size_t at = haystack.find(before); at != std::string::npos; at = haystack.find(before, at + 1)) {
+    size_t i = at + before.size();
+    if (haystack.compare(i, 6, "orch_x") != 0) continue;
+    i += 6;
+    const size_t digits = i;
+    while (i < haystack.size() && std::isdigit(static_cast<unsigned char>(haystack[i]))) ++i;
+    if (i > digits && haystack.compare(i, after.size(), after) == 0) return true;
+  }
+  return false;
 }
 
 std::vector<std::string> spec_examples() {
@@ -171,7 +189,10 @@ TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and 
   CHECK(has(cu, "float* u_host = nullptr;"));
   CHECK(has(cu, "cudaHostAlloc(host, bytes, cudaHostAllocMapped)"));
   CHECK(has(cu, "cudaHostGetDevicePointer(device, *host, 0)"));
-  CHECK(has(cu, "orch_alloc_device((void**)&b->u, (long long)p.n, sizeof(float)"));
+  // Host expressions are expr/'s printed code: a value, or the error printed and returned.
+  CHECK(has(cu, "ORCH_EVAL(orch_x0, orch_u64, \"" + eject_spec_dir() +
+                    "/examples/jacobi.orch:9:1: buffer u\", orch_convert<orch_u64, orch_u32>(orch_ok<orch_u32>(p.n)));"));
+  CHECK(has(cu, "orch_alloc_device((void**)&b->u, static_cast<size_t>(orch_x0.v), sizeof(float)"));
   CHECK(has(cu, "cudaGraphConditionalHandleCreate(&handle[0], graph, 0, 0)"));
   CHECK(has(cu, "cond.type = cudaGraphNodeTypeConditional;"));
   CHECK(has(cu, "cond.conditional.type = cudaGraphCondTypeWhile;"));
@@ -182,9 +203,9 @@ TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and 
   CHECK(has(cu, "kernel.func = (void*)&::orch_condition_1;"));
   CHECK(has(cu, "cudaGraphSetConditional(h0,"));
   // Copies and fills as explicit nodes, every call checked with the statement's position.
-  CHECK(has(cu,
+  CHECK(has_eval(cu,
             "cudaGraphAddMemcpyNode1D(&node[0], graph, nullptr, 0, b.u, b.u_host, "
-            "static_cast<size_t>((long long)p.n) * sizeof(float), cudaMemcpyDefault), "
+            "static_cast<size_t>(orch_x#.v) * sizeof(float), cudaMemcpyDefault), "
             "\"" +
                 eject_spec_dir() + "/examples/jacobi.orch:21:3: copy u_host -> u\");"));
   CHECK(has(cu, "cudaGraphAddMemsetNode(&node[2], graph, nullptr, 0, &fill)"));
@@ -192,12 +213,12 @@ TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and 
       cu,
       "// " + eject_spec_dir() +
           "/examples/jacobi.orch:27:5  sweep<<<ceil_div(n, 256), 256>>>(n, u, rhs, v, residual)"));
-  CHECK(has(cu,
-            "kernel.gridDim = dim3(static_cast<unsigned>(orch_host_ceil_div((long long)p.n, "
-            "256ll)), 1, 1);"));
-  // jacobi.cu once; the generated kernels' shared helpers once.
+  CHECK(has(cu, "\", orch_ceil_div<orch_u32>(orch_ok<orch_u32>(p.n), orch_ok<orch_u32>(256u)));"));
+  CHECK(has_eval(cu, "kernel.gridDim = dim3(orch_x#.v, 1, 1);"));
+  // jacobi.cu once; expr/'s preamble (host and generated kernels share it) once.
   CHECK(count(cu, "extern \"C\" __global__ void sweep(") == 1);
-  CHECK(count(cu, "auto orch_ceil_div(A a, B b)") == 1);
+  CHECK(count(cu, "#define ORCH_EXPR_OPS_H") == 1);
+  CHECK(count(cu, "ORCH_HD orch_v<K> orch_ceil_div(") == 1);
   CHECK(has(cu, "cudaGraphInstantiateWithFlags(&out->main_exec, graph, 0)"));
   CHECK(has(cu, "cudaGraphUpload(out->main_exec, 0)"));
   // Bind checks are repeated with the params the application sets.
@@ -217,7 +238,8 @@ TEST_CASE("eject: moe's device graphs are instantiated for device launch, one pe
   CHECK(has(cu,
             "for (int member = 0; member < 8; ++member) ORCH_TRY(orch_build_experts(p, b, out, "
             "member));"));
-  CHECK(has(cu, "unsigned arg0 = static_cast<unsigned>((long long)member);  // e = e"));
+  CHECK(has(cu, "orch_ok<orch_u32>(static_cast<unsigned>(member)));"));
+  CHECK(has_eval(cu, "unsigned arg0 = orch_x#.v;  // e = e"));
   CHECK(has(cu,
             "cudaMemcpy(out->experts_table, out->experts_exec, sizeof(out->experts_exec), "
             "cudaMemcpyHostToDevice)"));
@@ -264,11 +286,14 @@ TEST_CASE("eject: switch bodies, `while kernel` defaults, collectives") {
   CHECK(has(dp, "#include <nccl.h>"));
   CHECK(has(dp, "-lcudadevrt -lnccl"));
   CHECK(has(dp, "ncclComm_t world = nullptr;"));
-  CHECK(has(dp,
-            "ncclAllReduce(b.g, b.g, static_cast<size_t>((long long)p.n), ncclFloat32, ncclSum, "
+  CHECK(has_eval(dp,
+            "ncclAllReduce(b.g, b.g, static_cast<size_t>(orch_x#.v), ncclFloat32, ncclSum, "
             "p.world, capture)"));
   CHECK(has(dp, "cudaGraphAddChildGraphNode(&node[1], graph, deps, 1, child)"));
-  CHECK(has(dp, "float arg2 = static_cast<float>((1.0 / (long long)p.world_size));"));
+  // 1.0 / world_size computes in f64 (a float literal meeting an integer), then converts to f32.
+  CHECK(has(dp, "orch_convert<orch_f32, orch_f64>(orch_div<orch_f64>(orch_ok<orch_f64>(0x1p+0), "
+                "orch_promote<orch_f64, orch_u32>(orch_ok<orch_u32>(static_cast<unsigned>(p.world_size))))));"));
+  CHECK(has_eval(dp, "float arg2 = orch_x#.v;  // scale = 1.0 / world_size"));
   CHECK(has(dp, "ncclCommInitAll(&p.world, 1, &device)"));
 }
 

@@ -17,17 +17,19 @@ std::string launch_stream(ir::LaunchMode m) {
   return "cudaStreamGraphTailLaunch";
 }
 
+// Each update converts its value to the scalar's type as expr/ does; on an error (overflow,
+// division by zero, a value the type cannot hold) the scalar keeps its value and the kernel
+// reports the code through orch_expr_error.
 void add_updates(GeneratedKernel& k, const ir::Program& p,
                  const std::vector<std::pair<int, ir::Expr>>& updates) {
   for (const auto& [dst, value] : updates) {
     std::string rhs = k.expr(value);
     std::string target = k.buffer(dst, true);
     ir::ScalarType t = p.buffers[dst].elem;
-    std::string type = cuda_type(t);
-    if (t == ir::ScalarType::F16 || t == ir::ScalarType::BF16)
-      k.add_statement("*" + target + " = " + type + "(float(" + rhs + "));");
-    else
-      k.add_statement("*" + target + " = static_cast<" + type + ">(" + rhs + ");");
+    std::string tc = expr::type_code(t);
+    k.add_statement("{ orch_v<" + tc + "> r = " + expr::print_convert(rhs, value.type, t) +
+                    "; if (r.e) orch_expr_error(r.e); else *" + target + " = orch_to_storage<" + tc +
+                    ">(r.v); }");
   }
 }
 
@@ -75,20 +77,26 @@ class Generator {
     add_updates(k, p_, n.fused_updates);
     std::string h = k.handle(n.handle);
     std::string value = k.expr(*n.cond);
+    const ir::ScalarType t = n.cond->type;
     if (n.condition_of == ir::NodeKind::Switch) {
       // CUDA runs body i for value i and nothing for i >= size: case values map onto their
-      // positions, everything else onto the default body (last) or past the end.
-      std::string code = "long long v = static_cast<long long>(" + value +
-                         "); unsigned index = " + std::to_string(n.case_values.size()) +
-                         "u; switch (v) {";
+      // positions, everything else onto the default body (last) or past the end. A subject
+      // that fails to evaluate runs no body.
+      const std::string none = std::to_string(n.case_values.size() + (n.has_default ? 1 : 0)) + "u";
+      std::string code = "orch_v<" + std::string(expr::type_code(t)) + "> c = " + value +
+                         "; unsigned index = " + std::to_string(n.case_values.size()) +
+                         "u; if (c.e) { orch_expr_error(c.e); index = " + none + "; } else switch (c.v) {";
       for (size_t i = 0; i < n.case_values.size(); ++i)
-        code += " case " + std::to_string(n.case_values[i]) + "ll: index = " + std::to_string(i) +
-                "u; break;";
+        code += " case " + expr::literal(expr::Value{t, static_cast<uint64_t>(n.case_values[i])}) +
+                ": index = " + std::to_string(i) + "u; break;";
       code += " default: break; }";
       k.add_statement(code);
       k.add_statement("cudaGraphSetConditional(" + h + ", index);");
     } else {
-      k.add_statement("cudaGraphSetConditional(" + h + ", (" + value + ") ? 1u : 0u);");
+      // A condition that fails to evaluate is false.
+      k.add_statement("orch_v<orch_bool> c = orch_truth<" + std::string(expr::type_code(t)) + ">(" + value +
+                      "); if (c.e) orch_expr_error(c.e);");
+      k.add_statement("cudaGraphSetConditional(" + h + ", (!c.e && c.v) ? 1u : 0u);");
     }
     ir::Node out = k.finish(n.loc, n.call_stack);
     out.accesses = n.accesses;
@@ -98,30 +106,18 @@ class Generator {
   ir::Node fill(const ir::Node& n) {
     const ir::Buffer& b = p_.buffers[n.dst];
     GeneratedKernel k(p_, name("fill"));
-    std::string value = k.expr(n.value);
+    // The host converts the value to the element type (exactly, or the runtime refuses it).
+    std::string value = k.value(n.value, b.elem);
     std::string dst = k.buffer(n.dst, true);
     ir::Expr count = b.count ? *b.count : int_constant(1, ir::ScalarType::U64);
-    std::string count_code = k.value(count);
-    std::string type = cuda_type(b.elem);
-    std::string converted = b.elem == ir::ScalarType::F16 || b.elem == ir::ScalarType::BF16
-                                ? type + "(float(" + value + "))"
-                                : "static_cast<" + type + ">(" + value + ")";
-    k.add_statement("const " + type + " value = " + converted + ";");
+    std::string count_code = k.value(count, ir::ScalarType::U64);
     k.add_statement(
         "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
-        "i < (unsigned long long)" +
-        count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = value;");
+        "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + value + ";");
     // One thread per element up to 4096 blocks of 256; a grid-stride loop covers the rest.
-    ir::Expr blocks;
-    blocks.kind = ir::ExprKind::Call;
-    blocks.op = "min";
-    blocks.type = ir::ScalarType::U64;
-    ir::Expr ceil;
-    ceil.kind = ir::ExprKind::Call;
-    ceil.op = "ceil_div";
-    ceil.type = ir::ScalarType::U64;
-    ceil.operands = {count, int_constant(256)};
-    blocks.operands = {ceil, int_constant(4096)};
+    ir::Expr blocks = ir::operation(expr::Op::Min,
+                                    ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
+                                    int_constant(4096, ir::ScalarType::U64));
     ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
     out.accesses = n.accesses;
     return out;
@@ -144,8 +140,8 @@ class Generator {
                          "); if (e != cudaSuccess) orch_report_error(orch_status, 1u, orch_site, "
                          "(unsigned)e); }";
     if (family) {
-      k.add_statement("const unsigned long long m = (unsigned long long)(" +
-                      k.expr(*n.family_member) + ");");
+      k.add_statement("const unsigned long long m = " +
+                      k.value(*n.family_member, ir::ScalarType::U32) + ";");
       k.add_statement("if (m < " + std::to_string(g.family_size) + "ull) " + launch);
       k.add_statement("else orch_report_error(orch_status, 2u, orch_site, (unsigned)m);");
     } else {

@@ -74,13 +74,7 @@ void lower_region(ir::Program& p, ir::Region& region, int graph, int loops) {
         reset.kind = ir::NodeKind::While;
         reset.loc = n.loc;
         reset.call_stack = n.call_stack;
-        ir::Expr one;
-        one.kind = ir::ExprKind::Const;
-        one.is_literal = true;
-        one.type = ir::ScalarType::Bool;
-        one.value.i = 1;
-        one.loc = n.loc;
-        reset.cond = one;
+        reset.cond = ir::constant(ir::Value::of_bool(true), n.loc);
         out.push_back(set_condition(reset, n.handle));
       }
     } else {

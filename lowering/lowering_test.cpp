@@ -76,7 +76,10 @@ TEST_CASE("jacobi: a while loop gets a handle, a condition kernel before it and 
   const ir::Region& body = loop.bodies[0];
   REQUIRE(body.nodes.size() == 4);
   const ir::Kernel& last = kernel_of(p, body.nodes[3]);
-  CHECK(last.source.find("*b6 = static_cast<unsigned>(((*b6) + 2ll));") != std::string::npos);
+  // expr/'s checked arithmetic: on an error the scalar keeps its value and the hook hears of it.
+  CHECK(last.source.find("{ orch_v<orch_u32> r = orch_add<orch_u32>(orch_ok<orch_u32>(*b6), orch_ok<orch_u32>(2u)); "
+                         "if (r.e) orch_expr_error(r.e); else *b6 = orch_to_storage<orch_u32>(r.v); }") !=
+        std::string::npos);
   CHECK(last.source.find("cudaGraphSetConditional(h0, ") != std::string::npos);
   // Condition and update run after the sweep that last wrote residual.
   CHECK(is_ordered(body, 2, 3));
@@ -105,10 +108,14 @@ graph main {
   REQUIRE(sw.kind == ir::NodeKind::Switch);
   CHECK(sw.bodies.size() == 3);  // two cases, then the default
   const std::string& code = kernel_of(p, main.nodes[0]).source;
-  CHECK(code.find("unsigned index = 2u; switch (v) { case 7ll: index = 0u; break; case -2ll: "
-                  "index = 1u; break; default: break; }") != std::string::npos);
+  // Case values in the subject's type; a subject that fails to evaluate runs no body.
+  CHECK(code.find("orch_v<orch_i32> c = orch_ok<orch_i32>(*b0); unsigned index = 2u; if (c.e) { "
+                  "orch_expr_error(c.e); index = 3u; } else switch (c.v) { case 7: index = 0u; break; "
+                  "case (-2): index = 1u; break; default: break; }") != std::string::npos);
   CHECK(main.nodes[3].bodies.size() == 2);
-  CHECK(kernel_of(p, main.nodes[2]).source.find("? 1u : 0u") != std::string::npos);
+  // A condition that fails to evaluate is false.
+  CHECK(kernel_of(p, main.nodes[2]).source.find("cudaGraphSetConditional(h1, (!c.e && c.v) ? 1u : 0u);") !=
+        std::string::npos);
   // Every fill here is a memset of a 4-byte float pattern.
   CHECK(sw.bodies[0].nodes[0].memset_value == 0x3f800000u);
   CHECK(sw.bodies[0].nodes[0].memset_element_size == 4);
@@ -203,7 +210,7 @@ graph main {
   const ir::Region& main = p.graphs[p.main_graph].body;
   REQUIRE(main.nodes.size() == 3);
   const std::string& fused = kernel_of(p, main.nodes[0]).source;
-  CHECK(fused.find("*b0 = static_cast<unsigned>(1ll);") < fused.find("*b1 = "));
+  CHECK(fused.find("orch_v<orch_u32> r = orch_ok<orch_u32>(1u);") < fused.find("*b1 = "));
   CHECK(kernel_of(p, main.nodes[2]).generated);
 }
 
@@ -388,8 +395,10 @@ graph main {
   CHECK_FALSE(loop.cond.has_value());
   const ir::Kernel& reset = kernel_of(p, body.nodes[1]);
   CHECK(reset.generated);
-  CHECK(reset.source.find("cudaGraphSetConditional(h" + std::to_string(loop.handle) + ", (1ll)") !=
+  // Sets the loop's handle from the constant `true` (through expr/'s printer, like any condition).
+  CHECK(reset.source.find("cudaGraphSetConditional(h" + std::to_string(loop.handle) + ", ") !=
         std::string::npos);
+  CHECK(reset.source.find("orch_ok<orch_bool>(true)") != std::string::npos);
   CHECK(is_ordered(body, 1, 2));
   CHECK(p.handles[loop.handle].set_default);
   // No reset before the top-level loop: nothing else sets its handle there.

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "artifact/artifact.h"
+#include "artifact/expr_code.h"
 #include "compiler/emit.h"
 #include "lowering/passes.h"
 #include "artifact/pipeline_generated.h"
@@ -21,19 +22,6 @@ namespace fb = orch::fb;
 using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
 
-fb::ExprOp binary_op(const std::string& op) {
-  static const std::map<std::string, fb::ExprOp> ops = {
-      {"+", fb::ExprOp::Add},     {"-", fb::ExprOp::Sub},       {"*", fb::ExprOp::Mul},
-      {"/", fb::ExprOp::Div},     {"%", fb::ExprOp::Mod},       {"<<", fb::ExprOp::Shl},
-      {">>", fb::ExprOp::Shr},    {"<", fb::ExprOp::Lt},        {"<=", fb::ExprOp::Le},
-      {">", fb::ExprOp::Gt},      {">=", fb::ExprOp::Ge},       {"==", fb::ExprOp::Eq},
-      {"!=", fb::ExprOp::Ne},     {"&", fb::ExprOp::BitAnd},    {"^", fb::ExprOp::BitXor},
-      {"|", fb::ExprOp::BitOr},   {"&&", fb::ExprOp::And},      {"||", fb::ExprOp::Or},
-      {"min", fb::ExprOp::Min},   {"max", fb::ExprOp::Max},     {"ceil_div", fb::ExprOp::CeilDiv},
-  };
-  return ops.at(op);
-}
-
 class Serializer {
  public:
   Serializer(const ir::Program& p, const SourceManager& sources) : p_(p), sources_(sources) {}
@@ -46,11 +34,10 @@ class Serializer {
       b.add_name(name);
       b.add_type(static_cast<fb::ScalarType>(x.type));
       if (x.default_evaluated) {
+        // A value of the param's type: integers' bits in default_i, floats in default_f.
         b.add_has_default(true);
-        // Both fields hold the default, so the runtime reads whichever domain it needs.
-        b.add_default_i(x.default_evaluated->is_float ? static_cast<int64_t>(x.default_evaluated->f)
-                                                      : x.default_evaluated->i);
-        b.add_default_f(x.default_evaluated->as_double());
+        if (x.default_evaluated->is_float()) b.add_default_f(x.default_evaluated->f64());
+        else b.add_default_i(x.default_evaluated->i64());
       }
       fb::SourceLoc l = loc(x.loc);
       b.add_loc(&l);
@@ -148,55 +135,10 @@ class Serializer {
     return fb::SourceLoc(it->second, r.begin.line, r.begin.col);
   }
 
-  void postfix(const ir::Expr& e, std::vector<fb::ExprInstr>& code) {
-    auto push = [&](fb::ExprOp op, int32_t ref = 0, int64_t i = 0, double f = 0) {
-      code.emplace_back(op, ref, i, f);
-    };
-    switch (e.kind) {
-      case ir::ExprKind::Const:
-        if (e.value.is_float) push(fb::ExprOp::ConstFloat, 0, 0, e.value.f);
-        else push(fb::ExprOp::ConstInt, 0, e.value.i);
-        return;
-      case ir::ExprKind::Param: push(fb::ExprOp::Param, e.ref); return;
-      case ir::ExprKind::FamilyIndex: push(fb::ExprOp::FamilyIndex); return;
-      case ir::ExprKind::Rank: push(fb::ExprOp::Rank); return;
-      case ir::ExprKind::WorldSize: push(fb::ExprOp::WorldSize); return;
-      case ir::ExprKind::DeviceScalar:
-        // Host expressions never read device memory: the checker guarantees it.
-        push(fb::ExprOp::ConstInt);
-        return;
-      case ir::ExprKind::Unary:
-        postfix(e.operands[0], code);
-        push(e.op == "!" ? fb::ExprOp::Not : e.op == "~" ? fb::ExprOp::BitNot : fb::ExprOp::Neg);
-        return;
-      case ir::ExprKind::Binary:
-      case ir::ExprKind::Call:
-        postfix(e.operands[0], code);
-        postfix(e.operands[1], code);
-        push(binary_op(e.op));
-        return;
-    }
-  }
-
-  static bool float_result(const ir::Expr& e) {
-    switch (e.kind) {
-      case ir::ExprKind::Const: return e.value.is_float;
-      case ir::ExprKind::Unary: return e.op != "!" && float_result(e.operands[0]);
-      case ir::ExprKind::Binary: {
-        static const char* bools[] = {"<", "<=", ">", ">=", "==", "!=", "&&", "||"};
-        for (const char* b : bools)
-          if (e.op == b) return false;
-        return float_result(e.operands[0]) || float_result(e.operands[1]);
-      }
-      case ir::ExprKind::Call: return float_result(e.operands[0]) || float_result(e.operands[1]);
-      default: return ir::is_float(e.type);
-    }
-  }
-
   Offset<fb::Expr> expr(const ir::Expr& e) {
     std::vector<fb::ExprInstr> code;
-    postfix(e, code);
-    return fb::CreateExprDirect(fbb_, &code, float_result(e));
+    for (const expr::Instr& in : ir::to_postfix(e)) code.push_back(artifact::to_fb(in));
+    return fb::CreateExprDirect(fbb_, &code);
   }
 
   Offset<fb::Kernel> kernel(const ir::Kernel& k) {

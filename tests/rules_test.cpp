@@ -403,7 +403,7 @@ graph main {
   scale<<<4, 256>>>(-1, 2.0, x)
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:10:21: error[E0104]: argument does not fit parameter `n` of `scale`: u32 is unsigned
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:21: error[E0104]: argument does not fit parameter `n` of `scale`: -1 does not fit u32
   scale<<<4, 256>>>(-1, 2.0, x)
                     ^~
 t.orch:4:14: note: `n` is declared here
@@ -644,13 +644,47 @@ graph main {
   scale<<<n / 0, 256>>>(n, 2.0, x)
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:10:11: error[E0109]: division by zero
+  CHECK(diagnostics_of(program) == R"txt(t.orch:10:13: error[E0109]: division by zero: the divisor of `/` is 0
   scale<<<n / 0, 256>>>(n, 2.0, x)
-          ^~~~~
+            ^
 1 error generated.
 )txt");
   // Closest valid: divide by something else.
   CHECK(diagnostics_of(fix(program, {{"n / 0", "n / 256"}})) == "");
+}
+
+TEST_CASE("E0109: an overflow in a constant expression, at its operator") {
+  // Literals take the type their use expects (u32 here) and are evaluated in it: no wrap.
+  const std::string program = R"orch(pipeline p
+param m: u32 = 65536 << 16
+param s: u32 = 1 << 40
+graph main { }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:2:22: error[E0109]: overflow: 65536 << 16 does not fit u32
+param m: u32 = 65536 << 16
+                     ^~
+t.orch:3:18: error[E0109]: shift count: 1 << 40 (the count must be 0 to 31 for u32)
+param s: u32 = 1 << 40
+                 ^~
+2 errors generated.
+)txt");
+  // Closest valid: a type that holds the value.
+  CHECK(diagnostics_of(fix(program, {{"m: u32", "m: u64"}, {"s: u32", "s: u64"}})) == "");
+}
+
+TEST_CASE("E0109: a literal that its operand's type cannot hold") {
+  const std::string program = R"orch(pipeline p
+param n: u8 = 200
+buffer x: f32[n * 300]
+graph main { fill x = 0 }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:3:19: error[E0109]: overflow: 300 does not fit u8
+buffer x: f32[n * 300]
+                  ^~~
+1 error generated.
+)txt");
+  // Closest valid: a wider param.
+  CHECK(diagnostics_of(fix(program, {{"n: u8", "n: u16"}})) == "");
 }
 
 TEST_CASE("E0109: a floating-point launch shape") {
@@ -901,13 +935,37 @@ TEST_CASE("E0115: a param default that does not fit its type") {
 param mode: u8 = 300
 graph main { }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:2:18: error[E0115]: default of param `mode` does not fit its type: it is out of the range of u8
+  CHECK(diagnostics_of(program) == R"txt(t.orch:2:18: error[E0115]: default of param `mode` does not fit its type: 300 does not fit u8
 param mode: u8 = 300
                  ^~~
 1 error generated.
 )txt");
   // Closest valid: widen the type or shrink the default.
   CHECK(diagnostics_of(fix(program, {{"u8 = 300", "u16 = 300"}})) == "");
+}
+
+TEST_CASE("E0115: a literal default is evaluated in its param's type") {
+  // ~0 is u32's largest value, and u64 takes literals up to 2^64 - 1; i64 does not.
+  const std::string program = R"orch(pipeline p
+param mask: u32 = ~0
+param all: u64 = 18446744073709551615
+param low: i64 = -9223372036854775808
+param bad: i64 = 18446744073709551615
+graph main { }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:5:18: error[E0115]: default of param `bad` does not fit its type: 18446744073709551615 does not fit i64
+param bad: i64 = 18446744073709551615
+                 ^~~~~~~~~~~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: the unsigned type holds it.
+  auto c = check(fix(program, {{"bad: i64", "bad: u64"}}));
+  CHECK(c->text() == "");
+  REQUIRE(c->result.program);
+  const ir::Program& p = *c->result.program;
+  CHECK(p.params[0].default_evaluated == ir::Value::of_uint(ir::ScalarType::U32, 4294967295u));
+  CHECK(p.params[1].default_evaluated == ir::Value::of_uint(ir::ScalarType::U64, ~uint64_t(0)));
+  CHECK(p.params[2].default_evaluated == ir::Value::of_int(ir::ScalarType::I64, INT64_MIN));
 }
 
 TEST_CASE("E0115: a launch budget that is a param") {
@@ -939,6 +997,35 @@ graph experts[e: 0] device { work<<<1, 128>>>(x) }
 )txt");
   // Closest valid: give the family at least one member.
   CHECK(diagnostics_of(fix(program, {{"[e: 0]", "[e: 4]"}})) == "");
+}
+
+TEST_CASE("E0116: a buffer whose size in bytes does not fit u64") {
+  const std::string program = R"orch(pipeline p
+buffer big: f64[1 << 62]
+param n: u64 = 1 << 62
+buffer dyn: f64[n]
+graph main { }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:2:17: error[E0116]: buffer `big` has 4611686018427387904 f64 elements: its size in bytes does not fit u64 (at most 2305843009213693951 elements)
+buffer big: f64[1 << 62]
+                ^~~~~~~
+t.orch:4:17: error[E0116]: buffer `dyn` has 4611686018427387904 f64 elements (with the default values n = 4611686018427387904): its size in bytes does not fit u64 (at most 2305843009213693951 elements)
+buffer dyn: f64[n]
+                ^
+2 errors generated.
+)txt");
+  // Closest valid: sizes whose bytes fit; a u64 count is checked again when bound.
+  auto c = check(fix(program, {{"f64[1 << 62]", "f64[1 << 20]"}, {"= 1 << 62", "= 1 << 20"}}));
+  CHECK(c->text() == "");
+  REQUIRE(c->result.program);
+  std::string checks;
+  for (const ir::BindCheck& b : c->result.program->bind_checks)
+    checks += b.code + " " + ir::to_string(b.condition, *c->result.program) + "\n";
+  CHECK(checks == "E0116 n <= 2305843009213693951\n");
+  // A u32 count cannot exceed it: no check is recorded.
+  c = check(fix(program, {{"f64[1 << 62]", "f64[1 << 20]"}, {"n: u64 = 1 << 62", "n: u32 = 1 << 20"}}));
+  CHECK(c->text() == "");
+  CHECK(c->result.program->bind_checks.empty());
 }
 
 }  // TEST_SUITE("rules")
@@ -1031,6 +1118,29 @@ graph main {
 )txt");
   // Closest valid: put the large dimension in x.
   CHECK(diagnostics_of(fix(program, {{"dim3(1, 65536)", "dim3(65536, 1)"}})) == "");
+}
+
+TEST_CASE("E0203: a grid that overflows its type with the defaults, at the operator") {
+  const std::string program = R"orch(pipeline p
+param n: u32 = 65536
+param d: u32 = 0
+buffer x: f32[1024]
+kernel scale(n: u32, a: f32, x: inout f32[]) source """extern "C" __global__ void scale(unsigned n, float a, float* x) {}"""
+graph main {
+  scale<<<n * n, 256>>>(n, 2.0, x)
+  scale<<<1024 / d, 256>>>(d, 2.0, x)
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:7:13: error[E0203]: overflow: 65536 * 65536 does not fit u32 (with the default values n = 65536)
+  scale<<<n * n, 256>>>(n, 2.0, x)
+            ^
+t.orch:8:16: error[E0203]: division by zero: 1024 / 0 (with the default values d = 0)
+  scale<<<1024 / d, 256>>>(d, 2.0, x)
+               ^
+2 errors generated.
+)txt");
+  // Closest valid: defaults that give a grid.
+  CHECK(diagnostics_of(fix(program, {{"n: u32 = 65536", "n: u32 = 1024"}, {"d: u32 = 0", "d: u32 = 4"}})) == "");
 }
 
 TEST_CASE("E0204: too much dynamic shared memory") {
@@ -1175,7 +1285,7 @@ graph main {
   fill mask = 256
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:4:15: error[E0303]: cannot fill `mask` (u8) with 256: it is out of the range of u8
+  CHECK(diagnostics_of(program) == R"txt(t.orch:4:15: error[E0303]: cannot fill `mask` (u8) with 256: 256 does not fit u8
   fill mask = 256
               ^~~
 1 error generated.
@@ -1191,7 +1301,7 @@ graph main {
   fill counts = 0.5
 }
 )orch";
-  CHECK(diagnostics_of(program) == R"txt(t.orch:4:17: error[E0303]: cannot fill `counts` (i32) with 0.5: i32 holds integers only
+  CHECK(diagnostics_of(program) == R"txt(t.orch:4:17: error[E0303]: cannot fill `counts` (i32) with 0.5: 0.5 is not an integer, and i32 holds integers
   fill counts = 0.5
                 ^~~
 1 error generated.
@@ -2765,7 +2875,7 @@ graph main {
   CHECK(diagnostics_of(program) == R"txt(t.orch:11:14: error[E0201]: block of `scale` has 2048 threads; sm_90 allows at most 1024 per block
   scale<<<4, 2048>>>(n, 2.0, x)
              ^~~~
-t.orch:12:15: error[E0303]: cannot fill `mask` (u8) with 256: it is out of the range of u8
+t.orch:12:15: error[E0303]: cannot fill `mask` (u8) with 256: 256 does not fit u8
   fill mask = 256
               ^~~
 t.orch:13:13: error[E0101]: buffer `x_host` is not declared
@@ -3161,10 +3271,10 @@ graph main {
   // construction and needs no check.
   CHECK(checks ==
         "E0201 16:33 threads * 1 * 1 <= 1024\n"
-        "E0205 16:33 threads >= 1\n"
         "E0202 16:33 threads <= 1024\n"
-        "E0205 16:11 ceil_div(n, threads) >= 1\n"
+        "E0205 16:33 threads >= 1\n"
         "E0203 16:11 ceil_div(n, threads) <= 2147483647\n"
+        "E0205 16:11 ceil_div(n, threads) >= 1\n"
         "E0302 17:3 n <= m\n"
         "E0702 19:3 n * 4 == n * world_size\n");
 }
@@ -3193,11 +3303,11 @@ graph main { work<<<ceil_div(n, 256), 256, smem>>>(x) }
   std::string checks;
   for (const ir::BindCheck& b : c->result.program->bind_checks) checks += b.code + ": " + b.message + "\n";
   CHECK(checks ==
-        "E0205: grid of `work` is empty in x (no blocks)\n"
         "E0203: grid of `work` has too many blocks in x; sm_90 allows at most 2147483647\n"
-        "E0204: launch of `work` asks for a negative number of bytes of dynamic shared memory\n"
+        "E0205: grid of `work` is empty in x (no blocks)\n"
         "E0204: launch of `work` asks for too many bytes of dynamic shared memory; sm_90 allows at most 232448 "
-        "per block\n");
+        "per block\n"
+        "E0204: launch of `work` asks for a negative number of bytes of dynamic shared memory\n");
 }
 
 }  // TEST_SUITE("rules: bind checks")

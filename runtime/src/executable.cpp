@@ -279,10 +279,10 @@ struct Executable::Impl {
     Value v;
     std::string err = rt::evaluate(e, plan.env(t.member), &v);
     if (!err.empty()) return err;
-    if (v.is_float) return "expected an integer, got a float";
-    if (v.i < 0 || static_cast<uint64_t>(v.i) < lo || static_cast<uint64_t>(v.i) > hi)
-      return std::to_string(v.i) + " is outside " + std::to_string(lo) + ".." + std::to_string(hi);
-    *out = static_cast<uint64_t>(v.i);
+    if (v.is_float()) return "expected an integer, got a float";
+    if (v.negative() || v.magnitude() < lo || v.magnitude() > hi)
+      return v.to_string() + " is outside " + std::to_string(lo) + ".." + std::to_string(hi);
+    *out = v.magnitude();
     return {};
   }
 
@@ -325,7 +325,7 @@ struct Executable::Impl {
         case fb::ArgKind::Value: {
           Value v;
           std::string e = rt::evaluate(a->value(), plan.env(t.member), &v);
-          if (e.empty()) e = rt::encode_scalar(v, a->type(), /*truncate=*/true, &slot);
+          if (e.empty()) e = rt::encode_scalar(v, a->type(), &slot);
           if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "argument '" + pname + "': " + e);
           break;
         }
@@ -425,11 +425,11 @@ struct Executable::Impl {
     if (n.collective() == fb::CollectiveKind::Broadcast) {
       Value v;
       std::string e = rt::evaluate(n.root(), plan.env(t.member), &v);
-      if (e.empty() && v.is_float) e = "expected an integer, got a float";
-      if (e.empty() && (v.i < 0 || static_cast<uint64_t>(v.i) >= world))
-        e = "rank " + std::to_string(v.i) + " is outside 0.." + std::to_string(world - 1);
+      if (e.empty() && v.is_float()) e = "expected an integer, got a float";
+      if (e.empty() && (v.negative() || v.magnitude() >= world))
+        e = "rank " + v.to_string() + " is outside 0.." + std::to_string(world - 1);
       if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "broadcast root: " + e);
-      out->root = static_cast<int>(v.i);
+      out->root = static_cast<int>(v.magnitude());
     }
     return {};
   }

@@ -8,23 +8,15 @@
 #include <vector>
 
 #include "artifact/pipeline_generated.h"
+#include "expr/expr.h"
 #include "orch/runtime.h"
 
 namespace orch::rt {
 
 namespace fb = orch::fb;
 
-// One evaluated value: integers are 64-bit two's complement, floats are doubles.
-struct Value {
-  bool is_float = false;
-  int64_t i = 0;
-  double f = 0;
-
-  static Value integer(int64_t v) { return Value{false, v, 0}; }
-  static Value real(double v) { return Value{true, 0, v}; }
-  double as_double() const { return is_float ? f : static_cast<double>(i); }
-  bool truthy() const { return is_float ? f != 0 : i != 0; }
-};
+// A value of a scalar type (expr/'s): what params hold and expressions compute.
+using Value = expr::Value;
 
 struct EvalEnv {
   const std::vector<Value>* params = nullptr;
@@ -33,21 +25,19 @@ struct EvalEnv {
   int64_t world_size = 1;
 };
 
-// Evaluates postfix code. Every failure (stack underflow, unknown op or param, division by
-// zero, INT64_MIN / -1, shift counts outside 0..63, signed overflow, integer-only operators on
-// floats, a family index outside a family) is an error message, never undefined behaviour.
-// Returns the empty string on success.
+// Evaluates an artifact expression with expr/'s evaluator (docs/language.md, "Arithmetic"): an
+// overflow, a division by zero, a shift count outside the type, a malformed expression or a
+// family index outside a family is an error message, never undefined behaviour. Returns the
+// empty string on success.
 std::string evaluate(const fb::ExprInstr* code, size_t length, const EvalEnv& env, Value* out);
 std::string evaluate(const fb::Expr* expr, const EvalEnv& env, Value* out);
 
-// The bits of `v` stored as `type` (little-endian, in the low bytes) and their size. Integers
-// out of the type's range and non-finite or non-integral floats going into an integer type
-// are errors; `truncate` allows a float's fraction to be dropped (kernel arguments computed
-// in float arithmetic), bindings are strict.
-std::string encode_scalar(const Value& v, fb::ScalarType type, bool truncate, uint64_t* bits);
+// `v` converted to `type` exactly (expr::convert) and stored as one element: the bits, little-
+// endian, in the low bytes. The error says why it does not fit.
+std::string encode_scalar(const Value& v, fb::ScalarType type, uint64_t* bits);
 
-// A bound ScalarValue as a Value of `type` (rounded to f32 for an f32 param, so expressions
-// see what the kernel sees); empty string or why it does not fit.
+// A bound ScalarValue as a value of `type`, converted exactly (expr::convert: what the kernel
+// sees is what the value is, or it is refused); empty string or why it does not fit.
 std::string convert_binding(const ScalarValue& v, fb::ScalarType type, Value* out);
 
 const char* scalar_type_name(fb::ScalarType type);

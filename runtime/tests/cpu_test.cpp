@@ -22,11 +22,16 @@ using orch::rt::Value;
 namespace {
 
 using Op = fb::ExprOp;
+using T = fb::ScalarType;
+using orch::expr::ScalarType;
 
-fb::ExprInstr I(int64_t v) { return fb::ExprInstr(Op::ConstInt, 0, v, 0); }
-fb::ExprInstr F(double v) { return fb::ExprInstr(Op::ConstFloat, 0, 0, v); }
-fb::ExprInstr P(int ref) { return fb::ExprInstr(Op::Param, ref, 0, 0); }
-fb::ExprInstr O(Op op) { return fb::ExprInstr(op, 0, 0, 0); }
+// Every instruction carries its value's type (docs/format.md); integers default to i64.
+fb::ExprInstr I(int64_t v, T t = T::I64) { return fb::ExprInstr(Op::ConstInt, t, 0, v, 0); }
+fb::ExprInstr F(double v, T t = T::F64) { return fb::ExprInstr(Op::ConstFloat, t, 0, 0, v); }
+fb::ExprInstr P(int ref, T t = T::I64) { return fb::ExprInstr(Op::Param, t, ref, 0, 0); }
+fb::ExprInstr O(Op op, T t = T::I64) { return fb::ExprInstr(op, t, 0, 0, 0); }
+fb::ExprInstr B(Op op) { return O(op, T::Bool); }
+Value i64(int64_t v) { return Value::of_int(ScalarType::I64, v); }
 
 struct Eval {
   std::string error;
@@ -48,8 +53,8 @@ int64_t eval_int(const std::vector<fb::ExprInstr>& code, std::vector<Value> para
   Eval r = eval(code, std::move(params));
   INFO(r.error);
   REQUIRE(r.error.empty());
-  REQUIRE_FALSE(r.value.is_float);
-  return r.value.i;
+  REQUIRE_FALSE(r.value.is_float());
+  return r.value.i64();
 }
 
 // A compiled spec example, opened (no GPU needed), kept alive for the test.
@@ -86,6 +91,8 @@ TEST_CASE("expressions: integer arithmetic in postfix") {
   CHECK(eval_int({I(512), I(256), O(Op::CeilDiv)}) == 2);
   CHECK(eval_int({I(513), I(256), O(Op::CeilDiv)}) == 3);
   CHECK(eval_int({I(-7), I(2), O(Op::CeilDiv)}) == -3);
+  CHECK(eval_int({I(7), I(-2), O(Op::CeilDiv)}) == -3);
+  CHECK(eval_int({I(-7), I(-2), O(Op::CeilDiv)}) == 4);
   CHECK(eval_int({I(1), I(20), O(Op::Shl)}) == (1 << 20));
   CHECK(eval_int({I(-16), I(2), O(Op::Shr)}) == -4);
   CHECK(eval_int({I(6), I(3), O(Op::BitAnd)}) == 2);
@@ -93,27 +100,40 @@ TEST_CASE("expressions: integer arithmetic in postfix") {
   CHECK(eval_int({I(6), I(3), O(Op::BitXor)}) == 5);
   CHECK(eval_int({I(5), O(Op::BitNot)}) == ~int64_t(5));
   CHECK(eval_int({I(5), O(Op::Neg)}) == -5);
-  CHECK(eval_int({I(0), O(Op::Not)}) == 1);
+  CHECK(eval({I(0), B(Op::Not)}).value.truthy());
   CHECK(eval_int({I(3), I(9), O(Op::Min)}) == 3);
   CHECK(eval_int({I(3), I(9), O(Op::Max)}) == 9);
-  CHECK(eval_int({I(3), I(9), O(Op::Lt), I(1), I(1), O(Op::Ne), O(Op::Or)}) == 1);
-  CHECK(eval_int({I(3), I(9), O(Op::Ge), I(1), O(Op::And)}) == 0);
-  CHECK(eval_int({P(0), P(1), O(Op::Mul)}, {Value::integer(6), Value::integer(7)}) == 42);
-  CHECK(eval_int({fb::ExprInstr(Op::Rank, 0, 0, 0), fb::ExprInstr(Op::WorldSize, 0, 0, 0), O(Op::Add)}) == 11);
+  CHECK(eval({I(3), I(9), B(Op::Lt), I(1), I(1), B(Op::Ne), B(Op::Or)}).value.truthy());
+  CHECK_FALSE(eval({I(3), I(9), B(Op::Ge), I(1), B(Op::And)}).value.truthy());
+  CHECK(eval_int({P(0), P(1), O(Op::Mul)}, {i64(6), i64(7)}) == 42);
+  CHECK(eval({fb::ExprInstr(Op::Rank, T::U32, 0, 0, 0), fb::ExprInstr(Op::WorldSize, T::U32, 0, 0, 0),
+              O(Op::Add, T::U32)})
+            .value.u64() == 11);
+  // Each instruction computes in its type: u32 overflows where i64 would not.
+  CHECK(eval({I(65536, T::U32), I(65536, T::U32), O(Op::Mul, T::U32)}).error ==
+        "overflow: 65536 * 65536 does not fit u32");
+  CHECK(eval({I(0, T::U32), O(Op::BitNot, T::U32)}).value.u64() == 4294967295u);
+  // u64 uses its whole range.
+  CHECK(eval({P(0, T::U64), I(1, T::U64), O(Op::Shr, T::U64)}, {Value::of_uint(ScalarType::U64, ~uint64_t(0))})
+            .value.u64() == ~uint64_t(0) >> 1);
 }
 
-TEST_CASE("expressions: floats mix with integers; comparisons give integers") {
-  Eval r = eval({F(1.0), fb::ExprInstr(Op::WorldSize, 0, 0, 0), O(Op::Div)});
+TEST_CASE("expressions: floats mix with integers; comparisons give bools") {
+  Eval r = eval({F(1.0), fb::ExprInstr(Op::WorldSize, T::U32, 0, 0, 0), O(Op::Div, T::F64)});
   REQUIRE(r.error.empty());
-  CHECK(r.value.is_float);
-  CHECK(r.value.f == doctest::Approx(0.125));
-  r = eval({P(0), F(1e-6), O(Op::Gt)}, {Value::real(2e-6)});
+  CHECK(r.value.is_float());
+  CHECK(r.value.f64() == 0.125);
+  r = eval({P(0, T::F64), F(1e-6), B(Op::Gt)}, {Value::of_double(ScalarType::F64, 2e-6)});
   REQUIRE(r.error.empty());
-  CHECK_FALSE(r.value.is_float);
-  CHECK(r.value.i == 1);
-  r = eval({F(2.5), O(Op::Neg), I(1), O(Op::Max)});
+  CHECK(r.value.type == ScalarType::Bool);
+  CHECK(r.value.truthy());
+  r = eval({F(2.5), O(Op::Neg, T::F64), I(1), O(Op::Max, T::F64)});
   REQUIRE(r.error.empty());
-  CHECK(r.value.f == 1.0);
+  CHECK(r.value.f64() == 1.0);
+  // f32 computes in f32: 1/3 rounded once to f32.
+  r = eval({F(1.0, T::F32), F(3.0, T::F32), O(Op::Div, T::F32)});
+  REQUIRE(r.error.empty());
+  CHECK(r.value.f64() == static_cast<double>(1.0f / 3.0f));
 }
 
 TEST_CASE("expressions: every bad evaluation is an error, never undefined behaviour") {
@@ -121,85 +141,102 @@ TEST_CASE("expressions: every bad evaluation is an error, never undefined behavi
   CHECK(eval({I(1), I(0), O(Op::Div)}).error.find("division by zero") != std::string::npos);
   CHECK(eval({I(1), I(0), O(Op::Mod)}).error.find("division by zero") != std::string::npos);
   CHECK(eval({I(1), I(0), O(Op::CeilDiv)}).error.find("division by zero") != std::string::npos);
-  CHECK(eval({F(1), F(0), O(Op::Div)}).error.find("division by zero") != std::string::npos);
+  CHECK(eval({F(1), F(0), O(Op::Div, T::F64)}).error.find("division by zero") != std::string::npos);
   CHECK(eval({I(min), I(-1), O(Op::Div)}).error.find("overflow") != std::string::npos);
-  CHECK(eval({I(min), I(-1), O(Op::Mod)}).error.find("overflow") != std::string::npos);
+  CHECK(eval_int({I(min), I(-1), O(Op::Mod)}) == 0);
   CHECK(eval({I(min), O(Op::Neg)}).error.find("overflow") != std::string::npos);
   CHECK(eval({I(max), I(1), O(Op::Add)}).error.find("overflow") != std::string::npos);
   CHECK(eval({I(min), I(1), O(Op::Sub)}).error.find("overflow") != std::string::npos);
-  CHECK(eval({I(1) , I(1) , O(Op::Add), I(max), O(Op::Mul)}).error.find("overflow") != std::string::npos);
+  CHECK(eval({I(1), I(1), O(Op::Add), I(max), O(Op::Mul)}).error.find("overflow") != std::string::npos);
   CHECK(eval({I(1), I(64), O(Op::Shl)}).error.find("shift count") != std::string::npos);
   CHECK(eval({I(1), I(-1), O(Op::Shr)}).error.find("shift count") != std::string::npos);
   CHECK(eval({I(3), I(62), O(Op::Shl)}).error.find("overflow") != std::string::npos);
-  CHECK(eval({F(1.5), I(2), O(Op::Mod)}).error.find("integer operands") != std::string::npos);
-  CHECK(eval({F(1.5), I(2), O(Op::BitAnd)}).error.find("integer operands") != std::string::npos);
-  CHECK(eval({F(1.5), O(Op::BitNot)}).error.find("integer") != std::string::npos);
-  CHECK(eval({fb::ExprInstr(Op::FamilyIndex, 0, 0, 0)}).error.find("family") != std::string::npos);
-  CHECK(eval({fb::ExprInstr(Op::FamilyIndex, 0, 0, 0)}, {}, 5).value.i == 5);
-  CHECK(eval({P(2)}, {Value::integer(1)}).error.find("out of range") != std::string::npos);
-  CHECK(eval({P(-1)}, {Value::integer(1)}).error.find("out of range") != std::string::npos);
-  CHECK(eval({I(1), O(Op::Add)}).error.find("underflow") != std::string::npos);
-  CHECK(eval({O(Op::Neg)}).error.find("underflow") != std::string::npos);
+  CHECK(eval({F(1.5), I(2), O(Op::Mod, T::F64)}).error.find("integer operands") != std::string::npos);
+  CHECK(eval({F(1.5), I(2), O(Op::BitAnd, T::F64)}).error.find("integer operands") != std::string::npos);
+  CHECK(eval({F(1.5), O(Op::BitNot, T::F64)}).error.find("integer") != std::string::npos);
+  CHECK(eval({fb::ExprInstr(Op::FamilyIndex, T::U32, 0, 0, 0)}).error.find("family") != std::string::npos);
+  CHECK(eval({fb::ExprInstr(Op::FamilyIndex, T::U32, 0, 0, 0)}, {}, 5).value.u64() == 5);
+  CHECK(eval({P(2)}, {i64(1)}).error.find("out of range") != std::string::npos);
+  CHECK(eval({P(-1)}, {i64(1)}).error.find("out of range") != std::string::npos);
+  CHECK(eval({P(0)}, {Value::of_int(ScalarType::I32, 1)}).error.find("i32 value where i64") != std::string::npos);
+  CHECK(eval({I(1), O(Op::Add)}).error.find("too few operands") != std::string::npos);
+  CHECK(eval({O(Op::Neg)}).error.find("too few operands") != std::string::npos);
   CHECK(eval({I(1), I(2)}).error.find("leaves 2 values") != std::string::npos);
   CHECK(eval({}).error.find("empty") != std::string::npos);
-  CHECK(eval({fb::ExprInstr(static_cast<Op>(200), 0, 0, 0)}).error.find("unknown") != std::string::npos);
+  CHECK(eval({fb::ExprInstr(static_cast<Op>(200), T::I64, 0, 0, 0)}).error.find("unknown") != std::string::npos);
+  CHECK(eval({I(1), I(2), O(Op::Add, T::U32)}).error.find("has type u32, but its operands give i64") !=
+        std::string::npos);
 }
 
-TEST_CASE("scalars: conversions to kernel argument types") {
+TEST_CASE("scalars: kernel arguments are converted exactly, or refused") {
   uint64_t bits = 0;
-  CHECK(orch::rt::encode_scalar(Value::integer(4000000000ll), fb::ScalarType::U32, true, &bits).empty());
+  CHECK(orch::rt::encode_scalar(i64(4000000000ll), T::U32, &bits).empty());
   CHECK(bits == 4000000000ull);
-  CHECK(orch::rt::encode_scalar(Value::integer(-1), fb::ScalarType::U32, true, &bits).find("does not fit u32") !=
-        std::string::npos);
-  CHECK(orch::rt::encode_scalar(Value::integer(1ll << 32), fb::ScalarType::U32, true, &bits).find("does not fit") !=
-        std::string::npos);
-  CHECK(orch::rt::encode_scalar(Value::integer(-1), fb::ScalarType::I8, true, &bits).empty());
+  CHECK(orch::rt::encode_scalar(i64(-1), T::U32, &bits) == "-1 does not fit u32");
+  CHECK(orch::rt::encode_scalar(i64(1ll << 32), T::U32, &bits).find("does not fit") != std::string::npos);
+  CHECK(orch::rt::encode_scalar(i64(-1), T::I8, &bits).empty());
   CHECK(bits == 0xff);
-  CHECK(orch::rt::encode_scalar(Value::integer(128), fb::ScalarType::I8, true, &bits).find("does not fit") !=
-        std::string::npos);
-  CHECK(orch::rt::encode_scalar(Value::real(1.0), fb::ScalarType::F16, true, &bits).empty());
+  CHECK(orch::rt::encode_scalar(i64(128), T::I8, &bits).find("does not fit") != std::string::npos);
+  CHECK(orch::rt::encode_scalar(Value::of_double(ScalarType::F64, 1.0), T::F16, &bits).empty());
   CHECK(bits == 0x3c00);
-  CHECK(orch::rt::encode_scalar(Value::real(1.0), fb::ScalarType::BF16, true, &bits).empty());
+  CHECK(orch::rt::encode_scalar(Value::of_double(ScalarType::F64, 1.0), T::BF16, &bits).empty());
   CHECK(bits == 0x3f80);
-  CHECK(orch::rt::encode_scalar(Value::real(0.5), fb::ScalarType::F32, true, &bits).empty());
+  CHECK(orch::rt::encode_scalar(Value::of_double(ScalarType::F64, 0.5), T::F32, &bits).empty());
   CHECK(bits == 0x3f000000);
-  CHECK(orch::rt::encode_scalar(Value::integer(3), fb::ScalarType::F64, true, &bits).empty());
+  CHECK(orch::rt::encode_scalar(i64(3), T::F64, &bits).empty());
   double d;
   std::memcpy(&d, &bits, 8);
   CHECK(d == 3.0);
-  CHECK(orch::rt::encode_scalar(Value::real(1e300), fb::ScalarType::F32, true, &bits).find("does not fit") !=
+  CHECK(orch::rt::encode_scalar(Value::of_double(ScalarType::F64, 1e300), T::F32, &bits).find("does not fit") !=
         std::string::npos);
-  CHECK(orch::rt::encode_scalar(Value::real(2.75), fb::ScalarType::I32, true, &bits).empty());
+  // No silent truncation anywhere: 2.75 is not an i32, 16777217 not an f32.
+  CHECK(orch::rt::encode_scalar(Value::of_double(ScalarType::F64, 2.75), T::I32, &bits).find("not an integer") !=
+        std::string::npos);
+  CHECK(orch::rt::encode_scalar(Value::of_double(ScalarType::F64, 2.0), T::I32, &bits).empty());
   CHECK(bits == 2);
-  CHECK(orch::rt::encode_scalar(Value::real(2.75), fb::ScalarType::I32, false, &bits).find("not an integer") !=
+  CHECK(orch::rt::encode_scalar(i64(16777217), T::F32, &bits).find("not exactly representable in f32") !=
         std::string::npos);
-  CHECK(orch::rt::encode_scalar(Value::real(NAN), fb::ScalarType::I32, true, &bits).find("does not fit") !=
+  CHECK(orch::rt::encode_scalar(Value::of_double(ScalarType::F64, NAN), T::I32, &bits).find("does not fit") !=
         std::string::npos);
-  CHECK(orch::rt::encode_scalar(Value::integer(2), fb::ScalarType::Bool, true, &bits).find("does not fit bool") !=
-        std::string::npos);
+  CHECK(orch::rt::encode_scalar(i64(2), T::Bool, &bits).find("does not fit bool") != std::string::npos);
 }
 
-TEST_CASE("scalars: bound values must fit the param's type exactly") {
+TEST_CASE("scalars: bound values must fit the param's type exactly (issue 9)") {
   using orch::ScalarValue;
   Value v;
-  CHECK(orch::rt::convert_binding(ScalarValue::of(4096u), fb::ScalarType::U32, &v).empty());
-  CHECK(v.i == 4096);
-  CHECK(orch::rt::convert_binding(ScalarValue::of(-1), fb::ScalarType::U32, &v).find("does not fit u32") !=
+  CHECK(orch::rt::convert_binding(ScalarValue::of(4096u), T::U32, &v).empty());
+  CHECK(v == Value::of_uint(ScalarType::U32, 4096));
+  CHECK(orch::rt::convert_binding(ScalarValue::of(-1), T::U32, &v).find("does not fit u32") != std::string::npos);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(1.5), T::U32, &v).find("not an integer") != std::string::npos);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(8.0), T::U32, &v).empty());
+  CHECK(v == Value::of_uint(ScalarType::U32, 8));
+  CHECK(orch::rt::convert_binding(ScalarValue::of(uint64_t(1) << 40), T::U32, &v).find("does not fit") !=
         std::string::npos);
-  CHECK(orch::rt::convert_binding(ScalarValue::of(1.5), fb::ScalarType::U32, &v).find("not an integer") !=
+  // u64: the whole range, and floats that are integers within it.
+  CHECK(orch::rt::convert_binding(ScalarValue::of(~uint64_t(0)), T::U64, &v).empty());
+  CHECK(v.u64() == ~uint64_t(0));
+  CHECK(orch::rt::convert_binding(ScalarValue::of(1e19), T::U64, &v).empty());
+  CHECK(v.u64() == 10000000000000000000ull);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(2e19), T::U64, &v).find("does not fit u64") != std::string::npos);
+  // Floats round to nearest in their type, but never to infinity.
+  CHECK(orch::rt::convert_binding(ScalarValue::of(0.1), T::F32, &v).empty());
+  CHECK(v.f64() == static_cast<double>(0.1f));  // what the kernel will see
+  CHECK(orch::rt::convert_binding(ScalarValue::of(3), T::F64, &v).empty());
+  CHECK(v.f64() == 3.0);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(1e300), T::F32, &v).find("does not fit") != std::string::npos);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(1e6), T::F16, &v).find("does not fit f16") != std::string::npos);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(65520.0), T::F16, &v).find("does not fit f16") !=
         std::string::npos);
-  CHECK(orch::rt::convert_binding(ScalarValue::of(8.0), fb::ScalarType::U32, &v).empty());
-  CHECK(v.i == 8);
-  CHECK_FALSE(v.is_float);
-  CHECK(orch::rt::convert_binding(ScalarValue::of(uint64_t(1) << 40), fb::ScalarType::U32, &v).find("does not fit") !=
+  CHECK(orch::rt::convert_binding(ScalarValue::of(65519.0), T::F16, &v).empty());
+  CHECK(v.f64() == 65504.0);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(3.5e38), T::BF16, &v).find("does not fit bf16") !=
         std::string::npos);
-  CHECK(orch::rt::convert_binding(ScalarValue::of(~uint64_t(0)), fb::ScalarType::U64, &v).empty());
-  CHECK(orch::rt::convert_binding(ScalarValue::of(0.1), fb::ScalarType::F32, &v).empty());
-  CHECK(v.is_float);
-  CHECK(v.f == static_cast<double>(0.1f));  // what the kernel will see
-  CHECK(orch::rt::convert_binding(ScalarValue::of(3), fb::ScalarType::F64, &v).empty());
-  CHECK(v.f == 3.0);
-  CHECK(orch::rt::convert_binding(ScalarValue::of(1e300), fb::ScalarType::F32, &v).find("does not fit") !=
+  CHECK(orch::rt::convert_binding(ScalarValue::of(1e39), T::BF16, &v).find("does not fit bf16") != std::string::npos);
+  // Integers into floats only when exact.
+  CHECK(orch::rt::convert_binding(ScalarValue::of(16777217), T::F32, &v).find("not exactly representable") !=
+        std::string::npos);
+  CHECK(orch::rt::convert_binding(ScalarValue::of(16777216), T::F32, &v).empty());
+  CHECK(orch::rt::convert_binding(ScalarValue::of(2049), T::F16, &v).find("not exactly representable") !=
         std::string::npos);
 }
 
@@ -209,15 +246,15 @@ TEST_CASE("plan: params come from bindings or defaults, and size the buffers") {
   auto plan = orch::rt::make_plan(*o.p, b);
   INFO(plan.error().to_string());
   REQUIRE(plan.ok());
-  CHECK(plan->params[0].i == 1048576);                  // n's default
-  CHECK(plan->params[1].f == doctest::Approx(2.0));     // a's default
+  CHECK(plan->params[0].u64() == 1048576);                  // n's default
+  CHECK(plan->params[1].f64() == 2.0);     // a's default
   CHECK(plan->buffers[0].bytes == 1048576ull * 4);
 
   b.param("n", 1000u).param("a", 0.5f);
   plan = orch::rt::make_plan(*o.p, b);
   REQUIRE(plan.ok());
-  CHECK(plan->params[0].i == 1000);
-  CHECK(plan->params[1].f == 0.5);
+  CHECK(plan->params[0].u64() == 1000);
+  CHECK(plan->params[1].f64() == 0.5);
   for (const auto& s : plan->buffers) CHECK(s.bytes == 4000);
 
   b.param("n", 10u);  // binding again replaces
@@ -280,9 +317,14 @@ TEST_CASE("plan: a failing bind check names its code, message and statement") {
   b.param("tokens", 1u << 20).param("hidden", 1u << 20);
   auto plan = orch::rt::make_plan(*o.p, b);
   REQUIRE_FALSE(plan.ok());
-  CHECK(plan.error().code() == orch::ErrorCode::BindCheckFailed);
-  CHECK(plan.error().message().find("E0203: grid of `combine` has too many blocks in x") == 0);
+  // tokens * hidden computes in u32 (both are u32): it overflows before the grid is too large.
+  CHECK(plan.error().code() == orch::ErrorCode::InvalidValue);
+  CHECK(plan.error().message() ==
+        "E0203: cannot evaluate a bind check (overflow: 1048576 * 1048576 does not fit u32): grid of `combine` "
+        "has too many blocks in x; sm_90 allows at most 2147483647");
   CHECK(plan.error().where().find("moe.orch:31:13") != std::string::npos);
+  b.param("tokens", 1u << 16).param("hidden", 1u << 15);  // 2^31 fits u32: 2^23 blocks
+  CHECK(orch::rt::make_plan(*o.p, b).ok());
   // The size of the buffers overflows before anything is allocated, too.
   b.param("tokens", 300u).param("hidden", 64u);
   CHECK(orch::rt::make_plan(*o.p, b).ok());

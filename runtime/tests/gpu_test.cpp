@@ -1112,8 +1112,7 @@ TEST_CASE("a family index out of range on the GPU is reported, and nothing past 
       if (!launcher) continue;
       for (auto& a : node->args)
         if (a->kind == orch::fb::ArgKind::Value) {
-          a->value->code = {orch::fb::ExprInstr(orch::fb::ExprOp::ConstInt, 0, 7, 0)};
-          a->value->is_float = false;
+          a->value->code = {orch::fb::ExprInstr(orch::fb::ExprOp::ConstInt, orch::fb::ScalarType::U32, 0, 7, 0)};
           ++edited;
         }
     }

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "artifact/artifact.h"
-#include "artifact/scalar_bits.h"
 #include "orch/orch.h"
 #include "orch/ranks.h"
 #include "orch/runtime.h"
@@ -319,8 +318,9 @@ std::vector<uint8_t> encode(const TypeInfo& t, size_t count, const std::function
   for (size_t i = 0; i < count; ++i) {
     uint64_t bits = 0;
     const double v = f(i);
-    (void)orch::rt::encode_scalar(t.is_float ? orch::rt::Value::real(v) : orch::rt::Value::integer(static_cast<int64_t>(v)),
-                                  t.type, false, &bits);
+    (void)orch::rt::encode_scalar(t.is_float ? orch::rt::Value::of_double(orch::expr::ScalarType::F64, v)
+                                             : orch::rt::Value::of_int(orch::expr::ScalarType::I64, static_cast<int64_t>(v)),
+                                  t.type, &bits);
     std::memcpy(out.data() + i * t.size, &bits, t.size);
   }
   return out;

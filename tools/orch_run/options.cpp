@@ -1,5 +1,7 @@
 #include "tools/orch_run/options.h"
 
+#include "artifact/expr_code.h"
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -267,17 +269,7 @@ std::string list_pipeline(const orch::fb::Pipeline& pipeline) {
     for (const auto* p : *pipeline.params()) {
       s << "  param  " << p->name()->str() << ": " << type_name(p->type());
       if (p->has_default()) {
-        if (is_float_type(p->type())) {
-          char buf[64];
-          std::snprintf(buf, sizeof buf, "%.9g", p->default_f());
-          s << " = " << buf;
-        } else if (p->type() == ScalarType::Bool) {
-          s << " = " << (p->default_i() ? "true" : "false");
-        } else if (p->type() == ScalarType::U64) {
-          s << " = " << static_cast<uint64_t>(p->default_i());
-        } else {
-          s << " = " << p->default_i();
-        }
+        s << " = " << orch::artifact::default_of(*p).to_string();  // the shortest text of the value
       } else {
         s << " (no default: --param " << p->name()->str() << "=... is required)";
       }

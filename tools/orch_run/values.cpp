@@ -1,6 +1,7 @@
 #include "tools/orch_run/values.h"
 
-#include "artifact/scalar_bits.h"
+#include "artifact/expr_code.h"
+#include "expr/expr.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,46 +16,15 @@ namespace orch::run {
 
 namespace {
 
-struct IntRange {
-  int64_t min;
-  uint64_t max;
-};
-
-IntRange int_range(ScalarType t) {
-  switch (t) {
-    case ScalarType::U8: return {0, 0xffu};
-    case ScalarType::U16: return {0, 0xffffu};
-    case ScalarType::U32: return {0, 0xffffffffu};
-    case ScalarType::U64: return {0, std::numeric_limits<uint64_t>::max()};
-    case ScalarType::I8: return {-128, 127};
-    case ScalarType::I16: return {-32768, 32767};
-    case ScalarType::I32: return {std::numeric_limits<int32_t>::min(), 0x7fffffffu};
-    case ScalarType::I64:
-      return {std::numeric_limits<int64_t>::min(),
-              static_cast<uint64_t>(std::numeric_limits<int64_t>::max())};
-    case ScalarType::Bool: return {0, 1};
-    default: return {0, 0};
-  }
-}
-
 // Little-endian bytes of the low `size` bytes of v.
 void put_le(uint64_t v, size_t size, uint8_t* out) {
   for (size_t i = 0; i < size; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-// One element of a float type from a double (rounded to nearest even).
+// One element of a float type from a double, rounded to nearest even in the type (expr/).
 void encode_float(double v, ScalarType t, uint8_t* out) {
-  switch (t) {
-    case ScalarType::F16: put_le(to_f16_bits(v), 2, out); break;
-    case ScalarType::BF16: put_le(to_bf16_bits(v), 2, out); break;
-    case ScalarType::F32: {
-      float f = static_cast<float>(v);
-      std::memcpy(out, &f, 4);
-      break;
-    }
-    case ScalarType::F64: std::memcpy(out, &v, 8); break;
-    default: break;
-  }
+  const expr::ScalarType et = orch::artifact::to_expr(t);
+  put_le(expr::Value::of_double(et, expr::round_to(et, v)).storage(), type_size(t), out);
 }
 
 double max_finite(ScalarType t) {
@@ -66,20 +36,11 @@ double max_finite(ScalarType t) {
   }
 }
 
-double decode_small_float(uint32_t bits, int ebits, int mbits) {
-  const bool negative = (bits >> (ebits + mbits)) & 1u;
-  const uint32_t exp_all = (1u << ebits) - 1;
-  const uint32_t e = (bits >> mbits) & exp_all;
-  const uint32_t m = bits & ((1u << mbits) - 1);
-  const int bias = (1 << (ebits - 1)) - 1;
-  double v;
-  if (e == exp_all)
-    v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else if (e == 0)
-    v = std::ldexp(static_cast<double>(m), 1 - bias - mbits);
-  else
-    v = std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mbits), static_cast<int>(e) - bias);
-  return negative ? -v : v;
+// The largest value of an integer type (bool: 1), as text.
+std::string largest_integer(ScalarType type) {
+  if (type == ScalarType::Bool) return "1";
+  const uint32_t bits = 8 * static_cast<uint32_t>(type_size(type)) - (is_signed_type(type) ? 1 : 0);
+  return std::to_string(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
 }
 
 std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
@@ -153,51 +114,39 @@ uint64_t uniform_below(uint64_t span, uint64_t* state) {
 
 }  // namespace
 
+// The one table of scalar types is expr/'s (the artifact's enum is the same, expr_code.h).
 std::string type_name(ScalarType type) {
-  switch (type) {
-    case ScalarType::U8: return "u8";
-    case ScalarType::U16: return "u16";
-    case ScalarType::U32: return "u32";
-    case ScalarType::U64: return "u64";
-    case ScalarType::I8: return "i8";
-    case ScalarType::I16: return "i16";
-    case ScalarType::I32: return "i32";
-    case ScalarType::I64: return "i64";
-    case ScalarType::F16: return "f16";
-    case ScalarType::BF16: return "bf16";
-    case ScalarType::F32: return "f32";
-    case ScalarType::F64: return "f64";
-    case ScalarType::Bool: return "bool";
-  }
-  return "type#" + std::to_string(static_cast<int>(type));
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) ? expr::to_string(t) : "type#" + std::to_string(static_cast<int>(type));
 }
 
 size_t type_size(ScalarType type) {
-  switch (type) {
-    case ScalarType::U8: case ScalarType::I8: case ScalarType::Bool: return 1;
-    case ScalarType::U16: case ScalarType::I16: case ScalarType::F16: case ScalarType::BF16: return 2;
-    case ScalarType::U32: case ScalarType::I32: case ScalarType::F32: return 4;
-    case ScalarType::U64: case ScalarType::I64: case ScalarType::F64: return 8;
-  }
-  return 0;
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) ? expr::size_of(t) : 0;
 }
 
 bool is_float_type(ScalarType type) {
-  return type == ScalarType::F16 || type == ScalarType::BF16 || type == ScalarType::F32 ||
-         type == ScalarType::F64;
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) && expr::is_float(t);
 }
 
 bool is_signed_type(ScalarType type) {
-  return type == ScalarType::I8 || type == ScalarType::I16 || type == ScalarType::I32 ||
-         type == ScalarType::I64;
+  const expr::ScalarType t = orch::artifact::to_expr(type);
+  return expr::valid(t) && expr::is_integer(t) && expr::is_signed(t);
 }
 
-// Through float, exactly as the compiler (memset patterns) and the runtime (f16/bf16 params)
-// round, so a value means the same bits everywhere in orch.
-uint16_t to_f16_bits(double value) { return orch::artifact::half_bits(static_cast<float>(value)); }
-uint16_t to_bf16_bits(double value) { return orch::artifact::bfloat_bits(static_cast<float>(value)); }
-double from_f16_bits(uint16_t bits) { return decode_small_float(bits, 5, 10); }
-double from_bf16_bits(uint16_t bits) { return decode_small_float(bits, 8, 7); }
+// expr/'s rounding, directly from double, as the compiler and the runtime round, so a value
+// means the same bits everywhere in orch.
+uint16_t to_f16_bits(double value) {
+  return static_cast<uint16_t>(
+      expr::Value::of_double(expr::ScalarType::F16, expr::round_to(expr::ScalarType::F16, value)).storage());
+}
+uint16_t to_bf16_bits(double value) {
+  return static_cast<uint16_t>(
+      expr::Value::of_double(expr::ScalarType::BF16, expr::round_to(expr::ScalarType::BF16, value)).storage());
+}
+double from_f16_bits(uint16_t bits) { return expr::Value::from_storage(expr::ScalarType::F16, bits).f64(); }
+double from_bf16_bits(uint16_t bits) { return expr::Value::from_storage(expr::ScalarType::BF16, bits).f64(); }
 
 bool parse_value(std::string_view text, ScalarType type, ScalarValue* value,
                  std::vector<uint8_t>* bytes, std::string* error) {
@@ -206,31 +155,17 @@ bool parse_value(std::string_view text, ScalarType type, ScalarValue* value,
     *error = "the pipeline declares an unknown element type";
     return false;
   }
-  ScalarValue v;
-  std::vector<uint8_t> element(size, 0);
+  // The text as a value (an f64, a bool, or an integer of i64 or u64), then expr::convert into the
+  // type: exact or refused, as the runtime binds it.
+  const expr::ScalarType et = orch::artifact::to_expr(type);
+  expr::Value parsed;
   if (is_float_type(type)) {
     double d = 0;
     if (!parse_double(text, &d)) {
       *error = quoted(text) + " is not a number";
       return false;
     }
-    if (std::isfinite(d) && std::fabs(d) > max_finite(type)) {
-      // Values that round down to the largest finite number are fine (65519 is f16's 65504).
-      bool rounds_to_inf = false;
-      if (type == ScalarType::F16) rounds_to_inf = (to_f16_bits(d) & 0x7fff) == 0x7c00;
-      else if (type == ScalarType::BF16) rounds_to_inf = (to_bf16_bits(d) & 0x7fff) == 0x7f80;
-      else if (type == ScalarType::F32) rounds_to_inf = std::isinf(static_cast<float>(d));
-      if (rounds_to_inf) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%g", max_finite(type));
-        *error = quoted(text) + " is out of the range of " + type_name(type) + " (largest " +
-                 buf + ")";
-        return false;
-      }
-    }
-    v.kind = ScalarValue::Kind::Float;
-    v.f = d;
-    encode_float(d, type, element.data());
+    parsed = expr::Value::of_double(expr::ScalarType::F64, d);
   } else if (type == ScalarType::Bool) {
     int b = -1;
     if (text == "true" || text == "1") b = 1;
@@ -239,9 +174,7 @@ bool parse_value(std::string_view text, ScalarType type, ScalarValue* value,
       *error = quoted(text) + " is not a bool (true, false, 1 or 0)";
       return false;
     }
-    v.kind = ScalarValue::Kind::Uint;
-    v.u = static_cast<uint64_t>(b);
-    element[0] = static_cast<uint8_t>(b);
+    parsed = expr::Value::of_bool(b == 1);
   } else {
     bool negative = false, overflow = false;
     uint64_t magnitude = 0;
@@ -250,33 +183,45 @@ bool parse_value(std::string_view text, ScalarType type, ScalarValue* value,
       *error = quoted(text) + (parse_double(text, &d) ? " is not an integer" : " is not a number");
       return false;
     }
-    const IntRange r = int_range(type);
     if (negative && magnitude != 0) {
-      // -magnitude >= r.min  <=>  magnitude <= -r.min (as unsigned).
-      const uint64_t limit = r.min < 0 ? static_cast<uint64_t>(-(r.min + 1)) + 1 : 0;
-      if (overflow || magnitude > limit) {
+      if (overflow || magnitude > (uint64_t(1) << 63)) {
         *error = quoted(text) + " is below the range of " + type_name(type);
         return false;
       }
-      v.kind = ScalarValue::Kind::Int;
-      v.i = static_cast<int64_t>(0 - magnitude);  // two's complement, exact for magnitude <= 2^63
+      parsed = expr::Value::of_int(expr::ScalarType::I64, static_cast<int64_t>(0 - magnitude));
+    } else if (overflow) {
+      *error = quoted(text) + " is above the range of " + type_name(type) + " (largest " + largest_integer(type) + ")";
+      return false;
     } else {
-      if (overflow || magnitude > r.max) {
-        *error = quoted(text) + " is above the range of " + type_name(type) + " (largest " +
-                 std::to_string(r.max) + ")";
-        return false;
-      }
-      if (is_signed_type(type)) {
-        v.kind = ScalarValue::Kind::Int;
-        v.i = static_cast<int64_t>(magnitude);
-      } else {
-        v.kind = ScalarValue::Kind::Uint;
-        v.u = magnitude;
-      }
+      parsed = expr::Value::of_uint(expr::ScalarType::U64, magnitude);
     }
-    const uint64_t raw = v.kind == ScalarValue::Kind::Int ? static_cast<uint64_t>(v.i) : v.u;
-    put_le(raw, size, element.data());
   }
+  const expr::Outcome c = expr::convert(parsed, et);
+  if (!c.ok()) {
+    if (is_float_type(type)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g", max_finite(type));
+      *error = quoted(text) + " is out of the range of " + type_name(type) + " (largest " + buf + ")";
+    } else if (parsed.negative()) {
+      *error = quoted(text) + " is below the range of " + type_name(type);
+    } else {
+      *error = quoted(text) + " is above the range of " + type_name(type) + " (largest " + largest_integer(type) + ")";
+    }
+    return false;
+  }
+  ScalarValue v;
+  if (c.value.is_float()) {
+    v.kind = ScalarValue::Kind::Float;
+    v.f = parsed.f64();
+  } else if (is_signed_type(type)) {
+    v.kind = ScalarValue::Kind::Int;
+    v.i = c.value.i64();
+  } else {
+    v.kind = ScalarValue::Kind::Uint;
+    v.u = c.value.u64();
+  }
+  std::vector<uint8_t> element(size, 0);
+  put_le(c.value.storage(), size, element.data());
   if (value) *value = v;
   if (bytes) *bytes = std::move(element);
   return true;

@@ -123,11 +123,12 @@ TEST_CASE("loops, fills in loops and copy directions are told apart (jacobi)") {
         "sweep<<<ceil_div(n, 256), 256>>>  jacobi.orch:27:5 [loop]\n"
         "sweep<<<ceil_div(n, 256), 256>>>  jacobi.orch:28:5 [loop]\n");
   row.name = "memset32";  // CUDA's kernel for the fill inside the loop
-  CHECK(texts(statements_for(p, row, sizes)) == "fill residual = 0  jacobi.orch:26:5 [loop]\n");
+  // The literal 0 took residual's type, f32, so the statement shows it as a float.
+  CHECK(texts(statements_for(p, row, sizes)) == "fill residual = 0.0  jacobi.orch:26:5 [loop]\n");
   row.kind = NodeRecord::Kind::Memset;
   row.bytes = 4;
   CHECK(texts(statements_for(p, row, sizes)) ==
-        "fill iters = 0  jacobi.orch:23:3\nfill residual = 0  jacobi.orch:24:3\n");
+        "fill iters = 0  jacobi.orch:23:3\nfill residual = 0.0  jacobi.orch:24:3\n");
   row.kind = NodeRecord::Kind::Memcpy;
   row.bytes = (1u << 20) * 4;
   row.copy_kind = 1;  // HtoD

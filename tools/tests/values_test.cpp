@@ -94,6 +94,25 @@ TEST_CASE("floats parse as the element type, with overflow an error") {
   CHECK(parse("0.5x", ScalarType::F32).error == "'0.5x' is not a number");
 }
 
+TEST_CASE("values convert as the runtime converts them: exact, or refused (expr::convert, issue 9)") {
+  // f16 and bf16 round to nearest directly from the double, never to infinity.
+  CHECK(parse("1e6", ScalarType::F16).error == "'1e6' is out of the range of f16 (largest 65504)");
+  CHECK(parse("65520", ScalarType::F16).error == "'65520' is out of the range of f16 (largest 65504)");
+  CHECK(parse("3.5e38", ScalarType::BF16).error.find("is out of the range of bf16") != std::string::npos);
+  CHECK(element<uint16_t>(parse("3.3e38", ScalarType::BF16).bytes) == 0x7f78);  // 248 * 2^120
+  // 1.0004882812500009 is just above 1 + 2^-11, the tie between 1 and 1 + 2^-10: it rounds up
+  // (through float it would first round to the tie, then to even: 1).
+  CHECK(element<uint16_t>(parse("1.0004882812500009", ScalarType::F16).bytes) == 0x3c01);
+  // u64 uses its whole range.
+  Parsed p = parse("18446744073709551615", ScalarType::U64);
+  REQUIRE(p.ok);
+  CHECK(p.value.kind == ScalarValue::Kind::Uint);
+  CHECK(p.value.u == ~uint64_t(0));
+  CHECK(element<uint64_t>(p.bytes) == ~uint64_t(0));
+  CHECK(parse("-9223372036854775808", ScalarType::I64).ok);
+  CHECK(parse("0x80", ScalarType::I8).error == "'0x80' is above the range of i8 (largest 127)");
+}
+
 TEST_CASE("bool takes true, false, 1 and 0") {
   CHECK(parse("true", ScalarType::Bool).bytes == std::vector<uint8_t>{1});
   CHECK(parse("0", ScalarType::Bool).bytes == std::vector<uint8_t>{0});
