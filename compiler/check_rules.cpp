@@ -63,6 +63,40 @@ std::optional<Conflict> conflict(const std::vector<ir::BufferAccess>& statement,
   return std::nullopt;
 }
 
+// Notes for the other places that add to a budget: at most kMaxSiteNotes, the last of which
+// counts the rest, so that 121 launches give one error with 8 notes, not 120.
+constexpr size_t kMaxSiteNotes = 8;
+void add_site_notes(DiagnosticEngine& diags, Diagnostic& d, const std::vector<SourceRange>& sites,
+                    const std::string& message) {
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (sites.size() > kMaxSiteNotes && i + 1 == kMaxSiteNotes) {
+      diags.add_note(d, sites[i],
+                     message + ", and at " + std::to_string(sites.size() - i - 1) + " more places");
+      return;
+    }
+    diags.add_note(d, sites[i], message);
+  }
+}
+
+// Reports about a node that `call` inlined carry its call sites as context, as if the node
+// were being checked inside the calls.
+class CallSites {
+ public:
+  CallSites(DiagnosticEngine& diags, const std::vector<SourceRange>& call_stack) : diags_(diags) {
+    for (const SourceRange& r : call_stack) diags_.push_context(r, "called from here");
+    n_ = call_stack.size();
+  }
+  ~CallSites() {
+    for (size_t i = 0; i < n_; ++i) diags_.pop_context();
+  }
+  CallSites(const CallSites&) = delete;
+  CallSites& operator=(const CallSites&) = delete;
+
+ private:
+  DiagnosticEngine& diags_;
+  size_t n_ = 0;
+};
+
 }  // namespace
 
 void Checker::compute_footprints() {
@@ -154,16 +188,19 @@ void Checker::check_budgets() {
           over_alone = l.count > prof.max_tail_launches;  // reported at the kernel's budget
           if (!reported_tail && !over_alone && g.tail_launches > prof.max_tail_launches) {
             reported_tail = true;
+            CallSites where(diags_, node.call_stack);
             Diagnostic& d = diags_.error(
                 "E0602", node.loc,
                 "one execution of `" + g.name + "` may leave " + std::to_string(g.tail_launches) +
                     " tail launches pending; " + prof.name + " allows at most " +
                     std::to_string(prof.max_tail_launches));
-            for (size_t i = 0; i + 1 < tail_sites.size(); ++i)
-              diags_.add_note(d, tail_sites[i], "tail launches are also made here");
+            tail_sites.pop_back();  // the error's own place
+            add_site_notes(diags_, d, tail_sites, "tail launches are also made here");
+            tail_sites.push_back(node.loc);
           }
           if (!reported_self && g.self_tail_launches > prof.max_self_tail_launches) {
             reported_self = true;
+            CallSites where(diags_, node.call_stack);
             diags_.error("E0603", node.loc,
                          "one execution of `" + g.name + "` may leave " +
                              std::to_string(g.self_tail_launches) +
@@ -177,14 +214,16 @@ void Checker::check_budgets() {
           if (!reported_ff && !over_alone &&
               g.fire_and_forget_launches > prof.max_fire_and_forget_launches) {
             reported_ff = true;
+            CallSites where(diags_, node.call_stack);
             Diagnostic& d = diags_.error(
                 "E0601", node.loc,
                 "one execution of `" + g.name + "` may make " +
                     std::to_string(g.fire_and_forget_launches) +
                     " fire-and-forget launches; " + prof.name + " allows at most " +
                     std::to_string(prof.max_fire_and_forget_launches));
-            for (size_t i = 0; i + 1 < ff_sites.size(); ++i)
-              diags_.add_note(d, ff_sites[i], "fire-and-forget launches are also made here");
+            ff_sites.pop_back();  // the error's own place
+            add_site_notes(diags_, d, ff_sites, "fire-and-forget launches are also made here");
+            ff_sites.push_back(node.loc);
           }
         }
       }
@@ -209,6 +248,7 @@ void Checker::check_launch_ordering() {
           auto c = conflict(later.accesses, launched);
           if (!c) continue;
           const std::string& buf = p.buffers[c->buffer].name;
+          CallSites where(diags_, later.call_stack);
           std::string what = "this statement " + std::string(c->statement_does) + " `" + buf +
                              "`, which `" + name + "` " + c->graph_does;
           if (l.mode == ir::LaunchMode::Tail) {

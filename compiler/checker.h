@@ -120,7 +120,22 @@ class Checker {
   bool in_condition_ = false;
   bool in_value_arg_ = false;   // E0108 can suggest an `in` parameter only for kernel arguments   // an array in an expression is E0406 in conditions, else E0109
   std::vector<std::vector<int>> reported_cycles_;
+
+  // `call` copies the called graph's statements, so calls that call other graphs several
+  // times multiply them (31 graphs each calling the next twice: 2^31 statements). Before
+  // inlining, each graph's fully inlined size is known (inline_sizes(), saturating), and a
+  // call that would pass the program's budget is refused (E0805), as is nesting past
+  // kMaxCallDepth (E0804). After either, no further call is inlined: one error, not one per
+  // graph.
+  void compute_inline_sizes();
+  std::vector<uint64_t> inline_size_;  // per graph: statements, calls expanded
+  uint64_t inlined_statements_ = 0;
+  bool inlining_stopped_ = false;
 };
+
+// Limits on `call` (docs/diagnostics.md, E0804 and E0805).
+constexpr size_t kMaxCallDepth = 64;
+constexpr uint64_t kMaxInlinedStatements = 50'000;
 
 // Whether a constant fits a scalar type (a fill value, a default); `why` says what is wrong.
 bool value_fits(const ir::Value& v, ir::ScalarType t, std::string* why);

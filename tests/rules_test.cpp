@@ -1980,7 +1980,163 @@ graph main {
   CHECK(diagnostics_of(fix(program, {{"  call main\n", ""}})) == "");
 }
 
+// main -> g1 -> ... -> g`last`, the last graph filling x.
+std::string call_chain(int last) {
+  std::string program = "pipeline p\nbuffer x: f32[16]\ngraph main { call g1 }\n";
+  for (int i = 1; i < last; ++i)
+    program += "graph g" + std::to_string(i) + " { call g" + std::to_string(i + 1) + " }\n";
+  return program + "graph g" + std::to_string(last) + " { fill x = 0 }\n";
+}
+
+TEST_CASE("E0804: calls nested more than 64 deep") {
+  // main -> g1 -> ... -> g65 is 65 levels of `call`; g1's own chain, built first, is 64.
+  const std::string program = call_chain(65);
+  CHECK(diagnostics_of(program) == R"txt(t.orch:67:13: error[E0804]: `call g65` nests calls 65 deep (main -> g1 -> g2 -> ... (60 more) -> g63 -> g64 -> g65); orch inlines at most 64 levels of `call`
+graph g64 { call g65 }
+            ^~~~~~~~
+t.orch:66:13: note: called from here
+graph g63 { call g64 }
+            ^~~~~~~~
+t.orch:65:13: note: called from here
+graph g62 { call g63 }
+            ^~~~~~~~
+t.orch:64:13: note: called from here
+graph g61 { call g62 }
+            ^~~~~~~~
+t.orch:63:13: note: called from here
+graph g60 { call g61 }
+            ^~~~~~~~
+t.orch:62:13: note: called from here
+graph g59 { call g60 }
+            ^~~~~~~~
+t.orch:61:13: note: called from here
+graph g58 { call g59 }
+            ^~~~~~~~
+t.orch:60:13: note: called from here
+graph g57 { call g58 }
+            ^~~~~~~~
+t.orch:3:14: note: called from here (56 more in between are not shown)
+graph main { call g1 }
+             ^~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: 64 levels.
+  CHECK(diagnostics_of(fix(program, {{"graph main { call g1 }", "graph main { call g2 }"}})) == "");
+}
+
+// g1 calls g2 twice, ..., g`levels - 1` calls g`levels` twice: 2^levels statements inlined.
+std::string call_fan(int levels) {
+  std::string program = "pipeline p\nbuffer x: f32[16]\n";
+  for (int i = 1; i < levels; ++i) {
+    std::string next = "g" + std::to_string(i + 1);
+    program += "graph g" + std::to_string(i) + " {\n  call " + next + "\n  call " + next + "\n}\n";
+  }
+  return program + "graph g" + std::to_string(levels) + " { fill x = 0 }\ngraph main { call g1 }\n";
+}
+
+TEST_CASE("E0805: calls that inline too many statements") {
+  // Each graph is checked on its own as well as where it is called, so g1, checked first,
+  // meets the limit: its first `call g2` inlines 3 * 2^14 - 2 = 49150 statements, the second
+  // would pass 50000.
+  const std::string program = call_fan(16);
+  CHECK(diagnostics_of(program) == R"txt(t.orch:5:3: error[E0805]: `call g2` would inline 49150 statements (`g2` with every graph it calls, once per `call`) on top of the 49150 already inlined; orch inlines at most 50000 statements in one pipeline (each graph is also checked on its own)
+  call g2
+  ^~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: three levels fewer, about 37,000 statements inlined in all.
+  CHECK(diagnostics_of(call_fan(13)) == "");
+}
+
 }  // TEST_SUITE("rules")
+
+TEST_SUITE("rules: call") {
+
+TEST_CASE("an error in a called graph is reported once, with the calls that lead to it") {
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+graph main {
+  call outer
+  call inner
+}
+graph outer {
+  fill x = 0
+  call inner
+}
+graph inner {
+  work<<<1, 2048>>>(x)
+}
+)orch";
+  // Found first inside main -> outer -> inner; the same statement met again (main's own
+  // `call inner`, outer and inner checked on their own) is not reported again.
+  CHECK(diagnostics_of(program) == R"txt(t.orch:13:13: error[E0201]: block of `work` has 2048 threads; sm_90 allows at most 1024 per block
+  work<<<1, 2048>>>(x)
+            ^~~~
+t.orch:10:3: note: called from here
+  call inner
+  ^~~~~~~~~~
+t.orch:5:3: note: called from here
+  call outer
+  ^~~~~~~~~~
+1 error generated.
+)txt");
+  CHECK(diagnostics_of(fix(program, {{"2048", "1024"}})) == "");
+}
+
+TEST_CASE("a rule broken only by inlined statements names the call sites") {
+  // The race is between two statements of `helper`, visible once `helper` is inlined after a
+  // fire-and-forget launch in main.
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel work(x: inout f32[]) source """extern "C" __global__ void work(float* x) { x[threadIdx.x] += 1.0f; }"""
+kernel spawn(g: graph) launches g fire_and_forget <= 1 source """extern "C" __global__ void spawn(cudaGraphExec_t g) {}"""
+graph child device { work<<<1, 1024>>>(x) }
+graph helper {
+  work<<<1, 1024>>>(x)
+}
+graph main {
+  spawn<<<1, 32>>>(child)
+  call helper
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:7:3: error[E0606]: this statement writes `x`, which `child` writes; `child` is launched fire_and_forget, so nothing orders its work before this statement
+  work<<<1, 1024>>>(x)
+  ^~~~~~~~~~~~~~~~~~~~
+t.orch:10:3: note: `child` is launched fire_and_forget here; work that needs its results belongs in a graph it tail-launches, which runs after it
+  spawn<<<1, 32>>>(child)
+  ^~~~~~~~~~~~~~~~~~~~~~~
+t.orch:11:3: note: called from here
+  call helper
+  ^~~~~~~~~~~
+1 error generated.
+)txt");
+}
+
+TEST_CASE("121 fire-and-forget launches: one error, 8 notes") {
+  std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+kernel look(x: in f32[]) source """extern "C" __global__ void look(const float* x) {}"""
+kernel spawn(g: graph) launches g fire_and_forget <= 1 source """extern "C" __global__ void spawn(cudaGraphExec_t g) {}"""
+graph child device { look<<<1, 32>>>(x) }
+graph main {
+)orch";
+  for (int i = 0; i < 121; ++i) program += "  spawn<<<1, 32>>>(child)\n";
+  program += "}\n";
+  std::string expected =
+      "t.orch:127:3: error[E0601]: one execution of `main` may make 121 fire-and-forget launches; "
+      "sm_90 allows at most 120\n  spawn<<<1, 32>>>(child)\n  ^~~~~~~~~~~~~~~~~~~~~~~\n";
+  for (int line = 7; line < 15; ++line)
+    expected += "t.orch:" + std::to_string(line) + ":3: note: fire-and-forget launches are also made here" +
+                (line == 14 ? ", and at 112 more places" : "") +
+                "\n  spawn<<<1, 32>>>(child)\n  ^~~~~~~~~~~~~~~~~~~~~~~\n";
+  expected += "1 error generated.\n";
+  CHECK(diagnostics_of(program) == expected);
+  // 120 are allowed.
+  CHECK(diagnostics_of(fix(program, {{"graph main {\n  spawn<<<1, 32>>>(child)\n", "graph main {\n"}})) == "");
+}
+
+}  // TEST_SUITE("rules: call")
 
 // ---- cases that need files on disk ----------------------------------------------------------
 
@@ -1995,7 +2151,7 @@ graph main { }
 )orch";
   CHECK(check(program, "", path)->text() ==
         path + ":2:35: error[E0110]: cannot read kernel source `sweep.cu` (looked for " +
-            dir.path() + "/sweep.cu)\n"
+            dir.path() + "/sweep.cu): No such file or directory\n"
             "kernel sweep(x: inout f32[]) from \"sweep.cu\"\n"
             "                                  ^~~~~~~~~~\n"
             "1 error generated.\n");
