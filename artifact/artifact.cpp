@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 // Header-only xxHash: the implementation is compiled into this file with static linkage and
@@ -188,18 +189,72 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
+// What an st_mode is, for messages.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The file an output path names: itself, or where a symbolic link at it points (resolved in
+// full, so a chain of links ends at the file). Empty, with *error set, if a link dangles.
+std::string resolve_output(const std::string& path, std::string* error) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) {
+    *error = errno_text(path + " is a symbolic link that cannot be followed", errno);
+    return "";
+  }
+  std::string out = real;
+  std::free(real);
+  return out;
+}
+
 }  // namespace
 
-bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error) {
+std::string output_path_problem(const std::string& path, const std::vector<std::string>& inputs) {
+  if (path.empty()) return "cannot write a file with an empty name";
+  if (path.back() == '/') return "cannot write " + path + ": the path names a directory";
+  std::string error;
+  const std::string target = resolve_output(path, &error);
+  if (target.empty()) return "cannot write " + error;
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "";  // a new file
+    return errno_text("cannot write " + path, errno);
+  }
+  if (!S_ISREG(st.st_mode))
+    return "refusing to write " + path + ": it is " + file_kind(st.st_mode) +
+           "; the output must be a regular file";
+  for (const std::string& in : inputs) {
+    struct stat is {};
+    if (::stat(in.c_str(), &is) == 0 && is.st_dev == st.st_dev && is.st_ino == st.st_ino)
+      return "refusing to write " + path + ": it is the input " + in +
+             (in == path ? "" : " (the same file under another name)");
+  }
+  if (::access(target.c_str(), W_OK) != 0)
+    return errno_text("cannot write " + path, errno);
+  return "";
+}
+
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error,
+                           const std::vector<std::string>& inputs) {
   auto fail = [&](const std::string& message) {
     if (error) *error = message;
     return false;
   };
-  if (path.empty()) return fail("cannot write a file with an empty name");
-  const size_t slash = path.rfind('/');
+  if (std::string problem = output_path_problem(path, inputs); !problem.empty()) return fail(problem);
+  std::string resolve_error;
+  const std::string target = resolve_output(path, &resolve_error);
+  if (target.empty()) return fail("cannot write " + resolve_error);
+  const size_t slash = target.rfind('/');
   const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : target.substr(0, slash));
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
   if (base.empty()) return fail("cannot write " + path + ": the path names a directory");
 
   // O_EXCL on a name unique to this process and call; open() applies the umask, unlike mkstemp.
@@ -228,8 +283,10 @@ bool write_file_atomically(const std::string& path, const std::string& bytes, st
   const int closed = ::close(fd);
   fd = -1;
   if (closed != 0) return abandon(errno_text("cannot close " + temp, errno));
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    return abandon(errno_text("cannot rename " + temp + " to " + path, errno));
+  // Checked again just before the rename: the destination may have changed while writing.
+  if (std::string problem = output_path_problem(target, inputs); !problem.empty()) return abandon(problem);
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
+    return abandon(errno_text("cannot rename " + temp + " to " + target, errno));
   }
   // Make the rename itself durable. A failure here leaves the new file in place, so it is not an
   // error the caller could act on.

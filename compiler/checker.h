@@ -128,13 +128,15 @@ class Checker {
   // kMaxCallDepth (E0804). After either, no further call is inlined: one error, not one per
   // graph.
   void compute_inline_sizes();
-  std::vector<uint64_t> inline_size_;  // per graph: statements, calls expanded
+  std::vector<uint64_t> inline_size_;   // per graph: statements, calls expanded
+  std::vector<uint64_t> inline_depth_;  // per graph: deepest nesting, calls expanded (a call is a level)
   uint64_t inlined_statements_ = 0;
   bool inlining_stopped_ = false;
 };
 
 // Limits on `call` (docs/diagnostics.md, E0804 and E0805).
 constexpr size_t kMaxCallDepth = 64;
+constexpr uint64_t kMaxInlinedDepth = 256;  // conditionals and calls; one graph alone may nest 200
 constexpr uint64_t kMaxInlinedStatements = 50'000;
 
 // Whether a constant fits a scalar type (a fill value, a default); `why` says what is wrong.

@@ -41,6 +41,8 @@ class SourceManager {
   uint32_t add(std::string path, std::string text);
   const SourceFile& file(uint32_t id) const { return files_.at(id); }
   const std::string& path(uint32_t id) const { return files_.at(id).path; }
+  // Ids run from 1 to count() - 1 (0 is "no file").
+  uint32_t count() const { return static_cast<uint32_t>(files_.size()); }
   // The text of a 1-based line without its newline; empty if out of range.
   std::string_view line_text(uint32_t file, uint32_t line) const;
   // At most `width` bytes of a line around byte column `col` (1-based), cut at UTF-8

@@ -2024,6 +2024,31 @@ graph main { call g1 }
   CHECK(diagnostics_of(fix(program, {{"graph main { call g1 }", "graph main { call g2 }"}})) == "");
 }
 
+// `graphs` graphs, each nesting the next `call` (or, in the last, a fill) in `depth` `if`s.
+std::string nested_calls(int graphs, int depth) {
+  std::string program = "pipeline p\nbuffer x: f32[16]\nbuffer flag: u32\n";
+  for (int g = 0; g < graphs; ++g) {
+    program += g == 0 ? "graph main {\n" : "graph g" + std::to_string(g) + " {\n";
+    for (int i = 0; i < depth; ++i) program += "if flag == " + std::to_string(i) + " {\n";
+    program += g + 1 < graphs ? "call g" + std::to_string(g + 1) + "\n" : "fill x = 0\n";
+    for (int i = 0; i <= depth; ++i) program += "}\n";
+  }
+  return program;
+}
+
+TEST_CASE("E0804: statements nested too deeply through calls") {
+  // Each graph nests 100 `if`s, within the parser's 200; through two calls, main's
+  // `call g1` reaches 302 levels.
+  const std::string program = nested_calls(3, 100);
+  CHECK(diagnostics_of(program) == R"txt(t.orch:105:1: error[E0804]: `call g1` nests statements 302 levels deep (conditionals and calls, through every graph it calls); orch allows at most 256
+call g1
+^~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: one call fewer (201 levels).
+  CHECK(diagnostics_of(nested_calls(2, 100)) == "");
+}
+
 // g1 calls g2 twice, ..., g`levels - 1` calls g`levels` twice: 2^levels statements inlined.
 std::string call_fan(int levels) {
   std::string program = "pipeline p\nbuffer x: f32[16]\n";

@@ -1,6 +1,7 @@
 #include "tools/orch_run/runner.h"
 
 #include <cuda_runtime_api.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -27,6 +28,19 @@ namespace {
 // Reads a whole file into 8-byte aligned storage (the artifact reader needs the alignment).
 bool read_file(const std::string& path, std::vector<uint64_t>* storage, size_t* size,
                std::string* error) {
+  // Only regular files: opening a FIFO would block until something writes to it, and a device
+  // such as /dev/zero has no end.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    *error = std::string("cannot read: it is ") +
+             (S_ISDIR(st.st_mode)    ? "a directory"
+              : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+              : S_ISCHR(st.st_mode)  ? "a character device"
+              : S_ISBLK(st.st_mode)  ? "a block device"
+                                     : "not a regular file") +
+             ", not a regular file";
+    return false;
+  }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) {
     *error = std::string("cannot open: ") + std::strerror(errno);
@@ -129,6 +143,12 @@ class Runner {
                   " launches graphs from the device, and its launches fail while CUPTI traces "
                   "them (seen with driver 580, CUDA 13.0); per-node times are not available "
                   "for it, run without --nodes");
+    // Refuse a --dump destination that could not be written before any GPU work is done.
+    for (const DumpArg& d : o_.dumps) {
+      const std::string path = me_.world_size > 1 ? d.path + ".rank" + std::to_string(me_.rank) : d.path;
+      std::string problem = orch::artifact::output_path_problem(path, input_paths());
+      if (!problem.empty()) return fail("--dump " + d.name + "=" + d.path + ": " + problem);
+    }
     for (const FillArg& f : o_.fills)
       if (f.kind == FillArg::Kind::File) {
         std::vector<uint64_t> data;
@@ -406,6 +426,14 @@ class Runner {
     return kExitOk;
   }
 
+  // The files this run reads, which no --dump may replace.
+  std::vector<std::string> input_paths() const {
+    std::vector<std::string> in{o_.pipeline};
+    for (const FillArg& f : o_.fills)
+      if (f.kind == FillArg::Kind::File) in.push_back(f.text);
+    return in;
+  }
+
   int dump(orch::Executable& x, const DumpArg& d) {
     void* ptr = x.buffer(d.name);
     const size_t bytes = x.buffer_bytes(d.name);
@@ -417,7 +445,7 @@ class Runner {
     }
     std::string error;
     const std::string path = me_.world_size > 1 ? d.path + ".rank" + std::to_string(me_.rank) : d.path;
-    if (!orch::artifact::write_file_atomically(path, data, &error))
+    if (!orch::artifact::write_file_atomically(path, data, &error, input_paths()))
       return fail("--dump " + d.name + "=" + path + ": " + error);
     out() << "dumped " << d.name << " (" << format_bytes(bytes) << ") to " << path
           << (me_.world_size > 1 ? " (rank 0's; each rank writes " + d.path + ".rank<r>)" : std::string()) << "\n";
