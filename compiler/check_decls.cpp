@@ -56,7 +56,8 @@ std::unique_ptr<ir::Program> Checker::run() {
   check_buffers();
   check_kernels();
   check_graph_headers();
-  compute_inline_sizes();
+  // Past the statement limit nothing is built: the graphs stay empty and unchecked.
+  if (!compute_inline_sizes()) return std::move(program_);
   for (size_t g = 0; g < program_->graphs.size(); ++g) build_graph(static_cast<int>(g));
   compute_footprints();
   for (ir::Graph& g : program_->graphs) derive_edges(g.body);

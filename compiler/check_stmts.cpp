@@ -825,7 +825,7 @@ std::string call_path(const ir::Program& p, const std::vector<int>& graphs, int 
 
 }  // namespace
 
-void Checker::compute_inline_sizes() {
+bool Checker::compute_inline_sizes() {
   // Saturating: the budget is far below this, and sums of saturated sizes must not wrap.
   constexpr uint64_t kHuge = uint64_t{1} << 62;
   const size_t n = graph_asts_.size();
@@ -835,6 +835,20 @@ void Checker::compute_inline_sizes() {
     count_block(graph_asts_[g]->body, symbols_, 1, direct[g], direct_depth[g], callees[g]);
   // Post-order over the call graph without recursion (a chain may be 100,000 graphs long); a
   // call back onto the stack is a cycle, reported as E0801 while building, and counts 0 here.
+  // Every statement costs the checker a few kilobytes (its node, accesses, edges), so the
+  // statements of the file are bounded before any is built.
+  uint64_t statements = 0;
+  for (size_t g = 0; g < n; ++g) {
+    statements += direct[g];
+    if (statements > kMaxStatements) {
+      diags_.error("E0806", graph_asts_[g]->name.loc,
+                   "the pipeline has more than " + std::to_string(kMaxStatements) +
+                       " statements (counted up to graph `" + graph_asts_[g]->name.name +
+                       "`); orch checks at most " + std::to_string(kMaxStatements) +
+                       " in one pipeline");
+      return false;
+    }
+  }
   inline_size_.assign(n, 0);
   inline_depth_.assign(n, 0);
   std::vector<int> state(n, 0);  // 0 new, 1 on the stack, 2 done
@@ -864,6 +878,7 @@ void Checker::compute_inline_sizes() {
       stack.pop_back();
     }
   }
+  return true;
 }
 
 void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir::Region& out) {

@@ -127,7 +127,8 @@ class Checker {
   // call that would pass the program's budget is refused (E0805), as is nesting past
   // kMaxCallDepth (E0804). After either, no further call is inlined: one error, not one per
   // graph.
-  void compute_inline_sizes();
+  // False (with E0806) if the file has more statements than the checker takes.
+  bool compute_inline_sizes();
   std::vector<uint64_t> inline_size_;   // per graph: statements, calls expanded
   std::vector<uint64_t> inline_depth_;  // per graph: deepest nesting, calls expanded (a call is a level)
   uint64_t inlined_statements_ = 0;
@@ -138,6 +139,9 @@ class Checker {
 constexpr size_t kMaxCallDepth = 64;
 constexpr uint64_t kMaxInlinedDepth = 256;  // conditionals and calls; one graph alone may nest 200
 constexpr uint64_t kMaxInlinedStatements = 50'000;
+// Statements written in the file (docs/diagnostics.md, E0806): with the inlining budget, this
+// keeps the checker's memory under 1 GB. Generated pipelines of 100,000 statements check.
+constexpr uint64_t kMaxStatements = 150'000;
 
 // Whether a constant fits a scalar type (a fill value, a default); `why` says what is wrong.
 bool value_fits(const ir::Value& v, ir::ScalarType t, std::string* why);

@@ -1,12 +1,15 @@
 // Diagnostics as users and tools see them: clang-style text with carets and notes, JSON for
 // scripts, SARIF 2.1.0 for code-scanning UIs, and a description for every stable code.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <nlohmann/json.hpp>
 #include <memory>
 #include <set>
 
+#include "support/input_file.h"
 #include "test_support.h"
 
 namespace orch {
@@ -409,6 +412,40 @@ TEST_SUITE("diagnostics") {
     CHECK(j["diagnostics"][0]["notes"].size() == 3);
     nlohmann::json sarif = nlohmann::json::parse(format_diagnostics({all[0]}, sources, DiagnosticFormat::Sarif));
     CHECK(sarif["runs"][0]["results"][0]["relatedLocations"].size() == 3);
+  }
+
+  TEST_CASE("read_input_file takes regular files only, up to a limit") {
+    test::TempDir dir("input_file");
+    const std::string path = dir.file("p.orch");
+    test::write_file(path, "pipeline p\n");
+    InputFile ok = read_input_file(path);
+    CHECK(ok.status == InputFile::Status::Ok);
+    CHECK(ok.text == "pipeline p\n");
+    // At the limit is fine; one byte more is TooLarge, with the size.
+    CHECK(read_input_file(path, 11).status == InputFile::Status::Ok);
+    InputFile big = read_input_file(path, 10);
+    CHECK(big.status == InputFile::Status::TooLarge);
+    CHECK(big.size == 11);
+    CHECK(big.text.empty());
+    // A file whose size the file system does not report (/proc) is read to its end, and
+    // limited all the same.
+    InputFile proc = read_input_file("/proc/self/status");
+    CHECK(proc.status == InputFile::Status::Ok);
+    CHECK(proc.text.rfind("Name:", 0) == 0);
+    CHECK(read_input_file("/proc/self/status", 16).status == InputFile::Status::TooLarge);
+    // Not regular files: refused without reading (a FIFO without a writer would block).
+    const std::string fifo = dir.file("fifo");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    InputFile f = read_input_file(fifo);
+    CHECK(f.status == InputFile::Status::CannotRead);
+    CHECK(f.error == "it is a FIFO (named pipe), not a regular file");
+    CHECK(read_input_file("/dev/zero").error == "it is a character device, not a regular file");
+    CHECK(read_input_file(dir.path()).error == "it is a directory, not a regular file");
+    CHECK(read_input_file(dir.file("missing")).error == "No such file or directory");
+    // A symbolic link to a regular file is read.
+    const std::string link = dir.file("link.orch");
+    REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
+    CHECK(read_input_file(link).text == "pipeline p\n");
   }
 
 }  // TEST_SUITE
