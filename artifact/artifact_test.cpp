@@ -90,7 +90,7 @@ TEST_CASE("wrap_payload writes the documented envelope") {
   const std::string file = wrap(payload);
   REQUIRE(file.size() == kHeaderSize + payload.size());
   CHECK(file.compare(0, 8, "ORCHPIPE") == 0);
-  CHECK(file.substr(8, 4) == std::string("\x01\x00\x00\x00", 4));
+  CHECK(file.substr(8, 4) == std::string{static_cast<char>(kFormatVersion), '\0', '\0', '\0'});
   CHECK(file.substr(12, 4) == std::string(4, '\0'));
   CHECK(get_u64(file, 16) == payload.size());
   CHECK(get_u64(file, 24) == XXH64(payload.data(), payload.size(), 0));
@@ -172,7 +172,7 @@ TEST_CASE("describe_pipeline summarizes everything") {
   const std::string text = describe_pipeline(*r.pipeline);
   for (const char* expected : {
            "pipeline 'sample'\n",
-           "  format version 1, compiled by orchc 0.1.0-sample\n",
+           "  format version 2, compiled by orchc 0.1.0-sample\n",
            "  targets: sm_90, sm_100\n",
            "  [0] n: u32 = 1048576  at sample.orch:2:1\n",
            "  [1] tol: f32 = 1e-06  at sample.orch:3:1\n",
@@ -181,6 +181,8 @@ TEST_CASE("describe_pipeline summarizes everything") {
            "  [2] u_host: f32[n] host (pinned, mapped)\n",
            "images: sm_90 CUBIN 64 bytes, sm_100 CUBIN 64 bytes, PTX compute_90 49 bytes\n",
            "[1] __orch_cond_0  generated  symbol __orch_cond_0  uses the device runtime\n",
+           "      code: module 0\n",
+           "modules (1):\n  [0] 1 kernel\n      images: sm_90 CUBIN 64 bytes, PTX compute_90 51 bytes\n",
            "  [0] main  main  segment 0  (6 nodes)\n",
            "    node 2: kernel  \"scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, u)\"  deps [0]  at "
            "sample.orch:12:3\n",
@@ -241,10 +243,10 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
   CHECK(error(bad) == "not an orch pipeline (bad magic)");
 
   bad = good;
-  put_u32(bad, 8, 2);
-  CHECK(error(bad) ==
-        "pipeline.bin format version 2, this runtime reads version 1; recompile the pipeline "
-        "with this orchc");
+  put_u32(bad, 8, kFormatVersion + 1);
+  CHECK(error(bad) == "pipeline.bin format version " + std::to_string(kFormatVersion + 1) +
+                          ", this runtime reads version " + std::to_string(kFormatVersion) +
+                          "; recompile the pipeline with this orchc");
 
   bad = good;
   put_u32(bad, 12, 0x10);
