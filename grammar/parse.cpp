@@ -146,14 +146,17 @@ class CappedTokenSource : public antlr4::TokenSource {
  public:
   CappedTokenSource(antlr4::Lexer& lexer, size_t cap) : lexer_(lexer), cap_(cap) {}
   std::unique_ptr<antlr4::Token> nextToken() override {
+    if (over_) return eof();
+    std::unique_ptr<antlr4::Token> t = lexer_.nextToken();
+    if (t->getType() == antlr4::Token::EOF) return t;  // EOF is not counted
     if (count_ >= cap_) {
       over_ = true;
-      return lexer_.getTokenFactory()->create(
-          {&lexer_, lexer_.getInputStream()}, antlr4::Token::EOF, "", antlr4::Token::DEFAULT_CHANNEL,
-          INVALID_INDEX, INVALID_INDEX, lexer_.getLine(), lexer_.getCharPositionInLine());
+      over_line_ = t->getLine();
+      over_col_ = t->getCharPositionInLine();
+      return eof();
     }
     ++count_;
-    return lexer_.nextToken();
+    return t;
   }
   size_t getLine() const override { return lexer_.getLine(); }
   size_t getCharPositionInLine() override { return lexer_.getCharPositionInLine(); }
@@ -163,12 +166,22 @@ class CappedTokenSource : public antlr4::TokenSource {
     return lexer_.getTokenFactory();
   }
   bool over() const { return over_; }
+  // Where the token past the limit begins (valid when over()).
+  size_t over_line() const { return over_line_; }
+  size_t over_col() const { return over_col_; }
 
  private:
   antlr4::Lexer& lexer_;
   size_t cap_;
+  std::unique_ptr<antlr4::Token> eof() {
+    return lexer_.getTokenFactory()->create(
+        {&lexer_, lexer_.getInputStream()}, antlr4::Token::EOF, "", antlr4::Token::DEFAULT_CHANNEL,
+        INVALID_INDEX, INVALID_INDEX, lexer_.getLine(), lexer_.getCharPositionInLine());
+  }
+
   size_t count_ = 0;
   bool over_ = false;
+  size_t over_line_ = 0, over_col_ = 0;
 };
 
 // ANTLR's own UTF-8 decoding (std::wstring_convert) needs several times the file's size at its
@@ -243,10 +256,9 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t
   if (capped.over()) {
     SourceRange r;
     r.file = file_id;
-    antlr4::Token* last = tokens.get(tokens.size() - 1);
-    r.begin = {static_cast<uint32_t>(last->getLine()),
-               sources.byte_column(file_id, static_cast<uint32_t>(last->getLine()),
-                                   last->getCharPositionInLine())};
+    r.begin = {static_cast<uint32_t>(capped.over_line()),
+               sources.byte_column(file_id, static_cast<uint32_t>(capped.over_line()),
+                                   capped.over_col())};
     r.end = {r.begin.line, r.begin.col + 1};
     diags.error("E0005", r,
                 "the file has more than " + std::to_string(max_tokens) +

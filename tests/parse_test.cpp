@@ -638,6 +638,26 @@ TEST_SUITE("parse") {
           "1 error generated.\n");
   }
 
+  TEST_CASE("parse error token limit (E0005)") {
+    // `pipeline p`, then `buffer x: f32[16]`: 2 + 7 tokens (EOF is not counted).
+    const std::string text = "pipeline p\nbuffer x: f32[16]\n";
+    auto parse = [&](size_t max_tokens) {
+      auto p = std::make_unique<test::Parsed>();
+      p->file = p->sources.add("test.orch", text);
+      p->module = parse_module(p->sources, p->file, p->diags, max_tokens);
+      return p;
+    };
+    CHECK(parse(9)->diags.all().empty());
+    CHECK(parse(9)->module->buffers.size() == 1);
+    // One fewer: refused at the 9th token, `]`, before anything is parsed.
+    auto over = parse(8);
+    CHECK(over->diagnostics() ==
+          "test.orch:2:17: error[E0005]: the file has more than 8 tokens, more than orchc parses "
+          "in one file\nbuffer x: f32[16]\n                ^\n1 error generated.\n");
+    CHECK(over->module->buffers.empty());
+    CHECK(kMaxTokens == 1'500'000);
+  }
+
   TEST_CASE("parse error expression length limit") {
     // 500 terms are fine.
     auto fine = parse_string("pipeline p\nparam a: u32 = 1" + repeat(" + 1", 500) + "\n");

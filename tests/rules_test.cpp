@@ -2060,6 +2060,40 @@ std::string call_fan(int levels) {
   return program + "graph g" + std::to_string(levels) + " { fill x = 0 }\ngraph main { call g1 }\n";
 }
 
+TEST_CASE("E0804: the nesting limit through calls is exactly 256") {
+  // main calls g1 at depth 0; g1 nests its call of g2 in 127 `if`s, g2 nests its fill in
+  // `depth` `if`s: the fill is at 127 + 1 + depth + 1 levels, counting the call.
+  auto program = [](int depth) {
+    std::string text = "pipeline p\nbuffer x: f32[16]\nbuffer flag: u32\ngraph main { call g1 }\ngraph g1 {\n";
+    for (int i = 0; i < 127; ++i) text += "if flag == 1 {\n";
+    text += "call g2\n" + std::string(127, '}') + "\n}\ngraph g2 {\n";
+    for (int i = 0; i < depth; ++i) text += "if flag == 2 {\n";
+    return text + "fill x = 0\n" + std::string(depth, '}') + "\n}\n";
+  };
+  CHECK(diagnostics_of(program(127)) == "");
+  CHECK(diagnostics_of(program(128)) == R"txt(t.orch:4:14: error[E0804]: `call g1` nests statements 257 levels deep (conditionals and calls, through every graph it calls); orch allows at most 256
+graph main { call g1 }
+             ^~~~~~~
+1 error generated.
+)txt");
+}
+
+TEST_CASE("E0805: the inlining budget is exactly 50,000 statements") {
+  // A 1,000-statement helper called 50 times is 50,000; one statement more through another
+  // call is over.
+  const std::string helper = "graph helper {\n" + [] {
+    std::string body;
+    for (int i = 0; i < 1000; ++i) body += "  fill x = 0\n";
+    return body;
+  }() + "}\n";
+  std::string calls;
+  for (int i = 0; i < 50; ++i) calls += "  call helper\n";
+  const std::string program =
+      "pipeline p\nbuffer x: f32[16]\ngraph tiny { fill x = 1 }\n" + helper + "graph main {\n" + calls + "}\n";
+  CHECK(diagnostics_of(program) == "");
+  CHECK(check(program + "graph more { call tiny }\n")->codes() == "E0805");
+}
+
 TEST_CASE("E0805: calls that inline too many statements") {
   // Each graph is checked on its own as well as where it is called, so g1, checked first,
   // meets the limit: its first `call g2` inlines 3 * 2^14 - 2 = 49150 statements, the second
