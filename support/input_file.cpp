@@ -23,9 +23,19 @@ std::string describe_file_type(unsigned mode) {
 
 InputFile read_input_file(const std::string& path, size_t max_bytes) {
   InputFile out;
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. A regular file
-  // ignores the flag. The type is checked on the open descriptor, so the file cannot be
-  // swapped between the check and the read.
+  // Not even opened unless it is a regular file: opening a device can act on it (a watchdog,
+  // a tape), and opening a FIFO wakes its writer.
+  struct stat named {};
+  if (::stat(path.c_str(), &named) != 0) {
+    out.error = std::strerror(errno);
+    return out;
+  }
+  if (!S_ISREG(named.st_mode)) {
+    out.error = "it is " + describe_file_type(named.st_mode) + ", not a regular file";
+    return out;
+  }
+  // O_NONBLOCK, and the type checked again on the open descriptor: the name may have been
+  // swapped for a FIFO since, whose open would otherwise wait for a writer.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     out.error = std::strerror(errno);

@@ -22,9 +22,9 @@ struct InputFile {
   size_t size = 0;    // the size seen when TooLarge
 };
 
-// Opens without blocking (a FIFO with no writer), refuses anything but a regular file (after
-// following symbolic links), and reads at most `max_bytes`, even from a file whose size the
-// file system does not know in advance (/proc).
+// Refuses anything but a regular file (after following symbolic links) without opening it,
+// opens without blocking, and reads at most `max_bytes`, even from a file whose size the file
+// system does not know in advance (/proc).
 InputFile read_input_file(const std::string& path, size_t max_bytes = kMaxInputBytes);
 
 // "a directory", "a FIFO (named pipe)", "a character device", ... for an st_mode.
