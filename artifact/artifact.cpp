@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -172,18 +173,72 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
+// What an st_mode is, for messages ("a directory"); "not a regular file" for anything else.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The file an output path names: itself, or where a symbolic link at it points (resolved in
+// full, so a chain of links ends at the file). Empty, with *error set, if a link dangles.
+std::string resolve_output(const std::string& path, std::string* error) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (!real) {
+    *error = errno_text(path + " is a symbolic link that cannot be followed", errno);
+    return "";
+  }
+  std::string out = real;
+  std::free(real);
+  return out;
+}
+
 }  // namespace
 
-bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error) {
+std::string output_path_problem(const std::string& path, const std::vector<std::string>& inputs) {
+  if (path.empty()) return "cannot write a file with an empty name";
+  if (path.back() == '/') return "cannot write " + path + ": the path names a directory";
+  std::string error;
+  const std::string target = resolve_output(path, &error);
+  if (target.empty()) return "cannot write " + error;
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "";  // a new file
+    return errno_text("cannot write " + path, errno);
+  }
+  if (!S_ISREG(st.st_mode))
+    return "refusing to write " + path + ": it is " + file_kind(st.st_mode) +
+           "; the output must be a regular file";
+  for (const std::string& in : inputs) {
+    struct stat is {};
+    if (::stat(in.c_str(), &is) == 0 && is.st_dev == st.st_dev && is.st_ino == st.st_ino)
+      return "refusing to write " + path + ": it is the input " + in +
+             (in == path ? "" : " (the same file under another name)");
+  }
+  if (::access(target.c_str(), W_OK) != 0)
+    return errno_text("cannot write " + path, errno);
+  return "";
+}
+
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error,
+                           const std::vector<std::string>& inputs) {
   auto fail = [&](const std::string& message) {
     if (error) *error = message;
     return false;
   };
-  if (path.empty()) return fail("cannot write a file with an empty name");
-  const size_t slash = path.rfind('/');
+  if (std::string problem = output_path_problem(path, inputs); !problem.empty()) return fail(problem);
+  std::string resolve_error;
+  const std::string target = resolve_output(path, &resolve_error);
+  if (target.empty()) return fail("cannot write " + resolve_error);
+  const size_t slash = target.rfind('/');
   const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : target.substr(0, slash));
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
   if (base.empty()) return fail("cannot write " + path + ": the path names a directory");
 
   // O_EXCL on a name unique to this process and call; open() applies the umask, unlike mkstemp.
@@ -212,8 +267,10 @@ bool write_file_atomically(const std::string& path, const std::string& bytes, st
   const int closed = ::close(fd);
   fd = -1;
   if (closed != 0) return abandon(errno_text("cannot close " + temp, errno));
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    return abandon(errno_text("cannot rename " + temp + " to " + path, errno));
+  // Checked again just before the rename: the destination may have changed while writing.
+  if (std::string problem = output_path_problem(target, inputs); !problem.empty()) return abandon(problem);
+  if (::rename(temp.c_str(), target.c_str()) != 0) {
+    return abandon(errno_text("cannot rename " + temp + " to " + target, errno));
   }
   // Make the rename itself durable. A failure here leaves the new file in place, so it is not an
   // error the caller could act on.
@@ -229,13 +286,11 @@ bool write_file_atomically(const std::string& path, const std::string& bytes, st
 
 namespace {
 
-const char* file_kind(mode_t mode) {
+// Why a file of this st_mode is not read: "is a directory, not a file", ...
+std::string not_readable(mode_t mode) {
   if (S_ISDIR(mode)) return "is a directory, not a file";
-  if (S_ISFIFO(mode)) return "is a FIFO (named pipe), not a regular file";
-  if (S_ISSOCK(mode)) return "is a socket, not a regular file";
-  if (S_ISCHR(mode)) return "is a character device, not a regular file";
-  if (S_ISBLK(mode)) return "is a block device, not a regular file";
-  return "is not a regular file";
+  const std::string kind = file_kind(mode);
+  return kind.rfind("not ", 0) == 0 ? "is " + kind : "is " + kind + ", not a regular file";
 }
 
 // Aligned storage for `bytes` bytes plus a zero word, or null when memory runs out.
@@ -260,7 +315,7 @@ bool read_file(const std::string& path, size_t max_size, FileBytes* out, std::st
     // wait for a writer.
     struct stat st = {};
     if (::stat(path.c_str(), &st) != 0) return fail(errno_text("cannot open", errno));
-    if (!S_ISREG(st.st_mode)) return fail(file_kind(st.st_mode));
+    if (!S_ISREG(st.st_mode)) return fail(not_readable(st.st_mode));
     // O_NONBLOCK: should the name now be a FIFO (replaced since stat), open does not wait.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) return fail(errno_text("cannot open", errno));
@@ -269,7 +324,7 @@ bool read_file(const std::string& path, size_t max_size, FileBytes* out, std::st
       ~Closer() { ::close(fd); }
     } closer{fd};
     if (::fstat(fd, &st) != 0) return fail(errno_text("cannot read", errno));
-    if (!S_ISREG(st.st_mode)) return fail(file_kind(st.st_mode));
+    if (!S_ISREG(st.st_mode)) return fail(not_readable(st.st_mode));
     const auto too_large = [&](uint64_t n) {
       return fail((n > max_size ? "is " + std::to_string(n) + " bytes" : std::string("grows while it is read")) +
                   ", larger than the " + std::to_string(max_size) + " bytes it may have");

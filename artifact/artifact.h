@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "artifact/pipeline_generated.h"
 
@@ -64,10 +65,19 @@ OpenResult open_pipeline(const uint8_t* data, size_t size);
 // verifier accepted.
 std::string validate(const orch::fb::Pipeline& pipeline, size_t payload_size);
 
-// Writes `bytes` to a temporary file in the same directory, fsyncs it, renames it over `path` and
-// fsyncs the directory. On failure the old file at `path` is untouched, the temporary file is
-// removed, *error (if given) says why, and the result is false.
-bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error);
+// Why `path` cannot be an output file, or "" if it can. An output must be absent or a regular
+// file (after following symbolic links), writable, and not the same file (device and inode, so
+// also through links) as any of `inputs`: `-o /dev/null` as root would otherwise replace the
+// device with a regular file, and `-o` onto the input would replace the pipeline's source.
+std::string output_path_problem(const std::string& path, const std::vector<std::string>& inputs = {});
+
+// Writes `bytes` to a temporary file in the destination's directory, fsyncs it, renames it over
+// the destination and fsyncs the directory. The destination is `path`, or the file a symbolic
+// link at `path` points to (the link stays). First refuses what output_path_problem() refuses,
+// touching nothing. On failure the old file is untouched, the temporary file is removed,
+// *error (if given) says why, and the result is false.
+bool write_file_atomically(const std::string& path, const std::string& bytes, std::string* error,
+                           const std::vector<std::string>& inputs = {});
 
 // A whole file in 8-byte aligned memory (what open_pipeline() needs).
 struct FileBytes {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <xxhash.h>  // the linked libxxhash, to check our inline copy against
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +67,7 @@ struct TempDir {
       }
       ::closedir(d);
     }
+    std::sort(names.begin(), names.end());
     return names;
   }
 };
@@ -181,6 +183,8 @@ TEST_CASE("describe_pipeline summarizes everything") {
            "  [2] u_host: f32[n] host (pinned, mapped)\n",
            "images: sm_90 CUBIN 64 bytes, sm_100 CUBIN 64 bytes, PTX compute_90 49 bytes\n",
            "[1] __orch_cond_0  generated  symbol __orch_cond_0  uses the device runtime\n",
+           "      code: module 0\n",
+           "modules (1):\n  [0] 1 kernel\n      images: sm_90 CUBIN 64 bytes, PTX compute_90 51 bytes\n",
            "  [0] main  main  segment 0  (6 nodes)\n",
            "    node 2: kernel  \"scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, u)\"  deps [0]  at "
            "sample.orch:12:3\n",
@@ -387,7 +391,7 @@ TEST_CASE("write_file_atomically") {
     const std::string sub = dir.path + "/sub";
     REQUIRE(::mkdir(sub.c_str(), 0700) == 0);
     CHECK_FALSE(write_file_atomically(sub, good, &error));
-    CHECK(error.find("cannot rename") != std::string::npos);
+    CHECK(error == "refusing to write " + sub + ": it is a directory; the output must be a regular file");
     struct stat st;
     CHECK((::stat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)));
     CHECK(dir.entries() == std::vector<std::string>{"sub"});  // no temporary left behind
@@ -431,6 +435,70 @@ TEST_CASE("write_file_atomically") {
     ::chmod(dir.path.c_str(), 0700);
     CHECK(read_all(path) == good);
     CHECK(dir.entries() == std::vector<std::string>{"pipeline.bin"});
+  }
+
+  SUBCASE("a FIFO is refused without opening it, and stays a FIFO") {
+    const std::string fifo = dir.path + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // Opening a FIFO for writing with no reader would block: the refusal must come first.
+    CHECK_FALSE(write_file_atomically(fifo, good, &error));
+    CHECK(error == "refusing to write " + fifo + ": it is a FIFO (named pipe); the output must be a regular file");
+    struct stat st;
+    CHECK((::lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+    CHECK(dir.entries() == std::vector<std::string>{"fifo"});
+  }
+
+  SUBCASE("a character device is refused and left alone") {
+    // As root, rename() over /dev/null would replace the device with a regular file.
+    CHECK_FALSE(write_file_atomically("/dev/null", good, &error));
+    CHECK(error == "refusing to write /dev/null: it is a character device; the output must be a regular file");
+    struct stat st;
+    CHECK((::stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode)));
+    CHECK(output_path_problem("/dev/zero") ==
+          "refusing to write /dev/zero: it is a character device; the output must be a regular file");
+  }
+
+  SUBCASE("an input is refused, also through a symbolic or hard link") {
+    const std::string input = dir.path + "/p.orch";
+    const std::string soft = dir.path + "/soft.bin";
+    const std::string hard = dir.path + "/hard.bin";
+    REQUIRE(write_file_atomically(input, "pipeline p\n", &error));
+    REQUIRE(::symlink(input.c_str(), soft.c_str()) == 0);
+    REQUIRE(::link(input.c_str(), hard.c_str()) == 0);
+    CHECK_FALSE(write_file_atomically(input, good, &error, {input}));
+    CHECK(error == "refusing to write " + input + ": it is the input " + input);
+    CHECK_FALSE(write_file_atomically(soft, good, &error, {input}));
+    CHECK(error == "refusing to write " + soft + ": it is the input " + input +
+                       " (the same file under another name)");
+    CHECK_FALSE(write_file_atomically(hard, good, &error, {input}));
+    CHECK(error.find("it is the input " + input) != std::string::npos);
+    // The input is an input only when named: another file is fine.
+    CHECK(output_path_problem(input, {path}) == "");
+    CHECK(read_all(input) == "pipeline p\n");
+    struct stat st;
+    CHECK((::lstat(soft.c_str(), &st) == 0 && S_ISLNK(st.st_mode)));
+  }
+
+  SUBCASE("a symbolic link to a regular file is written through, and stays a link") {
+    const std::string target = dir.path + "/target.bin";
+    const std::string link = dir.path + "/link.bin";
+    REQUIRE(write_file_atomically(target, "old", &error));
+    REQUIRE(::symlink("target.bin", link.c_str()) == 0);
+    REQUIRE(write_file_atomically(link, good, &error));
+    CHECK(read_all(target) == good);
+    struct stat st;
+    CHECK((::lstat(link.c_str(), &st) == 0 && S_ISLNK(st.st_mode)));
+    CHECK(dir.entries() == std::vector<std::string>{"link.bin", "target.bin"});
+    // A dangling link is refused: where it points is not what the user named.
+    const std::string dangling = dir.path + "/dangling.bin";
+    REQUIRE(::symlink("missing/nowhere.bin", dangling.c_str()) == 0);
+    CHECK_FALSE(write_file_atomically(dangling, good, &error));
+    CHECK(error.find("cannot write " + dangling + " is a symbolic link that cannot be followed") == 0);
+    // A link to a device is refused like the device.
+    const std::string to_null = dir.path + "/null.bin";
+    REQUIRE(::symlink("/dev/null", to_null.c_str()) == 0);
+    CHECK_FALSE(write_file_atomically(to_null, good, &error));
+    CHECK(error == "refusing to write " + to_null + ": it is a character device; the output must be a regular file");
   }
 
   SUBCASE("an empty path and a trailing slash are refused") {
@@ -491,7 +559,7 @@ TEST_CASE("orch-inspect") {
 
   r = run_inspect(dir.path);
   CHECK(r.status == 1);
-  CHECK(r.err == "orch-inspect: " + dir.path + ": cannot read: Is a directory\n");
+  CHECK(r.err == "orch-inspect: " + dir.path + ": is a directory, not a file\n");
 
   CHECK(run_inspect("").status == 2);
   CHECK(run_inspect(good + " extra").status == 2);

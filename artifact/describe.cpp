@@ -171,19 +171,39 @@ class Describer {
         if (q->family_size() > 0) text += "[" + std::to_string(q->family_size()) + "]";
       }
       line(3, size_of(params) ? text : "params: none");
-      const auto* images = k->images();
-      text = "images:";
-      for (uint32_t j = 0; j < size_of(images); ++j) {
-        const fb::KernelImage* image = images->Get(j);
-        text += (j ? ", " : " ") + printable(image->arch()) + " CUBIN " +
-                std::to_string(size_of(image->cubin())) + " bytes";
-      }
-      if (size_of(k->ptx()) > 0) {
-        text += (size_of(images) ? ", PTX " : " PTX ") + printable(k->ptx_arch()) + " " +
-                std::to_string(size_of(k->ptx())) + " bytes";
-      }
-      line(3, text);
+      if (k->in_module() >= 0)
+        line(3, "code: module " + std::to_string(k->in_module()));
+      else
+        line(3, code_text(k->images(), k->ptx(), k->ptx_arch()));
     }
+    const auto* modules = p_.modules();
+    if (size_of(modules) == 0) return;
+    line(0, "modules (" + std::to_string(size_of(modules)) + "):");
+    for (uint32_t m = 0; m < size_of(modules); ++m) {
+      std::string users;
+      uint32_t count = 0;
+      for (uint32_t i = 0; i < size_of(v); ++i)
+        if (v->Get(i)->in_module() == static_cast<int>(m)) ++count;
+      users = std::to_string(count) + (count == 1 ? " kernel" : " kernels");
+      line(1, "[" + std::to_string(m) + "] " + users);
+      const fb::Module* mod = modules->Get(m);
+      line(3, code_text(mod->images(), mod->ptx(), mod->ptx_arch()));
+    }
+  }
+
+  static std::string code_text(const flatbuffers::Vector<flatbuffers::Offset<fb::KernelImage>>* images,
+                               const flatbuffers::Vector<uint8_t>* ptx, const flatbuffers::String* ptx_arch) {
+    std::string text = "images:";
+    for (uint32_t j = 0; j < size_of(images); ++j) {
+      const fb::KernelImage* image = images->Get(j);
+      text += (j ? ", " : " ") + printable(image->arch()) + " CUBIN " +
+              std::to_string(size_of(image->cubin())) + " bytes";
+    }
+    if (size_of(ptx) > 0) {
+      text += (size_of(images) ? ", PTX " : " PTX ") + printable(ptx_arch) + " " +
+              std::to_string(size_of(ptx)) + " bytes";
+    }
+    return text;
   }
 
   void graphs() {

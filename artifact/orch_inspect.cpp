@@ -2,43 +2,10 @@
 // refuse gets one line on stderr, "orch-inspect: FILE: <why>", and exit code 1; usage errors
 // exit 2.
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <string>
-#include <vector>
 
 #include "artifact/artifact.h"
-
-namespace {
-
-// Reads the whole file into 8-byte aligned storage (FlatBuffers reads scalars in place).
-bool read_file(const std::string& path, std::vector<uint64_t>* storage, size_t* size,
-               std::string* error) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = std::string("cannot open: ") + std::strerror(errno);
-    return false;
-  }
-  std::string bytes;
-  char chunk[65536];
-  size_t n;
-  while ((n = std::fread(chunk, 1, sizeof(chunk), f)) > 0) bytes.append(chunk, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) {
-    *error = std::string("cannot read: ") + std::strerror(err);
-    return false;
-  }
-  storage->assign((bytes.size() + 7) / 8, 0);
-  if (!bytes.empty()) std::memcpy(storage->data(), bytes.data(), bytes.size());
-  *size = bytes.size();
-  return true;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -57,15 +24,15 @@ int main(int argc, char** argv) {
   }
 
   try {
-    std::vector<uint64_t> storage;
-    size_t size = 0;
+    // The runtime's reader: regular files only (a FIFO is never opened), at most the size the
+    // runtime loads.
+    orch::artifact::FileBytes file;
     std::string error;
-    if (!read_file(path, &storage, &size, &error)) {
+    if (!orch::artifact::read_file(path, orch::artifact::kMaxFileSize, &file, &error)) {
       std::cerr << "orch-inspect: " << path << ": " << error << "\n";
       return 1;
     }
-    const auto result =
-        orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(storage.data()), size);
+    const auto result = orch::artifact::open_pipeline(file.data(), file.size);
     if (!result.ok()) {
       std::cerr << "orch-inspect: " << path << ": " << result.error << "\n";
       return 1;

@@ -6,6 +6,7 @@
 //   param n: u32 = 1 << 20                       [1] main.1   (segment 1, launches expert)
 //   param tol: f32 = 1e-6                        [2] expert   (device, fire-and-forget)
 //   param mode: i32                       handles: [0] owned by main, drives node 4
+//                                         modules: [0] the code of __orch_cond_0
 //   buffer u, v: f32[n]; u_host: f32[n] host; flag: u32; counts: i32[ceil_div(n, 256) * 2]
 #include "artifact/sample_pipeline.h"
 
@@ -43,6 +44,7 @@ class SampleBuilder {
     const auto comms =
         fbb_.CreateVector(std::vector<Offset<fb::Comm>>{fb::CreateCommDirect(fbb_, "world")});
     const auto kernels = build_kernels();
+    const auto modules = build_modules();
     const auto graphs = fbb_.CreateVector(
         std::vector<Offset<fb::Graph>>{build_main(), build_main_tail(), build_expert()});
     const auto segments = fbb_.CreateVector(std::vector<int32_t>{kMain, kMainTail});
@@ -56,7 +58,8 @@ class SampleBuilder {
             &check_loc)});
     const auto root =
         fb::CreatePipeline(fbb_, name, compiler, files, targets, params, buffers, comms, kernels,
-                           graphs, kMain, segments, handles, checks, 0x0123456789ABCDEFull);
+                           graphs, kMain, segments, handles, checks, 0x0123456789ABCDEFull,
+                           /*status_sites=*/0, modules);
     fb::FinishPipelineBuffer(fbb_, root);
     return std::string(reinterpret_cast<const char*>(fbb_.GetBufferPointer()), fbb_.GetSize());
   }
@@ -119,14 +122,15 @@ class SampleBuilder {
                                          &params, false, &loc));
     }
     {
-      const std::vector<Offset<fb::KernelImage>> images = {image("sm_90", 3)};
+      // Generated: its code is in module 0.
       const std::vector<Offset<fb::KernelParam>> params = {
           fb::CreateKernelParamDirect(fbb_, "flag", fb::KernelParamKind::Scalar,
                                       fb::ScalarType::U32, fb::Access::In),
           fb::CreateKernelParamDirect(fbb_, "cond", fb::KernelParamKind::Cond, fb::ScalarType::U32),
       };
-      v.push_back(fb::CreateKernelDirect(fbb_, "__orch_cond_0", "__orch_cond_0", true, &images,
-                                         nullptr, nullptr, &params, true));
+      v.push_back(fb::CreateKernelDirect(fbb_, "__orch_cond_0", "__orch_cond_0", true, nullptr,
+                                         nullptr, nullptr, &params, true, nullptr,
+                                         /*launches_kernels=*/false, /*in_module=*/0));
     }
     {
       const fb::SourceLoc loc(1, 20, 1);
@@ -141,6 +145,15 @@ class SampleBuilder {
                                          &images, nullptr, nullptr, &params, true, &loc));
     }
     return fbb_.CreateVector(v);
+  }
+
+  // One module, holding the generated kernel's code: a CUBIN for sm_90 and PTX.
+  Offset<flatbuffers::Vector<Offset<fb::Module>>> build_modules() {
+    const std::vector<Offset<fb::KernelImage>> images = {image("sm_90", 3)};
+    const std::string ptx_text = "// fake PTX for the generated kernels\n.version 8.0\n";
+    const std::vector<uint8_t> ptx(ptx_text.begin(), ptx_text.end());
+    return fbb_.CreateVector(
+        std::vector<Offset<fb::Module>>{fb::CreateModuleDirect(fbb_, &images, &ptx, "compute_90")});
   }
 
   using ExprVec = Offset<flatbuffers::Vector<Offset<fb::Expr>>>;

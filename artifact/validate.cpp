@@ -310,9 +310,21 @@ class Validator {
 
     if (!check_unique_names(comms_, "comm")) return false;
 
+    const auto* modules = p_.modules();
+    for (uint32_t m = 0; m < size_of(modules); ++m) {
+      const fb::Module* mod = modules->Get(m);
+      if (!charge(8)) return false;
+      if (!check_code(mod->images(), mod->ptx(), mod->ptx_arch(), "module " + std::to_string(m)))
+        return false;
+    }
+    std::vector<bool> module_used(size_of(modules), false);
     for (uint32_t i = 0; i < n_kernels_; ++i) {
       if (!check_kernel(i)) return false;
+      const int module = kernels_->Get(i)->in_module();
+      if (module >= 0 && static_cast<uint32_t>(module) < module_used.size()) module_used[module] = true;
     }
+    for (uint32_t m = 0; m < module_used.size(); ++m)
+      if (!module_used[m]) return fail("module " + std::to_string(m) + " holds no kernel's code");
 
     for (uint32_t i = 0; i < n_handles_; ++i) {
       const fb::ConditionalHandle* h = handles_->Get(i);
@@ -400,14 +412,10 @@ class Validator {
     return true;
   }
 
-  bool check_kernel(uint32_t i) {
-    const fb::Kernel* k = kernels_->Get(i);
-    if (!charge(8)) return false;
-    if (empty(k->name())) return fail("kernel " + std::to_string(i) + " has an empty name");
-    const std::string label = kernel_label(i);
-    if (empty(k->lowered_name())) return fail(label + " has an empty lowered_name");
-
-    const auto* images = k->images();
+  // The compiled code of a kernel or a module: at least a CUBIN or PTX, one CUBIN per arch.
+  bool check_code(const flatbuffers::Vector<flatbuffers::Offset<fb::KernelImage>>* images,
+                  const flatbuffers::Vector<uint8_t>* ptx, const flatbuffers::String* ptx_arch,
+                  const std::string& label) {
     std::unordered_set<std::string_view> archs;
     for (uint32_t j = 0; j < size_of(images); ++j) {
       const fb::KernelImage* image = images->Get(j);
@@ -423,9 +431,29 @@ class Validator {
         return fail(label + " has two images for " + printable(image->arch()));
       }
     }
-    const bool has_ptx = size_of(k->ptx()) > 0;
-    if (has_ptx && empty(k->ptx_arch())) return fail(label + " has PTX but no ptx_arch");
+    const bool has_ptx = size_of(ptx) > 0;
+    if (has_ptx && empty(ptx_arch)) return fail(label + " has PTX but no ptx_arch");
     if (size_of(images) == 0 && !has_ptx) return fail(label + " has neither a CUBIN nor PTX");
+    return true;
+  }
+
+  bool check_kernel(uint32_t i) {
+    const fb::Kernel* k = kernels_->Get(i);
+    if (!charge(8)) return false;
+    if (empty(k->name())) return fail("kernel " + std::to_string(i) + " has an empty name");
+    const std::string label = kernel_label(i);
+    if (empty(k->lowered_name())) return fail(label + " has an empty lowered_name");
+
+    if (k->in_module() != -1) {
+      // The code is the module's: a kernel with code of its own as well would be ambiguous.
+      std::string problem = range_problem("module index", k->in_module(), size_of(p_.modules()), "module");
+      if (!problem.empty()) return fail(label + ": " + problem);
+      if (size_of(k->images()) > 0 || size_of(k->ptx()) > 0 || !empty(k->ptx_arch()))
+        return fail(label + " is in module " + std::to_string(k->in_module()) +
+                    " but also has images or PTX of its own");
+    } else if (!check_code(k->images(), k->ptx(), k->ptx_arch(), label)) {
+      return false;
+    }
 
     const auto* params = k->params();
     for (uint32_t j = 0; j < size_of(params); ++j) {

@@ -214,15 +214,50 @@ TEST_CASE("validate: kernels") {
        "kernel 'scale' has two images for sm_90"},
       {"ptx without arch", [](fb::PipelineT& t) { t.kernels[0]->ptx_arch = ""; },
        "kernel 'scale' has PTX but no ptx_arch"},
-      {"no image", [](fb::PipelineT& t) { t.kernels[1]->images.clear(); },
-       "kernel '__orch_cond_0' has neither a CUBIN nor PTX"},
+      {"no image", [](fb::PipelineT& t) { t.kernels[2]->images.clear(); },
+       "kernel 'launcher' has neither a CUBIN nor PTX"},
       {"PTX alone is enough",
        [](fb::PipelineT& t) {
-         t.kernels[1]->images.clear();
-         t.kernels[1]->ptx = {'/', '/'};
-         t.kernels[1]->ptx_arch = "compute_90";
+         t.kernels[2]->images.clear();
+         t.kernels[2]->ptx = {'/', '/'};
+         t.kernels[2]->ptx_arch = "compute_90";
        },
        ""},
+      {"module index", [](fb::PipelineT& t) { t.kernels[1]->in_module = 1; },
+       "kernel '__orch_cond_0': module index 1 is out of range (the pipeline has 1 module)"},
+      {"negative module index", [](fb::PipelineT& t) { t.kernels[1]->in_module = -2; },
+       "kernel '__orch_cond_0': module index -2 is out of range (the pipeline has 1 module)"},
+      {"a kernel in a module with code of its own",
+       [](fb::PipelineT& t) { t.kernels[1]->ptx_arch = "compute_90"; },
+       "kernel '__orch_cond_0' is in module 0 but also has images or PTX of its own"},
+      {"a kernel in a module with an image of its own",
+       [](fb::PipelineT& t) { t.kernels[1]->images.push_back(std::make_unique<fb::KernelImageT>(*t.kernels[0]->images[0])); },
+       "kernel '__orch_cond_0' is in module 0 but also has images or PTX of its own"},
+      {"a kernel moved out of its module needs code",
+       [](fb::PipelineT& t) {
+         t.kernels[1]->in_module = -1;
+         t.modules.clear();
+       },
+       "kernel '__orch_cond_0' has neither a CUBIN nor PTX"},
+      {"a module no kernel uses", [](fb::PipelineT& t) { t.kernels[1]->in_module = -1;
+         t.kernels[1]->images.push_back(std::make_unique<fb::KernelImageT>(*t.kernels[0]->images[0])); },
+       "module 0 holds no kernel's code"},
+      {"module without code",
+       [](fb::PipelineT& t) {
+         t.modules[0]->images.clear();
+         t.modules[0]->ptx.clear();
+       },
+       "module 0 has neither a CUBIN nor PTX"},
+      {"module PTX alone is enough", [](fb::PipelineT& t) { t.modules[0]->images.clear(); }, ""},
+      {"module PTX without arch", [](fb::PipelineT& t) { t.modules[0]->ptx_arch = ""; },
+       "module 0 has PTX but no ptx_arch"},
+      {"module duplicate arch",
+       [](fb::PipelineT& t) {
+         t.modules[0]->images.push_back(std::make_unique<fb::KernelImageT>(*t.modules[0]->images[0]));
+       },
+       "module 0 has two images for sm_90"},
+      {"module empty cubin", [](fb::PipelineT& t) { t.modules[0]->images[0]->cubin.clear(); },
+       "module 0 image 0 (sm_90) has an empty CUBIN"},
       {"param name", [](fb::PipelineT& t) { t.kernels[0]->params[2]->name = ""; },
        "kernel 'scale' param 2 has an empty name"},
       {"param kind",

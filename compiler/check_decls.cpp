@@ -8,6 +8,7 @@
 #include "compiler/dag.h"
 #include "compiler/kernel_source.h"
 #include "grammar/parse.h"
+#include "support/input_file.h"
 
 namespace orch {
 
@@ -72,6 +73,8 @@ std::unique_ptr<ir::Program> Checker::run() {
   check_buffers();
   check_kernels();
   check_graph_headers();
+  // Past the statement limit nothing is built: the graphs stay empty and unchecked.
+  if (!compute_inline_sizes()) return std::move(program_);
   for (size_t g = 0; g < program_->graphs.size(); ++g) build_graph(static_cast<int>(g));
   compute_footprints();
   for (ir::Graph& g : program_->graphs) derive_edges(g.body);
@@ -252,15 +255,18 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     namespace fs = std::filesystem;
     fs::path base = fs::path(sources_.path(module_.file)).parent_path();
     fs::path path = base / k.from_file->name;
-    std::ifstream in(path, std::ios::binary);
-    if (!in || fs::is_directory(path)) {
+    InputFile in = read_input_file(path.string());
+    if (in.status == InputFile::Status::TooLarge) {
+      diags_.error("E0005", k.from_file->loc,
+                   "kernel source `" + k.from_file->name + "` is " + std::to_string(in.size) +
+                       " bytes; orchc reads at most " + std::to_string(kMaxInputBytes) +
+                       " bytes from one input file");
+    } else if (in.status != InputFile::Status::Ok) {
       diags_.error("E0110", k.from_file->loc,
                    "cannot read kernel source `" + k.from_file->name + "` (looked for " +
-                       path.string() + ")");
+                       path.string() + "): " + in.error);
     } else {
-      std::ostringstream text;
-      text << in.rdbuf();
-      out.source = text.str();
+      out.source = std::move(in.text);
       out.source_path = path.string();
       out.source_file = sources_.add(path.string(), out.source);
     }
@@ -476,14 +482,18 @@ CheckResult check_text(const std::string& path, std::string text, SourceManager&
 
 CheckResult check_file(const std::string& path, SourceManager& sources,
                        const CheckOptions& options, DiagnosticEngine& diags) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) {
-    diags.error("E0004", {}, "cannot read `" + path + "`: " + (std::filesystem::is_directory(path) ? "it is a directory" : std::strerror(errno)));
+  InputFile in = read_input_file(path);
+  if (in.status == InputFile::Status::TooLarge) {
+    diags.error("E0005", {},
+                "`" + path + "` is " + std::to_string(in.size) + " bytes; orchc reads at most " +
+                    std::to_string(kMaxInputBytes) + " bytes from one input file");
     return {};
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return check_text(path, text.str(), sources, options, diags);
+  if (in.status != InputFile::Status::Ok) {
+    diags.error("E0004", {}, "cannot read `" + path + "`: " + in.error);
+    return {};
+  }
+  return check_text(path, std::move(in.text), sources, options, diags);
 }
 
 }  // namespace orch

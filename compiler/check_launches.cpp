@@ -185,12 +185,27 @@ void Checker::check_launches() {
   };
   auto kernel_of = [&](const ir::Node& node) { return "`" + p.kernels[node.kernel].name + "`"; };
 
+  // A graph over its launch budget is refused already (E0601, E0602: check_budgets): its
+  // launches are not also compared with one another and with every later statement, which
+  // for 20,000 launches would take quadratic time.
+  const TargetProfile& prof = p.profile;
+  auto over_budget = [&](size_t g) {
+    return profile_ok_ &&
+           (p.graphs[g].fire_and_forget_launches > prof.max_fire_and_forget_launches ||
+            p.graphs[g].tail_launches > prof.max_tail_launches);
+  };
+
   // ---- ordering, graph by graph ----
   for (size_t g = 0; g < n; ++g) {
     if (!checked(g)) continue;
     const ir::Region& body = p.graphs[g].body;
     const std::vector<Site>& ss = sites[g];
-    for (size_t ia = 0; ia < ss.size(); ++ia) {
+    const bool pairwise = !ss.empty() && !over_budget(g);
+    // What each statement does itself, once (every launch compares with the later ones).
+    std::vector<std::vector<ir::BufferAccess>> direct;
+    if (pairwise)
+      for (const ir::Node& node : body.nodes) direct.push_back(direct_accesses(p, node));
+    for (size_t ia = 0; pairwise && ia < ss.size(); ++ia) {
       const Site& a = ss[ia];
       // A graph relaunching itself is a loop: the next round starts when this one is over,
       // after every later statement of it (and E0609 keeps other tail launches out of it).
@@ -200,8 +215,9 @@ void Checker::check_launches() {
       // Later statements: what they do themselves.
       for (size_t j = a.node + 1; j < body.nodes.size(); ++j) {
         const ir::Node& later = body.nodes[j];
-        auto c = conflict(direct_accesses(p, later), af);
+        auto c = conflict(direct[j], af);
         if (!c) continue;
+        CallSites where(diags_, later.call_stack);
         const std::string what = "this statement " + std::string(c->later_does) + " `" +
                                  p.buffers[c->buffer].name + "`, which " + name_of(a) + " " +
                                  c->earlier_does;
@@ -230,6 +246,7 @@ void Checker::check_launches() {
         const bool same_node = a.node == b.node;
         const ir::Node& bn = body.nodes[b.node];
         const std::vector<ir::BufferAccess>& bf = full[b.target];
+        CallSites where(diags_, bn.call_stack);
         auto does = [&](const Conflict& c, const std::string& earlier) {
           return c.later_does + std::string(" `") + p.buffers[c.buffer].name + "`, which " +
                  earlier + " " + c.earlier_does;
@@ -341,6 +358,7 @@ void Checker::check_launches() {
                 : "also launches " + name_of(s) +
                       " as a sibling: the next round does not wait for it, so two rounds' "
                       "launches of " + name_of(s) + " could run at once";
+        CallSites where(diags_, body.nodes[s.node].call_stack);
         Diagnostic& d = diags_.error("E0609", body.nodes[s.node].loc,
                                      gname + " relaunches itself and " + why);
         if (relaunch->node != s.node)
@@ -355,6 +373,7 @@ void Checker::check_launches() {
     if (!checked(g) || !p.graphs[g].device) continue;
     for (const Site& s : sites[g]) {
       if (!s.self || s.mode == ir::LaunchMode::Tail) continue;
+      CallSites where(diags_, p.graphs[g].body.nodes[s.node].call_stack);
       diags_.error("E0608", p.graphs[g].body.nodes[s.node].loc,
                    "`" + p.graphs[g].name + "` launches itself " + ir::to_string(s.mode) +
                        " while it is running; an executable graph runs one launch at a time, "
@@ -434,6 +453,7 @@ void Checker::check_launches() {
     uint64_t all = 0;                   // launches of every member (or of a plain graph)
     std::map<int, uint64_t> member;     // launches of one member
     std::vector<std::pair<int, int>> sites;  // (graph, node), distinct
+    std::set<std::pair<int, int>> seen;      // the same, to find one in log time
     std::vector<uint64_t> multiplicity;      // launching members per site
   };
   std::map<int, Use> uses;  // per target graph
@@ -448,7 +468,7 @@ void Checker::check_launches() {
       if (!uses.count(s.target)) order.push_back(s.target);
       Use& u = uses[s.target];
       std::pair<int, int> where{static_cast<int>(g), s.node};
-      if (std::find(u.sites.begin(), u.sites.end(), where) == u.sites.end()) {
+      if (u.seen.insert(where).second) {
         u.sites.push_back(where);
         u.multiplicity.push_back(runs);
       }
@@ -490,22 +510,24 @@ void Checker::check_launches() {
     }
     if (count <= 1) continue;
     const auto& [lg, ln] = u.sites.back();
+    CallSites where(diags_, p.graphs[lg].body.nodes[ln].call_stack);
     Diagnostic& d = diags_.error(
         "E0608", p.graphs[lg].body.nodes[ln].loc,
         name + " may be launched " + std::to_string(count) + " times in one execution of `" +
             p.graphs[p.main_graph].name + "`; an executable graph runs one launch at a time, "
             "and CUDA refuses to launch it while a launch is pending or running "
             "(cudaErrorInvalidValue)");
+    std::vector<DiagnosticNote> notes;
     for (size_t i = 0; i < u.sites.size(); ++i) {
       const ir::Graph& lgraph = p.graphs[u.sites[i].first];
       const SourceRange& at = lgraph.body.nodes[u.sites[i].second].loc;
       if (u.multiplicity[i] > 1)
-        diags_.add_note(d, at,
-                        "launched here by each of the " + std::to_string(u.multiplicity[i]) +
-                            " members of `" + lgraph.name + "` that run");
+        notes.push_back({at, "launched here by each of the " + std::to_string(u.multiplicity[i]) +
+                                 " members of `" + lgraph.name + "` that run"});
       else if (i + 1 < u.sites.size())
-        diags_.add_note(d, at, name + " is also launched here");
+        notes.push_back({at, name + " is also launched here"});
     }
+    add_capped_notes(diags_, d, notes);
   }
 }
 

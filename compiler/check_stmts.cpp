@@ -874,6 +874,113 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
 
 // ---- calls and launches ------------------------------------------------------------------
 
+namespace {
+
+// Statements of a block and the graphs it calls (once per `call`, with the depth of
+// conditionals the call is nested in), without expanding them; `depth` is the block's own.
+struct Callee {
+  int graph;
+  uint64_t depth;
+};
+void count_block(const ast::Block& b, const std::map<std::string, Symbol>& symbols,
+                 uint64_t depth, uint64_t& statements, uint64_t& max_depth,
+                 std::vector<Callee>& callees) {
+  for (const ast::Stmt& s : b) {
+    ++statements;
+    max_depth = std::max(max_depth, depth);
+    if (auto* n = std::get_if<ast::Call>(&s.node)) {
+      auto it = symbols.find(n->graph.name);
+      if (it != symbols.end() && it->second.kind == SymbolKind::Graph)
+        callees.push_back({it->second.index, depth});
+    } else if (auto* n = std::get_if<ast::If>(&s.node)) {
+      count_block(n->then_body, symbols, depth + 1, statements, max_depth, callees);
+      count_block(n->else_body, symbols, depth + 1, statements, max_depth, callees);
+    } else if (auto* n = std::get_if<ast::While>(&s.node)) {
+      count_block(n->body, symbols, depth + 1, statements, max_depth, callees);
+    } else if (auto* n = std::get_if<ast::Switch>(&s.node)) {
+      for (const ast::SwitchCase& c : n->cases)
+        count_block(c.body, symbols, depth + 1, statements, max_depth, callees);
+      if (n->default_body)
+        count_block(*n->default_body, symbols, depth + 1, statements, max_depth, callees);
+    }
+  }
+}
+
+// "a -> b -> c", eliding the middle of a long chain.
+std::string call_path(const ir::Program& p, const std::vector<int>& graphs, int last) {
+  std::vector<std::string> names;
+  for (int g : graphs) names.push_back(p.graphs[g].name);
+  names.push_back(p.graphs[last].name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names.size() > 8 && i == 3) {
+      out += " -> ... (" + std::to_string(names.size() - 6) + " more)";
+      i = names.size() - 4;
+      continue;
+    }
+    out += (i ? " -> " : "") + names[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+bool Checker::compute_inline_sizes() {
+  // Saturating: the budget is far below this, and sums of saturated sizes must not wrap.
+  constexpr uint64_t kHuge = uint64_t{1} << 62;
+  const size_t n = graph_asts_.size();
+  std::vector<uint64_t> direct(n, 0), direct_depth(n, 0);
+  std::vector<std::vector<Callee>> callees(n);
+  for (size_t g = 0; g < n; ++g)
+    count_block(graph_asts_[g]->body, symbols_, 1, direct[g], direct_depth[g], callees[g]);
+  // Post-order over the call graph without recursion (a chain may be 100,000 graphs long); a
+  // call back onto the stack is a cycle, reported as E0801 while building, and counts 0 here.
+  // Every statement costs the checker a few kilobytes (its node, accesses, edges), so the
+  // statements of the file are bounded before any is built.
+  uint64_t statements = 0;
+  for (size_t g = 0; g < n; ++g) {
+    statements += direct[g];
+    if (statements > kMaxStatements) {
+      diags_.error("E0806", graph_asts_[g]->name.loc,
+                   "the pipeline has more than " + std::to_string(kMaxStatements) +
+                       " statements (counted up to graph `" + graph_asts_[g]->name.name +
+                       "`); orch checks at most " + std::to_string(kMaxStatements) +
+                       " in one pipeline");
+      return false;
+    }
+  }
+  inline_size_.assign(n, 0);
+  inline_depth_.assign(n, 0);
+  std::vector<int> state(n, 0);  // 0 new, 1 on the stack, 2 done
+  for (size_t root = 0; root < n; ++root) {
+    if (state[root]) continue;
+    std::vector<std::pair<int, size_t>> stack{{static_cast<int>(root), 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [g, next] = stack.back();
+      if (next < callees[g].size()) {
+        int c = callees[g][next++].graph;
+        if (state[c] == 0) {
+          state[c] = 1;
+          stack.push_back({c, 0});
+        }
+        continue;
+      }
+      uint64_t total = direct[g], depth = direct_depth[g];
+      for (const Callee& c : callees[g]) {
+        if (state[c.graph] != 2) continue;
+        total = std::min(kHuge, total + inline_size_[c.graph]);
+        depth = std::max(depth, std::min(kHuge, c.depth + inline_depth_[c.graph]));
+      }
+      inline_size_[g] = total;
+      inline_depth_[g] = depth;
+      state[g] = 2;
+      stack.pop_back();
+    }
+  }
+  return true;
+}
+
 void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir::Region& out) {
   const Symbol* sym = lookup(n.graph.name);
   if (!sym) {
@@ -901,13 +1008,54 @@ void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir:
     std::string path;
     for (auto it = cycle; it != ctx.inlining.end(); ++it) path += program_->graphs[*it].name + " -> ";
     path += callee.name;
-    Diagnostic& d = diags_.error("E0801", s.loc, "`call " + callee.name + "` makes a cycle: " + path);
-    for (const SourceRange& r : ctx.call_stack) diags_.add_note(d, r, "called from here");
+    diags_.error("E0801", s.loc, "`call " + callee.name + "` makes a cycle: " + path);
     return;
+  }
+  if (inlining_stopped_) return;
+  if (ctx.call_stack.size() >= kMaxCallDepth) {
+    inlining_stopped_ = true;
+    diags_.error("E0804", s.loc,
+                 "`call " + callee.name + "` nests calls " + std::to_string(ctx.call_stack.size() + 1) +
+                     " deep (" + call_path(*program_, ctx.inlining, sym->index) +
+                     "); orch inlines at most " + std::to_string(kMaxCallDepth) + " levels of `call`");
+    return;
+  }
+  // The checker and the passes after it recurse once per level of nesting, conditionals and
+  // calls alike. Conditionals past 64 levels are E0412, but that does not stop the walk: bound
+  // the depth a call reaches (each graph alone stays within the parser's 200) so that no pass
+  // can run out of stack.
+  const uint64_t depth = ctx.conditional_depth + ctx.call_stack.size() + inline_depth_[sym->index];
+  if (depth > kMaxInlinedDepth) {
+    inlining_stopped_ = true;
+    diags_.error("E0804", s.loc,
+                 "`call " + callee.name + "` nests statements " + std::to_string(depth) +
+                     " levels deep (conditionals and calls, through every graph it calls); orch "
+                     "allows at most " + std::to_string(kMaxInlinedDepth));
+    return;
+  }
+  // The outermost call of a chain brings in everything below it: account for it all there.
+  if (ctx.call_stack.empty()) {
+    const uint64_t size = inline_size_[sym->index];
+    if (inlined_statements_ + size > kMaxInlinedStatements) {
+      inlining_stopped_ = true;
+      const bool huge = size >= (uint64_t{1} << 62);
+      diags_.error("E0805", s.loc,
+                   "`call " + callee.name + "` would inline " +
+                       (huge ? std::string("more than 2^62") : std::to_string(size)) +
+                       " statements (`" + callee.name +
+                       "` with every graph it calls, once per `call`) on top of the " +
+                       std::to_string(inlined_statements_) +
+                       " already inlined; orch inlines at most " +
+                       std::to_string(kMaxInlinedStatements) +
+                       " statements in one pipeline (each graph is also checked on its own)");
+      return;
+    }
+    inlined_statements_ += size;
   }
   BodyContext inner = ctx;
   inner.inlining.push_back(sym->index);
   inner.call_stack.push_back(s.loc);
+  DiagnosticEngine::ScopedContext where(diags_, s.loc, "called from here");
   block(graph_asts_[sym->index]->body, inner, out);
 }
 

@@ -143,12 +143,62 @@ class Checker {
   // `while` loops whose body had errors: E0410 would only echo them (missing accesses).
   std::vector<SourceRange> loops_with_errors_;
   std::vector<SourceRange> reported_loops_;
+
+  // `call` copies the called graph's statements, so calls that call other graphs several
+  // times multiply them (31 graphs each calling the next twice: 2^31 statements). Before
+  // inlining, each graph's fully inlined size is known (inline_sizes(), saturating), and a
+  // call that would pass the program's budget is refused (E0805), as is nesting past
+  // kMaxCallDepth (E0804). After either, no further call is inlined: one error, not one per
+  // graph.
+  // False (with E0806) if the file has more statements than the checker takes.
+  bool compute_inline_sizes();
+  std::vector<uint64_t> inline_size_;   // per graph: statements, calls expanded
+  std::vector<uint64_t> inline_depth_;  // per graph: deepest nesting, calls expanded (a call is a level)
+  uint64_t inlined_statements_ = 0;
+  bool inlining_stopped_ = false;
 };
+
+// Limits on `call` (docs/diagnostics.md, E0804 and E0805).
+constexpr size_t kMaxCallDepth = 64;
+constexpr uint64_t kMaxInlinedDepth = 256;  // conditionals and calls; one graph alone may nest 200
+constexpr uint64_t kMaxInlinedStatements = 50'000;
+// Statements written in the file (docs/diagnostics.md, E0806): with the inlining budget, this
+// keeps the checker's memory under 1 GB. Generated pipelines of 100,000 statements check.
+constexpr uint64_t kMaxStatements = 150'000;
 
 // A binary expression the checker writes itself (bind checks), typed by expr/'s rules.
 ir::Expr make_binary(expr::Op op, ir::Expr a, ir::Expr b);
 
 // Adds (buffer, read, write) to a set of accesses, merging with an existing entry.
 void add_access(std::vector<ir::BufferAccess>& set, int buffer, bool read, bool write);
+
+// Notes for the other places that add to a count (launch budgets, launches of one graph): at
+// most kMaxSiteNotes, the last of which counts the rest, so that 121 launches give one error
+// with 8 notes, not 120.
+constexpr size_t kMaxSiteNotes = 8;
+void add_site_notes(DiagnosticEngine& diags, Diagnostic& d, const std::vector<SourceRange>& sites,
+                    const std::string& message);
+// The same for notes that say different things: the last one shown gets the count.
+void add_capped_notes(DiagnosticEngine& diags, Diagnostic& d, const std::vector<DiagnosticNote>& notes);
+
+// Reports about a node that `call` inlined carry its call sites as context ("called from
+// here", capped like every context: support/diagnostics.h), as if the node were being checked
+// inside the calls.
+class CallSites {
+ public:
+  CallSites(DiagnosticEngine& diags, const std::vector<SourceRange>& call_stack) : diags_(diags) {
+    for (const SourceRange& r : call_stack) diags_.push_context(r, "called from here");
+    n_ = call_stack.size();
+  }
+  ~CallSites() {
+    for (size_t i = 0; i < n_; ++i) diags_.pop_context();
+  }
+  CallSites(const CallSites&) = delete;
+  CallSites& operator=(const CallSites&) = delete;
+
+ private:
+  DiagnosticEngine& diags_;
+  size_t n_ = 0;
+};
 
 }  // namespace orch::detail

@@ -133,6 +133,7 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
         << (k.inline_source ? std::string("inline") : k.source_path) << YAML::Key
         << "device_runtime" << YAML::Value << k.uses_device_runtime;
     if (k.generated) out << YAML::Key << "generated" << YAML::Value << true;
+    if (k.module >= 0) out << YAML::Key << "module" << YAML::Value << k.module;
     if (!k.cubins.empty()) {
       out << YAML::Key << "images" << YAML::Value << YAML::Flow << YAML::BeginMap;
       for (const auto& [arch, cubin] : k.cubins) out << YAML::Key << arch << YAML::Value << cubin.size();

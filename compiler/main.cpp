@@ -23,6 +23,15 @@ struct Flags {
 
 // Checks, then emits a view or compiles. Returns the exit code; diagnostics are in `diags`.
 int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine& diags) {
+  // Refuse an output that is not a regular file or that is the input before doing any work.
+  const bool writes = !f.check_only && f.emit.empty() && !f.output.empty();
+  if (writes) {
+    if (std::string problem = orch::artifact::output_path_problem(f.output, {f.input});
+        !problem.empty()) {
+      std::cerr << "orchc: " << problem << "\n";
+      return 2;
+    }
+  }
   orch::CheckOptions options;
   options.target_override = f.target;
   options.targets_dir = f.targets_dir;
@@ -53,9 +62,12 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   auto bytes = orch::lower_to_artifact(*result.program, sources, lower, diags);
   if (!bytes || diags.has_errors()) return 1;
   // Written atomically: a failed compile never leaves a partial file or replaces a good one.
+  // Every file the compilation read (the pipeline, `from` kernel sources) is protected.
+  std::vector<std::string> inputs;
+  for (uint32_t id = 1; id < sources.count(); ++id) inputs.push_back(sources.path(id));
   std::string error;
-  if (!orch::artifact::write_file_atomically(f.output, *bytes, &error)) {
-    std::cerr << "orchc: cannot write " << f.output << ": " << error << "\n";
+  if (!orch::artifact::write_file_atomically(f.output, *bytes, &error, inputs)) {
+    std::cerr << "orchc: " << error << "\n";
     return 2;
   }
   return 0;

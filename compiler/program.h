@@ -154,6 +154,14 @@ struct Kernel {
   std::string ptx;
   std::string ptx_arch;
   bool launches_kernels = false;  // its PTX calls the device runtime's kernel launch
+  int module = -1;  // >= 0: the code is Program::modules[module] (cubins and ptx stay empty)
+};
+
+// Compiled code several kernels share (lowering puts every generated kernel in one).
+struct Module {
+  std::vector<std::pair<std::string, std::string>> cubins;  // (arch, ELF bytes)
+  std::string ptx;
+  std::string ptx_arch;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------
@@ -311,6 +319,7 @@ struct Program {
   std::vector<int> segments;  // host graphs launched in order; {main_graph} unless split
   std::vector<StatusSite> status_sites;
   uint64_t collective_hash = 0;
+  std::vector<Module> modules;
 };
 
 }  // namespace orch::ir

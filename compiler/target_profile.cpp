@@ -14,6 +14,8 @@
 #include <sstream>
 #include <variant>
 
+#include "support/input_file.h"
+
 namespace orch {
 
 namespace {
@@ -321,15 +323,18 @@ std::optional<TargetProfile> load_file(const std::string& path, SourceRange wher
                 "target profile " + path + ": " + (exists ? "is not a file" : "no such file"));
     return std::nullopt;
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) {
+  // A profile is a page of YAML: 1 MiB is far more than any needs.
+  InputFile in = read_input_file(path, size_t{1} << 20);
+  if (in.status != InputFile::Status::Ok) {
     diags.error("E0111", where,
-                "target profile " + path + ": cannot be read (" + std::strerror(errno) + ")");
+                "target profile " + path + ": cannot be read (" +
+                    (in.status == InputFile::Status::TooLarge
+                         ? std::to_string(in.size) + " bytes, more than a profile can be"
+                         : in.error) +
+                    ")");
     return std::nullopt;
   }
-  return parse_target_profile(text.str(), path, where, diags);
+  return parse_target_profile(in.text, path, where, diags);
 }
 
 }  // namespace

@@ -140,6 +140,72 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, const SourceManager& sourc
   return true;
 }
 
+// Hands the lexer's tokens on until the limit, then ends the stream early and remembers that
+// it did, so that a huge file is never held as tokens in full.
+class CappedTokenSource : public antlr4::TokenSource {
+ public:
+  CappedTokenSource(antlr4::Lexer& lexer, size_t cap) : lexer_(lexer), cap_(cap) {}
+  std::unique_ptr<antlr4::Token> nextToken() override {
+    if (over_) return eof();
+    std::unique_ptr<antlr4::Token> t = lexer_.nextToken();
+    if (t->getType() == antlr4::Token::EOF) return t;  // EOF is not counted
+    if (count_ >= cap_) {
+      over_ = true;
+      over_line_ = t->getLine();
+      over_col_ = t->getCharPositionInLine();
+      return eof();
+    }
+    ++count_;
+    return t;
+  }
+  size_t getLine() const override { return lexer_.getLine(); }
+  size_t getCharPositionInLine() override { return lexer_.getCharPositionInLine(); }
+  antlr4::CharStream* getInputStream() override { return lexer_.getInputStream(); }
+  std::string getSourceName() override { return lexer_.getSourceName(); }
+  antlr4::TokenFactory<antlr4::CommonToken>* getTokenFactory() override {
+    return lexer_.getTokenFactory();
+  }
+  bool over() const { return over_; }
+  // Where the token past the limit begins (valid when over()).
+  size_t over_line() const { return over_line_; }
+  size_t over_col() const { return over_col_; }
+
+ private:
+  antlr4::Lexer& lexer_;
+  size_t cap_;
+  std::unique_ptr<antlr4::Token> eof() {
+    return lexer_.getTokenFactory()->create(
+        {&lexer_, lexer_.getInputStream()}, antlr4::Token::EOF, "", antlr4::Token::DEFAULT_CHANNEL,
+        INVALID_INDEX, INVALID_INDEX, lexer_.getLine(), lexer_.getCharPositionInLine());
+  }
+
+  size_t count_ = 0;
+  bool over_ = false;
+  size_t over_line_ = 0, over_col_ = 0;
+};
+
+// ANTLR's own UTF-8 decoding (std::wstring_convert) needs several times the file's size at its
+// peak; the text is known to be valid UTF-8 here, so decode it directly into the stream.
+class Utf32InputStream : public antlr4::ANTLRInputStream {
+ public:
+  explicit Utf32InputStream(const std::string& utf8) {
+    size_t i = utf8.compare(0, 3, "\xef\xbb\xbf") == 0 ? 3 : 0;  // ANTLR drops a BOM too
+    size_t count = 0;
+    for (size_t k = i; k < utf8.size(); ++k)
+      count += (static_cast<unsigned char>(utf8[k]) & 0xc0) != 0x80;
+    _data.reserve(count);
+    while (i < utf8.size()) {
+      unsigned char c = static_cast<unsigned char>(utf8[i]);
+      size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : 4;
+      char32_t cp = len == 1 ? c : c & (0xff >> (len + 1));
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(utf8[i + k]) & 0x3f);
+      _data.push_back(cp);
+      i += len;
+    }
+    p = 0;
+  }
+};
+
 std::optional<size_t> first_invalid_utf8(const std::string& text) {
   size_t i = 0;
   while (i < text.size()) {
@@ -164,7 +230,7 @@ std::optional<size_t> first_invalid_utf8(const std::string& text) {
 }  // namespace
 
 std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t file_id,
-                                          DiagnosticEngine& diags) {
+                                          DiagnosticEngine& diags, size_t max_tokens) {
   const SourceFile& file = sources.file(file_id);
   // ANTLR decodes UTF-8 and throws on invalid bytes: find them first and say where.
   if (auto bad = first_invalid_utf8(file.text)) {
@@ -180,12 +246,27 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t
     empty->file = file_id;
     return empty;
   }
-  antlr4::ANTLRInputStream input(file.text);
+  Utf32InputStream input(file.text);
   input.name = file.path;
   OrchLexer lexer(&input);
   lexer.removeErrorListeners();
-  antlr4::CommonTokenStream tokens(&lexer);
+  CappedTokenSource capped(lexer, max_tokens);
+  antlr4::CommonTokenStream tokens(&capped);
   tokens.fill();
+  if (capped.over()) {
+    SourceRange r;
+    r.file = file_id;
+    r.begin = {static_cast<uint32_t>(capped.over_line()),
+               sources.byte_column(file_id, static_cast<uint32_t>(capped.over_line()),
+                                   capped.over_col())};
+    r.end = {r.begin.line, r.begin.col + 1};
+    diags.error("E0005", r,
+                "the file has more than " + std::to_string(max_tokens) +
+                    " tokens, more than orchc parses in one file");
+    auto empty = std::make_unique<ast::Module>();
+    empty->file = file_id;
+    return empty;
+  }
   if (!check_nesting(tokens, sources, file_id, diags)) {
     auto empty = std::make_unique<ast::Module>();
     empty->file = file_id;

@@ -73,6 +73,9 @@ class Checker {
 
   bool run() {
     for (ir::Kernel& k : p_.kernels) {
+      // Not generated kernels: orchc wrote their parameters from the declaration it checks
+      // against, they launch graphs only through their `graph` parameters and never kernels, and
+      // their code is the module's (Program::modules, k.ptx empty), shared by all of them.
       if (k.generated || k.ptx.empty() || k.lowered_name.empty()) continue;
       PtxModule m = parse_ptx(k.ptx);
       auto it = m.functions.find(k.lowered_name);

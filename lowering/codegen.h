@@ -71,6 +71,12 @@ class GeneratedKernel {
 // runtime allocates one per Executable (runtime/src/executable.cpp) and reads it back.
 extern const char* const kDeviceStatusPreamble;
 
+// What every generated kernel's source holds before its `extern "C" __global__ void NAME(`:
+// orchc's header line, kDeviceStatusPreamble for a kernel that takes the status record (first:
+// expr/'s no-op orch_expr_error steps aside for its macro), then expr::preamble(). The module of
+// generated kernels (compile_all_kernels.cpp) holds it once, for all of them.
+std::string generated_preamble(bool with_status);
+
 // The C++ spelling of a scalar type as user kernels see it: "unsigned", "float", "__half", ...
 const char* cuda_type(ir::ScalarType t);
 

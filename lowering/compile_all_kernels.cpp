@@ -1,15 +1,83 @@
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 
+#include "lowering/codegen.h"
 #include "lowering/passes.h"
 
 namespace orch::lowering {
+
+namespace {
+
+// A generated kernel's definition, after its generated_preamble(), and which preamble it has.
+// None when the source is not what codegen writes: such a kernel is compiled on its own.
+struct Definition {
+  std::string text;
+  bool status = false;
+};
+
+std::optional<Definition> generated_definition(const ir::Kernel& k, const std::string& plain,
+                                               const std::string& with_status) {
+  const std::string head = "extern \"C\" __global__ void " + k.name + "(";
+  for (bool status : {true, false}) {
+    const std::string& preamble = status ? with_status : plain;
+    if (k.source.compare(0, preamble.size(), preamble) == 0 &&
+        k.source.compare(preamble.size(), head.size(), head) == 0)
+      return Definition{k.source.substr(preamble.size()), status};
+  }
+  return std::nullopt;
+}
+
+size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// The generated kernels as one translation unit, so that they compile once and load as one
+// image: the preamble once, at the top (with the device status record's definitions first when
+// any kernel reports to it; a kernel that does not never calls orch_expr_error, so the macro
+// does not reach it), then each kernel's definition. Their names are orchc's, distinct, and
+// extern "C": each one's symbol is its name. `segments` map NVRTC's lines to the statements.
+struct JoinedCode {
+  std::string code;
+  std::vector<KernelSource::Segment> segments;
+};
+
+JoinedCode join_generated(const ir::Program& p, const std::vector<size_t>& members,
+                          const std::vector<Definition>& definitions) {
+  JoinedCode out;
+  bool status = false;
+  for (const Definition& d : definitions) status |= d.status;
+  out.code = generated_preamble(status);
+  for (size_t n = 0; n < members.size(); ++n) {
+    out.segments.push_back({static_cast<uint32_t>(count_lines(out.code) + 1), p.kernels[members[n]].loc});
+    out.code += definitions[n].text;
+    if (out.code.back() != '\n') out.code += '\n';
+  }
+  return out;
+}
+
+}  // namespace
 
 bool compile_all_kernels(ir::Program& p, const CompileOptions& given, SourceManager& sources,
                          DiagnosticEngine& diags) {
   CompileOptions options = given;
   if (options.archs.empty()) options.archs = p.targets;
+  p.modules.clear();
   std::vector<KernelSource> inputs;
-  for (const ir::Kernel& k : p.kernels) {
+  std::vector<size_t> input_of(p.kernels.size(), 0);
+  // Every kernel orchc generates goes into one module: one NVRTC program, one image per arch
+  // (a kernel linked with the device runtime alone is a CUBIN of about 200 KB, and 64 nested
+  // conditions have 64 of them), and expr/'s preamble compiled once instead of once per kernel.
+  const std::string plain = generated_preamble(false), with_status = generated_preamble(true);
+  std::vector<size_t> joined;
+  std::vector<Definition> definitions;
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const ir::Kernel& k = p.kernels[i];
+    if (k.generated) {
+      if (std::optional<Definition> d = generated_definition(k, plain, with_status)) {
+        joined.push_back(i);
+        definitions.push_back(std::move(*d));
+        continue;
+      }
+    }
     KernelSource s;
     s.name = k.name;
     s.code = k.source;
@@ -37,22 +105,59 @@ bool compile_all_kernels(ir::Program& p, const CompileOptions& given, SourceMana
     }
     for (std::string& dir : s.include_dirs)
       if (dir.empty()) dir = ".";
+    input_of[i] = inputs.size();
+    inputs.push_back(std::move(s));
+  }
+  const size_t module_input = inputs.size();
+  if (!joined.empty()) {
+    JoinedCode code = join_generated(p, joined, definitions);
+    KernelSource s;
+    s.name = "orchc's generated kernels";
+    s.code = std::move(code.code);
+    s.entry = p.kernels[joined.front()].name;
+    s.segments = std::move(code.segments);
+    s.file_name = p.name + ".generated.cu";
+    s.origin = p.kernels[joined.front()].loc;
+    for (size_t i : joined) s.uses_device_runtime |= p.kernels[i].uses_device_runtime;
     inputs.push_back(std::move(s));
   }
   std::vector<std::optional<CompiledKernel>> compiled = compile_kernels(inputs, options, diags);
+  auto take_code = [](CompiledKernel& c, std::vector<std::pair<std::string, std::string>>& cubins,
+                      std::string& ptx, std::string& ptx_arch) {
+    cubins.clear();
+    for (KernelImage& image : c.cubins) cubins.push_back({image.arch, std::move(image.cubin)});
+    ptx = std::move(c.ptx);
+    ptx_arch = c.ptx_arch;
+  };
   bool ok = true;
+  if (!joined.empty()) {
+    if (module_input < compiled.size() && compiled[module_input]) {
+      ir::Module& m = p.modules.emplace_back();
+      take_code(*compiled[module_input], m.cubins, m.ptx, m.ptx_arch);
+      for (size_t i : joined) {
+        ir::Kernel& k = p.kernels[i];
+        k.module = static_cast<int>(p.modules.size() - 1);
+        k.lowered_name = k.name;  // extern "C"
+        k.cubins.clear();
+        k.ptx.clear();
+        k.ptx_arch.clear();
+      }
+    } else {
+      ok = false;
+    }
+  }
+  std::vector<bool> in_module(p.kernels.size(), false);
+  for (size_t i : joined) in_module[i] = true;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
-    if (i >= compiled.size() || !compiled[i]) {
+    if (in_module[i]) continue;
+    if (input_of[i] >= compiled.size() || !compiled[input_of[i]]) {
       ok = false;
       continue;
     }
     ir::Kernel& k = p.kernels[i];
-    CompiledKernel& c = *compiled[i];
+    CompiledKernel& c = *compiled[input_of[i]];
     k.lowered_name = c.lowered_name;
-    k.cubins.clear();
-    for (KernelImage& image : c.cubins) k.cubins.push_back({image.arch, std::move(image.cubin)});
-    k.ptx = std::move(c.ptx);
-    k.ptx_arch = c.ptx_arch;
+    take_code(c, k.cubins, k.ptx, k.ptx_arch);
   }
   return ok;
 }

@@ -314,7 +314,10 @@ class Emitter {
   // The statement as the user wrote it (its first line).
   std::string statement(const SourceRange& r) const {
     if (!r.valid()) return "";
-    return comment_text(std::string(sources_.line_text(r.file, r.begin.line)));
+    // An excerpt: a generated pipeline may put thousands of statements on one long line.
+    SourceManager::Excerpt ex = sources_.line_excerpt(r.file, r.begin.line, r.begin.col, 200);
+    return comment_text((ex.cut_before ? "..." : "") + std::string(ex.text) +
+                        (ex.cut_after ? "..." : ""));
   }
   // "file:line:col: what", as a C string literal for ORCH_CHECK.
   std::string where(const SourceRange& r, const std::string& what) const {

@@ -31,6 +31,14 @@ struct KernelSource {
   uint32_t first_line_in_origin = 1;
   uint32_t first_col_in_origin = 1;
   std::vector<std::string> include_dirs;
+  // Code that joins several kernels (the module of generated kernels): from `first_line` of
+  // the code on, messages map to `origin` as a whole, the statement that kernel implements.
+  // Sorted by first_line; when set, it replaces the line arithmetic above.
+  struct Segment {
+    uint32_t first_line = 1;
+    SourceRange origin;
+  };
+  std::vector<Segment> segments;
 };
 
 struct KernelImage {

@@ -260,6 +260,44 @@ TEST_CASE("code that starts on the `source \"\"\"` line keeps its column offset"
   CHECK(d.range.end.col == d.range.begin.col + 4);
 }
 
+TEST_CASE("joined code maps each message to the statement of the kernel that holds it") {
+  // Two kernels in one program (as the module of generated kernels is), each in a namespace
+  // of its own; the second has an error, which belongs to the second statement.
+  const std::string orch = "pipeline p\ngraph main {\n  first\n  second\n}\n";
+  SourceManager sm;
+  uint32_t file = sm.add("joined.orch", orch);
+  KernelSource s = plain("joined", "namespace a {\n"
+                                   "extern \"C\" __global__ void ka(float* x) { *x = 1; }\n"
+                                   "}\n"
+                                   "namespace b {\n"
+                                   "extern \"C\" __global__ void kb(float* x) {\n"
+                                   "  *x = nope;\n"
+                                   "}\n"
+                                   "}\n");
+  s.entry = "a::ka";
+  s.origin = {file, {3, 3}, {3, 8}};
+  s.segments = {{1, {file, {3, 3}, {3, 8}}}, {4, {file, {4, 3}, {4, 9}}}};
+  DiagnosticEngine diags;
+  compile_kernels({s}, no_cache({"sm_90"}), diags);
+  REQUIRE(diags.all().size() == 1);
+  const Diagnostic& d = diags.all()[0];
+  CHECK(d.code == "E0901");
+  CHECK(d.message == "identifier \"nope\" is undefined");
+  CHECK(d.range.begin.line == 4);
+  CHECK(d.range.begin.col == 3);
+  CHECK(d.range.end.col == 9);
+  // Without the error both kernels are entries of one image, under their own names: a kernel
+  // declared extern "C" inside a namespace keeps its plain symbol.
+  s.code.replace(s.code.find("nope"), 4, "2");
+  DiagnosticEngine clean;
+  auto out = compile_kernels({s}, no_cache({"sm_90"}), clean);
+  REQUIRE(out[0].has_value());
+  CHECK(clean.all().empty());
+  CHECK(out[0]->lowered_name == "ka");
+  CHECK(out[0]->ptx.find(".entry ka(") != std::string::npos);
+  CHECK(out[0]->ptx.find(".entry kb(") != std::string::npos);
+}
+
 TEST_CASE("errors in a `from` file point into the .cu file; warnings are W0901") {
   const std::string cu =
       "extern \"C\" __global__ void k(float* x) {\n"

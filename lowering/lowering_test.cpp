@@ -8,6 +8,7 @@
 #include <fstream>
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "artifact/artifact.h"
@@ -542,6 +543,79 @@ TEST_CASE("every spec example and bundled pipeline compiles to a pipeline.bin th
     }
   }
   fs::remove_all(cache);
+}
+
+TEST_CASE("every generated kernel is compiled into one module; user kernels keep their own code") {
+  // Conditions (if, while, switch), scalar updates, a fill no memset can do (f64) and a device
+  // graph launcher: every kind of kernel orchc writes.
+  auto c = check(R"orch(pipeline modules
+target sm_90
+param n: u32 = 1024
+buffer x: f32[n]
+buffer d: f64[n]
+buffer flag: u32
+buffer count: i32
+kernel work(n: u32, x: inout f32[]) source """extern "C" __global__ void work(unsigned n, float* x) { unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1.0f; }"""
+graph child device { work<<<ceil_div(n, 256), 256>>>(n, x) }
+graph main {
+  fill d = 1.5
+  count = 3
+  while count > 0 {
+    work<<<ceil_div(n, 256), 256>>>(n, x)
+    count -= 1
+  }
+  if flag == 0 { work<<<ceil_div(n, 256), 256>>>(n, x) } else { fill d = 2.5 }
+  switch flag {
+    case 0 { fill d = 3.5 }
+    case 7 { work<<<ceil_div(n, 256), 256>>>(n, x) }
+  }
+  launch child tail
+}
+)orch");
+  ir::Program& p = c->program();
+  LowerOptions options;
+  options.compile.use_cache = false;
+  DiagnosticEngine diags;
+  auto bytes = lower_to_artifact(p, c->sources, options, diags);
+  REQUIRE_MESSAGE(bytes, format_diagnostics(diags.sorted(), c->sources, DiagnosticFormat::Text));
+  REQUIRE(p.modules.size() == 1);
+  const ir::Module& m = p.modules[0];
+  REQUIRE(m.cubins.size() == 1);
+  CHECK(m.cubins[0].first == "sm_90");
+  CHECK(m.ptx_arch == "compute_90");
+  size_t generated = 0;
+  std::set<std::string> kinds;
+  for (const ir::Kernel& k : p.kernels) {
+    CAPTURE(k.name);
+    if (!k.generated) {
+      CHECK(k.module == -1);
+      CHECK(k.cubins.size() == 1);
+      CHECK(!k.ptx.empty());
+      continue;
+    }
+    ++generated;
+    kinds.insert(k.name.substr(0, k.name.rfind('_')));
+    CHECK(k.module == 0);
+    CHECK(k.cubins.empty());
+    CHECK(k.ptx.empty());
+    CHECK(k.lowered_name == k.name);
+    // Every kernel is an entry of the module's code, under its own name.
+    CHECK(m.ptx.find(".entry " + k.name + "(") != std::string::npos);
+    CHECK(m.cubins[0].second.find(k.name + std::string(1, '\0')) != std::string::npos);
+  }
+  CHECK(generated >= 6);
+  CHECK(kinds.size() >= 3);  // conditions, updates or fills, launchers
+  std::string kind_list;
+  for (const std::string& k : kinds) kind_list += " " + k;
+  MESSAGE(generated << " generated kernels (" << kind_list << " ): one module, "
+                    << m.cubins[0].second.size() << " bytes of CUBIN");
+  // The artifact says so, and validates.
+  std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
+  std::memcpy(aligned.data(), bytes->data(), bytes->size());
+  auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes->size());
+  REQUIRE_MESSAGE(opened.ok(), opened.error);
+  const std::string summary = artifact::describe_pipeline(*opened.pipeline);
+  CHECK(summary.find("modules (1):\n  [0] " + std::to_string(generated) + " kernels\n") != std::string::npos);
 }
 
 TEST_CASE("orchc never leaves a partial pipeline.bin or replaces a good one on failure") {

@@ -185,6 +185,13 @@ SourceRange map_kernel_location(const KernelSource& source, uint32_t line, uint3
   SourceRange r;
   r.file = source.origin.file;
   if (line == 0) return source.origin;
+  if (!source.segments.empty()) {
+    // Joined code: the statement of the kernel that holds the line (its columns are orchc's).
+    const KernelSource::Segment* at = &source.segments.front();
+    for (const KernelSource::Segment& s : source.segments)
+      if (s.first_line <= line) at = &s;
+    return at->origin;
+  }
   uint32_t first_line = source.first_line_in_origin ? source.first_line_in_origin : 1;
   uint32_t first_col = source.first_col_in_origin ? source.first_col_in_origin : 1;
   // The extent: the identifier at the column in the kernel's own text, else one character.

@@ -60,6 +60,14 @@ class Serializer {
     for (const ir::Comm& c : p_.comms) comms.push_back(fb::CreateComm(fbb_, fbb_.CreateString(c.name)));
     std::vector<Offset<fb::Kernel>> kernels;
     for (const ir::Kernel& k : p_.kernels) kernels.push_back(kernel(k));
+    std::vector<Offset<fb::Module>> modules;
+    for (const ir::Module& m : p_.modules) {
+      std::vector<Offset<fb::KernelImage>> images = kernel_images(m.cubins);
+      auto images_v = fbb_.CreateVector(images);
+      auto ptx = m.ptx.empty() ? 0 : fbb_.CreateVector(reinterpret_cast<const uint8_t*>(m.ptx.data()), m.ptx.size());
+      auto ptx_arch = m.ptx_arch.empty() ? 0 : fbb_.CreateString(m.ptx_arch);
+      modules.push_back(fb::CreateModule(fbb_, images_v, ptx, ptx_arch));
+    }
     std::vector<Offset<fb::Graph>> graphs;
     for (const ir::Graph& g : p_.graphs) graphs.push_back(graph(g, g.body));
     std::vector<Offset<fb::ConditionalHandle>> handles;
@@ -107,6 +115,7 @@ class Serializer {
     auto handles_v = fbb_.CreateVector(handles);
     auto checks_v = fbb_.CreateVector(checks);
     auto sites_v = fbb_.CreateVector(sites);
+    auto modules_v = modules.empty() ? 0 : fbb_.CreateVector(modules);
     fb::PipelineBuilder b(fbb_);
     b.add_name(name);
     b.add_compiler_version(version);
@@ -123,6 +132,7 @@ class Serializer {
     b.add_bind_checks(checks_v);
     b.add_collective_hash(p_.collective_hash);
     b.add_status_sites(sites_v);
+    if (!modules.empty()) b.add_modules(modules_v);
     fb::FinishPipelineBuffer(fbb_, b.Finish());
     return artifact::wrap_payload(fbb_.GetBufferPointer(), fbb_.GetSize());
   }
@@ -141,12 +151,18 @@ class Serializer {
     return fb::CreateExprDirect(fbb_, &code);
   }
 
-  Offset<fb::Kernel> kernel(const ir::Kernel& k) {
+  std::vector<Offset<fb::KernelImage>> kernel_images(
+      const std::vector<std::pair<std::string, std::string>>& cubins) {
     std::vector<Offset<fb::KernelImage>> images;
-    for (const auto& [arch, cubin] : k.cubins)
+    for (const auto& [arch, cubin] : cubins)
       images.push_back(fb::CreateKernelImage(
           fbb_, fbb_.CreateString(arch),
           fbb_.CreateVector(reinterpret_cast<const uint8_t*>(cubin.data()), cubin.size())));
+    return images;
+  }
+
+  Offset<fb::Kernel> kernel(const ir::Kernel& k) {
+    std::vector<Offset<fb::KernelImage>> images = kernel_images(k.cubins);
     std::vector<Offset<fb::KernelParam>> params;
     for (const ir::KernelParam& q : k.params)
       params.push_back(fb::CreateKernelParam(
@@ -164,7 +180,8 @@ class Serializer {
     b.add_name(name);
     b.add_lowered_name(lowered);
     b.add_generated(k.generated);
-    b.add_images(images_v);
+    if (k.module >= 0) b.add_in_module(k.module);
+    else b.add_images(images_v);
     if (!k.ptx.empty()) b.add_ptx(ptx);
     if (!k.ptx_arch.empty()) b.add_ptx_arch(ptx_arch);
     b.add_params(params_v);

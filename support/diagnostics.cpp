@@ -20,6 +20,13 @@ const CodeInfo kCodes[] = {
 #undef ORCH_DIAGNOSTIC
 };
 
+// A diagnostic's own notes, then its context (`call` sites).
+std::vector<DiagnosticNote> all_notes(const Diagnostic& d) {
+  std::vector<DiagnosticNote> out = d.notes;
+  out.insert(out.end(), d.context.begin(), d.context.end());
+  return out;
+}
+
 const char* severity_name(Severity s) {
   switch (s) {
     case Severity::Warning: return "warning";
@@ -29,19 +36,28 @@ const char* severity_name(Severity s) {
   return "error";
 }
 
+// Lines longer than this are shown as an excerpt around the caret, so a megabyte-long line
+// with many errors does not print a megabyte per error.
+constexpr size_t kSnippetWidth = 256;
+
 // The source line and a caret line under [begin, end) of that line, clang style.
 void render_snippet(std::ostringstream& out, const SourceManager& sources, const SourceRange& r,
                     bool color) {
   if (!r.valid()) return;
-  std::string_view text = sources.line_text(r.file, r.begin.line);
-  if (text.empty() && r.begin.col > 1) return;
-  out << text << "\n";
-  std::string caret;
+  SourceManager::Excerpt ex = sources.line_excerpt(r.file, r.begin.line, r.begin.col, kSnippetWidth);
+  std::string_view text = ex.text;
+  if (text.empty() && r.begin.col > 1 && !ex.cut_before) return;
+  const std::string prefix = ex.cut_before ? "..." : "";
+  out << prefix << text << (ex.cut_after ? "..." : "") << "\n";
+  std::string caret(prefix.size(), ' ');
+  // Columns relative to the excerpt (1-based); a caret left of it points at its start.
   uint32_t col = std::max<uint32_t>(r.begin.col, 1);
+  col = col > ex.offset ? col - ex.offset : 1;
   for (uint32_t i = 1; i < col && i - 1 < text.size(); ++i) caret += text[i - 1] == '\t' ? '\t' : ' ';
-  while (caret.size() + 1 < col) caret += ' ';
+  while (caret.size() + 1 < col + prefix.size()) caret += ' ';
   caret += '^';
-  uint32_t end = r.end.line == r.begin.line ? r.end.col : static_cast<uint32_t>(text.size()) + 1;
+  uint32_t end = r.end.line == r.begin.line ? r.end.col : static_cast<uint32_t>(ex.offset + text.size()) + 1;
+  end = end > ex.offset ? end - ex.offset : 1;
   for (uint32_t c = col + 1; c < end && c <= text.size(); ++c) caret += '~';
   if (color) out << "\033[1;32m" << caret << "\033[0m\n";
   else out << caret << "\n";
@@ -105,10 +121,10 @@ std::string render_sarif(const std::vector<Diagnostic>& diags, const SourceManag
         {"locations", nlohmann::json::array({sarif_location(sources, d.range)})}};
     auto it = rule_index.find(d.code);
     if (it != rule_index.end()) result["ruleIndex"] = it->second;
-    if (!d.notes.empty()) {
+    if (!d.notes.empty() || !d.context.empty()) {
       nlohmann::json related = nlohmann::json::array();
       int id = 1;
-      for (const DiagnosticNote& n : d.notes) {
+      for (const DiagnosticNote& n : all_notes(d)) {
         nlohmann::json loc = sarif_location(sources, n.range, n.message);
         loc["id"] = id++;
         related.push_back(loc);
@@ -132,15 +148,38 @@ std::string render_sarif(const std::vector<Diagnostic>& diags, const SourceManag
 
 }  // namespace
 
+Diagnostic& DiagnosticEngine::report(Severity severity, std::string code, SourceRange range,
+                                     std::string message) {
+  auto key = std::make_tuple(static_cast<int>(severity), code, range.file, range.begin.line,
+                             range.begin.col, range.end.line, range.end.col, message);
+  if (!seen_.insert(std::move(key)).second) {
+    discarded_ = Diagnostic{};
+    return discarded_;
+  }
+  if (severity == Severity::Error) ++error_count_;
+  diags_.push_back({severity, std::move(code), range, std::move(message), {}, {}});
+  Diagnostic& d = diags_.back();
+  // Innermost first. A deep chain shows its innermost frames and its outermost one, which
+  // says how many it leaves out.
+  const size_t n = context_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (n > kMaxContextNotes && i + 1 == kMaxContextNotes) {
+      DiagnosticNote last = context_.front();
+      last.message += " (" + std::to_string(n - kMaxContextNotes) + " more in between are not shown)";
+      d.context.push_back(std::move(last));
+      break;
+    }
+    d.context.push_back(context_[n - 1 - i]);
+  }
+  return d;
+}
+
 Diagnostic& DiagnosticEngine::error(std::string code, SourceRange range, std::string message) {
-  ++error_count_;
-  diags_.push_back({Severity::Error, std::move(code), range, std::move(message), {}});
-  return diags_.back();
+  return report(Severity::Error, std::move(code), range, std::move(message));
 }
 
 Diagnostic& DiagnosticEngine::warning(std::string code, SourceRange range, std::string message) {
-  diags_.push_back({Severity::Warning, std::move(code), range, std::move(message), {}});
-  return diags_.back();
+  return report(Severity::Warning, std::move(code), range, std::move(message));
 }
 
 std::vector<Diagnostic> DiagnosticEngine::sorted() const {
@@ -171,7 +210,7 @@ std::string format_diagnostics(const std::vector<Diagnostic>& diags, const Sourc
     nlohmann::json list = nlohmann::json::array();
     for (const Diagnostic& d : diags) {
       nlohmann::json notes = nlohmann::json::array();
-      for (const DiagnosticNote& n : d.notes)
+      for (const DiagnosticNote& n : all_notes(d))
         notes.push_back({{"message", n.message}, {"location", json_range(sources, n.range)}});
       list.push_back({{"severity", severity_name(d.severity)},
                       {"code", d.code},
@@ -186,7 +225,7 @@ std::string format_diagnostics(const std::vector<Diagnostic>& diags, const Sourc
   for (const Diagnostic& d : diags) {
     (d.severity == Severity::Error ? errors : warnings) += 1;
     render_text(out, sources, d.range, d.severity, d.code, d.message, color);
-    for (const DiagnosticNote& n : d.notes)
+    for (const DiagnosticNote& n : all_notes(d))
       render_text(out, sources, n.range, Severity::Note, "", n.message, color);
   }
   if (errors || warnings) {

@@ -2,7 +2,9 @@
 // Stages report into a DiagnosticEngine and keep going, so one run shows every problem.
 #pragma once
 
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/source.h"
@@ -22,16 +24,44 @@ struct Diagnostic {
   SourceRange range;
   std::string message;
   std::vector<DiagnosticNote> notes;
+  // Where the reporting stage was when it found the problem (`call` sites, innermost first),
+  // printed after `notes`. At most kMaxContextNotes; the last one then summarises the rest.
+  std::vector<DiagnosticNote> context = {};
 };
+
+// Notes shown for the context of one diagnostic (a chain of `call`s 64 deep prints 8).
+constexpr size_t kMaxContextNotes = 8;
 
 class DiagnosticEngine {
  public:
   // Returns the diagnostic so a caller can attach notes: `diags.error(...).notes.push_back(..)`.
+  // A diagnostic identical to an earlier one (severity, code, place and message) is dropped:
+  // the same statement checked again through another `call` reports its mistake once. The
+  // reference returned for it is to a scratch diagnostic that nothing prints.
   Diagnostic& error(std::string code, SourceRange range, std::string message);
   Diagnostic& warning(std::string code, SourceRange range, std::string message);
   void add_note(Diagnostic& d, SourceRange range, std::string message) {
     d.notes.push_back({range, std::move(message)});
   }
+
+  // While a context is pushed, every diagnostic reported gets a note for it ("called from
+  // here"), innermost first. Pair each push with a pop; ScopedContext does.
+  void push_context(SourceRange range, std::string message) {
+    context_.push_back({range, std::move(message)});
+  }
+  void pop_context() { context_.pop_back(); }
+  class ScopedContext {
+   public:
+    ScopedContext(DiagnosticEngine& e, SourceRange range, std::string message) : e_(e) {
+      e_.push_context(range, std::move(message));
+    }
+    ~ScopedContext() { e_.pop_context(); }
+    ScopedContext(const ScopedContext&) = delete;
+    ScopedContext& operator=(const ScopedContext&) = delete;
+
+   private:
+    DiagnosticEngine& e_;
+  };
 
   bool has_errors() const { return error_count_ > 0; }
   size_t error_count() const { return error_count_; }
@@ -40,8 +70,14 @@ class DiagnosticEngine {
   std::vector<Diagnostic> sorted() const;
 
  private:
+  Diagnostic& report(Severity severity, std::string code, SourceRange range, std::string message);
+
   std::vector<Diagnostic> diags_;
   size_t error_count_ = 0;
+  std::vector<DiagnosticNote> context_;
+  std::set<std::tuple<int, std::string, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, std::string>>
+      seen_;
+  Diagnostic discarded_;
 };
 
 enum class DiagnosticFormat { Text, Json, Sarif };

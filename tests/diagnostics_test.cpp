@@ -1,11 +1,15 @@
 // Diagnostics as users and tools see them: clang-style text with carets and notes, JSON for
 // scripts, SARIF 2.1.0 for code-scanning UIs, and a description for every stable code.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <set>
 
+#include "support/input_file.h"
 #include "test_support.h"
 
 namespace orch {
@@ -298,6 +302,150 @@ TEST_SUITE("diagnostics") {
     CHECK(sources.describe(at(file, 4, 2, 4, 3)) == "s.orch:4:2");
     CHECK(sources.describe(SourceRange{}) == "<unknown>");
     CHECK(sources.describe(at(99, 1, 1, 1, 2)) == "<unknown>");
+  }
+
+  TEST_CASE("diagnostics byte columns from code point columns") {
+    SourceManager sources;
+    // Line 1 is ASCII; line 2 has a 2-byte, a 3-byte and a 4-byte code point.
+    uint32_t file = sources.add("u.orch", "ab c\nx\xc3\xa9y\xe2\x82\xacz\xf0\x9f\x98\x80w\n");
+    CHECK(sources.byte_column(file, 1, 0) == 1);
+    CHECK(sources.byte_column(file, 1, 3) == 4);
+    CHECK(sources.byte_column(file, 1, 7) == 8);  // past the end counts on
+    CHECK(sources.byte_column(file, 2, 0) == 1);  // x
+    CHECK(sources.byte_column(file, 2, 1) == 2);  // é
+    CHECK(sources.byte_column(file, 2, 2) == 4);  // y
+    CHECK(sources.byte_column(file, 2, 3) == 5);  // €
+    CHECK(sources.byte_column(file, 2, 4) == 8);  // z
+    CHECK(sources.byte_column(file, 2, 5) == 9);  // the emoji
+    CHECK(sources.byte_column(file, 2, 6) == 13);  // w
+    CHECK(sources.byte_column(file, 2, 7) == 14);  // the end of the line
+    CHECK(sources.byte_column(file, 2, 9) == 16);
+    CHECK(sources.byte_column(file, 3, 0) == 1);  // the empty last line
+    CHECK(sources.byte_column(99, 1, 4) == 5);
+  }
+
+  TEST_CASE("diagnostics long lines show an excerpt around the caret") {
+    SourceManager sources;
+    // 1000 bytes of `ab` pairs, then a 2-byte code point at byte 1001.
+    std::string line;
+    for (int i = 0; i < 500; ++i) line += "ab";
+    line += "\xc3\xa9 tail";
+    uint32_t file = sources.add("long.orch", line + "\nshort\n");
+    DiagnosticEngine diags;
+    diags.error("E0001", at(file, 1, 501, 1, 503), "in the middle");
+    diags.error("E0001", at(file, 1, 2, 1, 3), "near the start");
+    diags.error("E0001", at(file, 2, 1, 2, 6), "a short line");
+    const std::string text = format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text);
+    // Middle: bytes 373..628 (256 of them) with "..." on both sides; the caret is under byte
+    // 501, 128 bytes into the excerpt.
+    CHECK(text.find("long.orch:1:501: error[E0001]: in the middle\n..." + line.substr(372, 256) +
+                    "...\n" + std::string(3 + 128, ' ') + "^~\n") != std::string::npos);
+    // Start: the first 256 bytes, cut only after.
+    CHECK(text.find("long.orch:1:2: error[E0001]: near the start\n" + line.substr(0, 256) +
+                    "...\n ^\n") != std::string::npos);
+    CHECK(text.find("long.orch:2:1: error[E0001]: a short line\nshort\n^~~~~\n") != std::string::npos);
+    // An excerpt never splits a code point: the window ending inside `é` stops before it.
+    SourceManager::Excerpt ex = sources.line_excerpt(file, 1, 874, 256);  // bytes 745..1001
+    CHECK(ex.offset + ex.text.size() <= 1000);
+    CHECK(ex.cut_before);
+    CHECK(ex.cut_after);
+    CHECK(sources.line_excerpt(file, 2, 1, 256).text == "short");
+  }
+
+  TEST_CASE("diagnostics identical reports are kept once") {
+    SourceManager sources;
+    uint32_t file = sources.add("d.orch", "graph main { }\n");
+    DiagnosticEngine diags;
+    Diagnostic& first = diags.error("E0101", at(file, 1, 1, 1, 6), "same");
+    diags.add_note(first, at(file, 1, 7, 1, 11), "kept");
+    Diagnostic& again = diags.error("E0101", at(file, 1, 1, 1, 6), "same");
+    diags.add_note(again, at(file, 1, 7, 1, 11), "dropped with its diagnostic");
+    diags.error("E0101", at(file, 1, 1, 1, 6), "different message");
+    diags.error("E0102", at(file, 1, 1, 1, 6), "same");
+    diags.error("E0101", at(file, 1, 2, 1, 6), "same");
+    diags.warning("E0101", at(file, 1, 1, 1, 6), "same");
+    CHECK(diags.all().size() == 5);
+    CHECK(diags.error_count() == 4);
+    CHECK(diags.all()[0].notes.size() == 1);
+  }
+
+  TEST_CASE("diagnostics context notes, innermost first, capped") {
+    SourceManager sources;
+    std::string text;
+    for (int i = 1; i <= 20; ++i) text += "call g" + std::to_string(i) + "\n";
+    uint32_t file = sources.add("c.orch", text);
+    DiagnosticEngine diags;
+    {
+      DiagnosticEngine::ScopedContext outer(diags, at(file, 1, 1, 1, 8), "called from here");
+      DiagnosticEngine::ScopedContext inner(diags, at(file, 2, 1, 2, 8), "called from here");
+      Diagnostic& d = diags.error("E0201", at(file, 3, 1, 3, 8), "two deep");
+      diags.add_note(d, at(file, 4, 1, 4, 8), "its own note");
+    }
+    diags.error("E0201", at(file, 5, 1, 5, 8), "outside");
+    {
+      std::vector<std::unique_ptr<DiagnosticEngine::ScopedContext>> frames;
+      for (uint32_t line = 1; line <= 12; ++line)
+        frames.push_back(std::make_unique<DiagnosticEngine::ScopedContext>(
+            diags, at(file, line, 1, line, 8), "called from here"));
+      diags.error("E0201", at(file, 13, 1, 13, 8), "twelve deep");
+    }
+    const auto& all = diags.all();
+    REQUIRE(all.size() == 3);
+    REQUIRE(all[0].context.size() == 2);
+    CHECK(all[0].context[0].range.begin.line == 2);
+    CHECK(all[0].context[1].range.begin.line == 1);
+    CHECK(all[1].context.empty());
+    // 12 frames: the innermost 7 (lines 12 to 6), then the outermost, which counts the rest.
+    REQUIRE(all[2].context.size() == kMaxContextNotes);
+    CHECK(all[2].context[0].range.begin.line == 12);
+    CHECK(all[2].context[6].range.begin.line == 6);
+    CHECK(all[2].context[7].range.begin.line == 1);
+    CHECK(all[2].context[7].message == "called from here (4 more in between are not shown)");
+    // Text: the diagnostic's own notes, then its context.
+    CHECK(format_diagnostics({all[0]}, sources, DiagnosticFormat::Text) ==
+          "c.orch:3:1: error[E0201]: two deep\ncall g3\n^~~~~~~\n"
+          "c.orch:4:1: note: its own note\ncall g4\n^~~~~~~\n"
+          "c.orch:2:1: note: called from here\ncall g2\n^~~~~~~\n"
+          "c.orch:1:1: note: called from here\ncall g1\n^~~~~~~\n"
+          "1 error generated.\n");
+    nlohmann::json j = nlohmann::json::parse(format_diagnostics({all[0]}, sources, DiagnosticFormat::Json));
+    CHECK(j["diagnostics"][0]["notes"].size() == 3);
+    nlohmann::json sarif = nlohmann::json::parse(format_diagnostics({all[0]}, sources, DiagnosticFormat::Sarif));
+    CHECK(sarif["runs"][0]["results"][0]["relatedLocations"].size() == 3);
+  }
+
+  TEST_CASE("read_input_file takes regular files only, up to a limit") {
+    test::TempDir dir("input_file");
+    const std::string path = dir.file("p.orch");
+    test::write_file(path, "pipeline p\n");
+    InputFile ok = read_input_file(path);
+    CHECK(ok.status == InputFile::Status::Ok);
+    CHECK(ok.text == "pipeline p\n");
+    // At the limit is fine; one byte more is TooLarge, with the size.
+    CHECK(read_input_file(path, 11).status == InputFile::Status::Ok);
+    InputFile big = read_input_file(path, 10);
+    CHECK(big.status == InputFile::Status::TooLarge);
+    CHECK(big.size == 11);
+    CHECK(big.text.empty());
+    // A file whose size the file system does not report (/proc) is read to its end, and
+    // limited all the same.
+    InputFile proc = read_input_file("/proc/self/status");
+    CHECK(proc.status == InputFile::Status::Ok);
+    CHECK(proc.text.rfind("Name:", 0) == 0);
+    CHECK(read_input_file("/proc/self/status", 16).status == InputFile::Status::TooLarge);
+    // Not regular files: refused without reading (a FIFO without a writer would block).
+    const std::string fifo = dir.file("fifo");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    InputFile f = read_input_file(fifo);
+    CHECK(f.status == InputFile::Status::CannotRead);
+    CHECK(f.error == "it is a FIFO (named pipe), not a regular file");
+    CHECK(read_input_file("/dev/zero").error == "it is a character device, not a regular file");
+    CHECK(read_input_file(dir.path()).error == "it is a directory, not a regular file");
+    CHECK(read_input_file(dir.file("missing")).error == "No such file or directory");
+    // A symbolic link to a regular file is read.
+    const std::string link = dir.file("link.orch");
+    REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
+    CHECK(read_input_file(link).text == "pipeline p\n");
   }
 
 }  // TEST_SUITE

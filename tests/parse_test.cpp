@@ -621,9 +621,11 @@ TEST_SUITE("parse") {
     CHECK(fine->diags.all().empty());
 
     std::string line = "param a: u32 = " + repeat("(", 201) + "1" + repeat(")", 201);
+    // The line is longer than 256 bytes, so the snippet is the 256 around the caret.
     CHECK(errors_of("pipeline p\n" + line + "\n") ==
-          "test.orch:2:216: error[E0003]: nesting is deeper than 200 levels\n" + line + "\n" +
-              repeat(" ", 215) + "^\n" + "1 error generated.\n");
+          "test.orch:2:216: error[E0003]: nesting is deeper than 200 levels\n..." +
+              line.substr(215 - 128, 256) + "...\n" + repeat(" ", 3 + 128) + "^\n" +
+              "1 error generated.\n");
 
     // Braces count too: statements nested in 201 conditionals.
     std::string deep =
@@ -636,6 +638,26 @@ TEST_SUITE("parse") {
           "1 error generated.\n");
   }
 
+  TEST_CASE("parse error token limit (E0005)") {
+    // `pipeline p`, then `buffer x: f32[16]`: 2 + 7 tokens (EOF is not counted).
+    const std::string text = "pipeline p\nbuffer x: f32[16]\n";
+    auto parse = [&](size_t max_tokens) {
+      auto p = std::make_unique<test::Parsed>();
+      p->file = p->sources.add("test.orch", text);
+      p->module = parse_module(p->sources, p->file, p->diags, max_tokens);
+      return p;
+    };
+    CHECK(parse(9)->diags.all().empty());
+    CHECK(parse(9)->module->buffers.size() == 1);
+    // One fewer: refused at the 9th token, `]`, before anything is parsed.
+    auto over = parse(8);
+    CHECK(over->diagnostics() ==
+          "test.orch:2:17: error[E0005]: the file has more than 8 tokens, more than orchc parses "
+          "in one file\nbuffer x: f32[16]\n                ^\n1 error generated.\n");
+    CHECK(over->module->buffers.empty());
+    CHECK(kMaxTokens == 1'500'000);
+  }
+
   TEST_CASE("parse error expression length limit") {
     // 500 terms are fine.
     auto fine = parse_string("pipeline p\nparam a: u32 = 1" + repeat(" + 1", 500) + "\n");
@@ -645,8 +667,9 @@ TEST_SUITE("parse") {
     // 1000th ` + 1`, at column 16 + 4 * 1000 = 4016.
     std::string line = "param a: u32 = 1" + repeat(" + 1", 1100);
     CHECK(errors_of("pipeline p\n" + line + "\n") ==
-          "test.orch:2:4016: error[E0003]: expression is longer than 2000 tokens\n" + line + "\n" +
-              repeat(" ", 4015) + "^\n" + "1 error generated.\n");
+          "test.orch:2:4016: error[E0003]: expression is longer than 2000 tokens\n..." +
+              line.substr(4015 - 128, 256) + "...\n" + repeat(" ", 3 + 128) + "^\n" +
+              "1 error generated.\n");
   }
 
   TEST_CASE("parse error NUL byte is a stray character") {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <vector>
 
 #include "runtime/src/driver.h"
 #include "runtime/src/internal.h"
@@ -227,20 +228,26 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
   const uint32_t nkernels = p.kernels() ? p.kernels()->size() : 0;
   impl->kernels.assign(nkernels, nullptr);
   impl->shared_bytes_allowed.assign(nkernels, 0);
-  // Kernels from one .cu file share one image: load each distinct image once.
+  // Kernels from one .cu file share one image, and generated kernels share a module: load each
+  // distinct image once.
   std::map<std::pair<uint64_t, size_t>, size_t> loaded;
+  const uint32_t nmodules = p.modules() ? p.modules()->size() : 0;
+  std::vector<int64_t> module_library(nmodules, -1);
   bool any_cubin = false, any_ptx = false;
   std::string ptx_arch;
   std::vector<std::string> library_ptx;  // per library: its PTX, or empty for a CUBIN
-  for (uint32_t k = 0; k < nkernels; ++k) {
-    const fb::Kernel* kernel = p.kernels()->Get(k);
-    const std::string kname = kernel->name()->str();
-    const std::string kwhere = rt::where(p, kernel->loc());
+  // Loads the code for this device out of `images` (a CUBIN for it) or `ptx` (JIT), for the
+  // kernel named in messages (`in_module` says where its code is, if not its own); returns the
+  // index of the library holding it.
+  auto load_code = [&](const flatbuffers::Vector<flatbuffers::Offset<fb::KernelImage>>* images,
+                       const flatbuffers::Vector<uint8_t>* ptx_bytes, const flatbuffers::String* ptx_arch_name,
+                       const std::string& kname, const std::string& kwhere,
+                       const std::string& in_module) -> Result<size_t> {
     const uint8_t* data = nullptr;
     size_t data_size = 0;
     std::string ptx;  // NUL-terminated copy for the JIT
-    if (!options.force_ptx && kernel->images())
-      for (const fb::KernelImage* img : *kernel->images())
+    if (!options.force_ptx && images)
+      for (const fb::KernelImage* img : *images)
         if (img->arch()->str() == sm) {
           data = img->cubin()->data();
           data_size = img->cubin()->size();
@@ -249,23 +256,24 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
       any_cubin = true;
     } else {
       std::string have;
-      if (kernel->images())
-        for (const fb::KernelImage* img : *kernel->images()) have += (have.empty() ? "" : ", ") + img->arch()->str();
-      if (!kernel->ptx() || kernel->ptx()->size() == 0 || !kernel->ptx_arch())
+      if (images)
+        for (const fb::KernelImage* img : *images) have += (have.empty() ? "" : ", ") + img->arch()->str();
+      if (!ptx_bytes || ptx_bytes->size() == 0 || !ptx_arch_name)
         return Error(ErrorCode::NoKernelImage,
-                     "kernel '" + kname + "' has no CUBIN for this GPU (" + sm + "; the pipeline has " +
-                         (have.empty() ? "none" : have) + ") and no PTX to JIT; recompile with --arch " + sm,
+                     "kernel '" + kname + "'" + in_module + " has no CUBIN for this GPU (" + sm +
+                         "; the pipeline has " + (have.empty() ? "none" : have) +
+                         ") and no PTX to JIT; recompile with --arch " + sm,
                      kwhere);
-      const std::string pa = kernel->ptx_arch()->str();  // "compute_90"
+      const std::string pa = ptx_arch_name->str();  // "compute_90"
       int ptx_cc = 0;
       if (pa.rfind("compute_", 0) == 0) ptx_cc = std::atoi(pa.c_str() + 8);
       if (ptx_cc == 0 || ptx_cc > impl->arch)
         return Error(ErrorCode::NoKernelImage,
-                     "kernel '" + kname + "' has no CUBIN for this GPU (" + sm + "; the pipeline has " +
-                         (have.empty() ? "none" : have) + ") and its PTX is for " + pa +
-                         ", newer than the GPU; recompile with --arch " + sm,
+                     "kernel '" + kname + "'" + in_module + " has no CUBIN for this GPU (" + sm +
+                         "; the pipeline has " + (have.empty() ? "none" : have) + ") and its PTX is for " +
+                         pa + ", newer than the GPU; recompile with --arch " + sm,
                      kwhere);
-      ptx.assign(reinterpret_cast<const char*>(kernel->ptx()->data()), kernel->ptx()->size());
+      ptx.assign(reinterpret_cast<const char*>(ptx_bytes->data()), ptx_bytes->size());
       data = reinterpret_cast<const uint8_t*>(ptx.c_str());
       data_size = ptx.size() + 1;
       any_ptx = true;
@@ -273,31 +281,52 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
     }
     auto key = std::make_pair(artifact::xxh64(data, data_size), data_size);
     auto it = loaded.find(key);
-    size_t lib_index;
-    if (it != loaded.end()) {
-      lib_index = it->second;
-    } else {
-      rt::Library lib;
-      // The logs live as long as the library, in case the JIT runs after this call returns.
-      constexpr size_t kLog = 8192;
-      std::unique_ptr<char[]> logs(new char[2 * kLog]());
-      char* error_log = logs.get();
-      char* info_log = logs.get() + kLog;
-      cudaJitOption opts[] = {cudaJitErrorLogBuffer, cudaJitErrorLogBufferSizeBytes, cudaJitInfoLogBuffer,
-                              cudaJitInfoLogBufferSizeBytes};
-      void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1)), info_log,
-                        reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1))};
-      impl->jit_logs.push_back(std::move(logs));
-      e = cudaLibraryLoadData(lib.out(), data, opts, values, 4, nullptr, nullptr, 0);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return load_error(e, "cannot load the " + std::string(ptx.empty() ? "CUBIN" : "PTX") + " of kernel '" + kname + "'",
-                          kwhere, ptx, error_log);
+    if (it != loaded.end()) return it->second;
+    rt::Library lib;
+    // The logs live as long as the library, in case the JIT runs after this call returns.
+    constexpr size_t kLog = 8192;
+    std::unique_ptr<char[]> logs(new char[2 * kLog]());
+    char* error_log = logs.get();
+    char* info_log = logs.get() + kLog;
+    cudaJitOption opts[] = {cudaJitErrorLogBuffer, cudaJitErrorLogBufferSizeBytes, cudaJitInfoLogBuffer,
+                            cudaJitInfoLogBufferSizeBytes};
+    void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1)), info_log,
+                      reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1))};
+    impl->jit_logs.push_back(std::move(logs));
+    cudaError_t le = cudaLibraryLoadData(lib.out(), data, opts, values, 4, nullptr, nullptr, 0);
+    if (le != cudaSuccess) {
+      (void)cudaGetLastError();
+      return load_error(le,
+                        "cannot load the " + std::string(ptx.empty() ? "CUBIN" : "PTX") + " of kernel '" +
+                            kname + "'" + in_module,
+                        kwhere, ptx, error_log);
+    }
+    const size_t lib_index = impl->libraries.size();
+    impl->libraries.push_back(std::move(lib));
+    loaded.emplace(key, lib_index);
+    library_ptx.push_back(ptx);
+    return lib_index;
+  };
+  for (uint32_t k = 0; k < nkernels; ++k) {
+    const fb::Kernel* kernel = p.kernels()->Get(k);
+    const std::string kname = kernel->name()->str();
+    const std::string kwhere = rt::where(p, kernel->loc());
+    size_t lib_index = 0;
+    const int m = kernel->in_module();
+    if (m >= 0 && static_cast<uint32_t>(m) < nmodules) {
+      // The validator proved the index; a module is loaded once, for its first kernel.
+      if (module_library[m] < 0) {
+        const fb::Module* mod = p.modules()->Get(m);
+        Result<size_t> r = load_code(mod->images(), mod->ptx(), mod->ptx_arch(), kname, kwhere,
+                                     " (in module " + std::to_string(m) + ")");
+        if (!r.ok()) return r.error();
+        module_library[m] = static_cast<int64_t>(*r);
       }
-      lib_index = impl->libraries.size();
-      impl->libraries.push_back(std::move(lib));
-      loaded.emplace(key, lib_index);
-      library_ptx.push_back(ptx);
+      lib_index = static_cast<size_t>(module_library[m]);
+    } else {
+      Result<size_t> r = load_code(kernel->images(), kernel->ptx(), kernel->ptx_arch(), kname, kwhere, "");
+      if (!r.ok()) return r.error();
+      lib_index = *r;
     }
     e = cudaLibraryGetKernel(&impl->kernels[k], impl->libraries[lib_index].get(), kernel->lowered_name()->c_str());
     if (e != cudaSuccess) {

@@ -5,6 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <fstream>
+#include <sstream>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -526,6 +529,137 @@ graph main {
   CHECK(read<int32_t>(*x, "out", 4) == std::vector<int32_t>{10, 10, 10, 10});
   run(*x, s);
   CHECK(read<int32_t>(*x, "out", 4) == std::vector<int32_t>{20, 20, 20, 20});
+}
+
+TEST_CASE("generated kernels of every kind run from one module, from its CUBIN and from its PTX") {
+  // Fills no memset can do (f64), scalar updates (one that can fail, and so reports to the
+  // device status record, whose definitions the module then holds once for all its kernels),
+  // conditions for while, if and switch, and a device graph launcher: orchc compiles them all
+  // into one module (artifact format 2).
+  const char* src = R"(pipeline generated_module
+target sm_90
+param n: u32 = 4096
+buffer x: f32[n]
+buffer d: f64[n]
+buffer mode: u32
+buffer sel: u32
+buffer count: i32
+buffer den: i32
+buffer q: i32
+kernel add(n: u32, v: f32, x: inout f32[]) source """
+extern "C" __global__ void add(unsigned n, float v, float* x) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += v;
+}
+"""
+graph child device { add<<<ceil_div(n, 256), 256>>>(n, 100.0, x) }
+graph main {
+  fill d = 1.5
+  q = 1000 / den
+  count = 3
+  while count > 0 {
+    add<<<ceil_div(n, 256), 256>>>(n, 1.0, x)
+    count -= 1
+  }
+  if mode == 0 {
+    add<<<ceil_div(n, 256), 256>>>(n, 10.0, x)
+  } else {
+    fill d = 2.5
+  }
+  switch sel {
+    case 0 { add<<<ceil_div(n, 256), 256>>>(n, 1000.0, x) }
+    case 7 { fill d = 3.5 }
+    default { add<<<ceil_div(n, 256), 256>>>(n, -1.0, x) }
+  }
+  launch child tail
+}
+)";
+  std::string log;
+  const std::string path = orch::test::compile_source("generated_module", src, &log);
+  INFO(log);
+  REQUIRE(!path.empty());
+  {
+    // The artifact holds one module with every generated kernel, and no generated kernel has
+    // code of its own.
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    const std::string file = bytes.str();
+    std::vector<uint64_t> aligned((file.size() + 7) / 8);
+    std::memcpy(aligned.data(), file.data(), file.size());
+    auto opened = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), file.size());
+    REQUIRE_MESSAGE(opened.ok(), opened.error);
+    const orch::fb::Pipeline& fb = *opened.pipeline;
+    REQUIRE(fb.modules() != nullptr);
+    CHECK(fb.modules()->size() == 1);
+    int generated = 0;
+    for (const orch::fb::Kernel* k : *fb.kernels()) {
+      CHECK(k->generated() == (k->in_module() == 0));
+      generated += k->generated();
+    }
+    CHECK(generated >= 6);
+  }
+  const uint32_t n = 4096;
+  std::uniform_real_distribution<double> any_double(-1e6, 1e6);
+  for (bool ptx : {false, true}) {
+    CAPTURE(ptx);
+    orch::LoadOptions o;
+    o.force_ptx = ptx;
+    auto p = orch::Pipeline::load(path, o);
+    ORCH_REQUIRE_OK(p);
+    if (ptx) CHECK((*p)->image().find("PTX (JIT)") != std::string::npos);
+    Stream s;
+    auto x = instantiate(**p, orch::Bindings(), s);
+    for (uint32_t mode : {0u, 1u}) {
+      for (uint32_t sel : {0u, 7u, 3u}) {
+        CAPTURE(mode);
+        CAPTURE(sel);
+        const std::vector<float> x0 = random_floats(n, -1, 1);
+        std::vector<double> d0(n);
+        for (double& v : d0) v = any_double(rng());
+        write(*x, "x", x0);
+        write(*x, "d", d0);
+        write(*x, "mode", std::vector<uint32_t>{mode});
+        write(*x, "sel", std::vector<uint32_t>{sel});
+        write(*x, "count", std::vector<int32_t>{-5});
+        // Division by zero in one case of three: q keeps its value and the status says why.
+        std::uniform_int_distribution<int32_t> any_den(1, 1 << 20);
+        const int32_t den = sel == 3 ? 0 : (rng()() % 2 ? 1 : -1) * any_den(rng());
+        write(*x, "den", std::vector<int32_t>{den});
+        write(*x, "q", std::vector<int32_t>{-7});
+        run(*x, s);
+        if (den == 0) {
+          auto st = x->device_status();
+          REQUIRE_FALSE(st.ok());
+          INFO(st.error().to_string());
+          CHECK(st.error().code() == orch::ErrorCode::DeviceError);
+          CHECK(st.error().message().find("the expression could not be evaluated on the GPU") != std::string::npos);
+          CHECK(st.error().where().find("generated_module.orch:") != std::string::npos);
+          CHECK(read<int32_t>(*x, "q", 1)[0] == -7);
+          ORCH_REQUIRE_OK(x->clear_device_status());
+        } else {
+          ORCH_CHECK_OK(x->device_status());
+          CHECK(read<int32_t>(*x, "q", 1)[0] == 1000 / den);
+        }
+        // The same float additions in the same order as the GPU: exact.
+        std::vector<float> want(n);
+        for (uint32_t i = 0; i < n; ++i) {
+          float v = x0[i];
+          for (int k = 0; k < 3; ++k) v += 1.0f;
+          if (mode == 0) v += 10.0f;
+          if (sel == 0) v += 1000.0f;
+          if (sel != 0 && sel != 7) v += -1.0f;
+          v += 100.0f;  // the tail-launched child, after main
+          want[i] = v;
+        }
+        check_close(read<float>(*x, "x", n), want, 0, "x");
+        const double want_d = sel == 7 ? 3.5 : mode == 0 ? 1.5 : 2.5;
+        const std::vector<double> d = read<double>(*x, "d", n);
+        CHECK(std::count(d.begin(), d.end(), want_d) == static_cast<long>(n));
+        CHECK(read<int32_t>(*x, "count", 1)[0] == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("dp_step bound without an NCCL communicator is refused, naming the allreduce") {

@@ -109,6 +109,12 @@ class Runner {
                   " launches graphs from the device, and its launches fail while CUPTI traces "
                   "them (seen with driver 580, CUDA 13.0); per-node times are not available "
                   "for it, run without --nodes");
+    // Refuse a --dump destination that could not be written before any GPU work is done.
+    for (const DumpArg& d : o_.dumps) {
+      const std::string path = me_.world_size > 1 ? d.path + ".rank" + std::to_string(me_.rank) : d.path;
+      std::string problem = orch::artifact::output_path_problem(path, input_paths());
+      if (!problem.empty()) return fail("--dump " + d.name + "=" + d.path + ": " + problem);
+    }
     for (const FillArg& f : o_.fills)
       if (f.kind == FillArg::Kind::File) {
         orch::artifact::FileBytes data;
@@ -415,6 +421,14 @@ class Runner {
     return kExitOk;
   }
 
+  // The files this run reads, which no --dump may replace.
+  std::vector<std::string> input_paths() const {
+    std::vector<std::string> in{o_.pipeline};
+    for (const FillArg& f : o_.fills)
+      if (f.kind == FillArg::Kind::File) in.push_back(f.text);
+    return in;
+  }
+
   int dump(orch::Executable& x, const DumpArg& d) {
     void* ptr = x.buffer(d.name);
     const size_t bytes = x.buffer_bytes(d.name);
@@ -426,7 +440,7 @@ class Runner {
     }
     std::string error;
     const std::string path = me_.world_size > 1 ? d.path + ".rank" + std::to_string(me_.rank) : d.path;
-    if (!orch::artifact::write_file_atomically(path, data, &error))
+    if (!orch::artifact::write_file_atomically(path, data, &error, input_paths()))
       return fail("--dump " + d.name + "=" + path + ": " + error);
     out() << "dumped " << d.name << " (" << format_bytes(bytes) << ") to " << path
           << (me_.world_size > 1 ? " (rank 0's; each rank writes " + d.path + ".rank<r>)" : std::string()) << "\n";

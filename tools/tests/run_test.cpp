@@ -2,6 +2,7 @@
 // before touching the GPU is, and without a device the run stops with one clean line. The GPU
 // cases (suite "gpu") run examples/embed_saxpy/saxpy.orch and check the dumped result.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -153,6 +154,34 @@ TEST_CASE("mistakes found in the artifact come before the GPU, with exit 1") {
     r = orch_run({sample, "--param", "mode=1"});
     CHECK(r.err == "orch-run: PMI_RANK='x' is not a rank (a whole number >= 0)\n");
   }
+}
+
+TEST_CASE("--dump onto a device, a FIFO, a directory or an input, and special input files: refused before the GPU") {
+  const std::string saxpy = saxpy_or_fail();
+  const std::string fifo = temp_dir() + "/dump.fifo";
+  ::unlink(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string fill = write_temp("x.bin", std::string(16, '\0'));
+  struct Case {
+    std::string path, why;
+  };
+  for (const Case& c : {Case{"/dev/null", "it is a character device; the output must be a regular file"},
+                        Case{fifo, "it is a FIFO (named pipe); the output must be a regular file"},
+                        Case{temp_dir(), "it is a directory; the output must be a regular file"},
+                        Case{saxpy, "it is the input " + saxpy},
+                        Case{fill, "it is the input " + fill}}) {
+    CAPTURE(c.path);
+    RunOutput r = orch_run({saxpy, "--fill", "x=file:" + fill, "--dump", "y=" + c.path});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "orch-run: --dump y=" + c.path + ": refusing to write " + c.path + ": " + c.why + "\n");
+  }
+  struct stat st {};
+  CHECK((::lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+  CHECK((::stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode)));
+  // Reading (the FIFO and directory cases are above): /dev/zero never ends.
+  RunOutput r = orch_run({saxpy, "--fill", "x=file:/dev/zero"});
+  CHECK(r.err == "orch-run: --fill x=file:/dev/zero: is a character device, not a regular file\n");
+  ::unlink(fifo.c_str());
 }
 
 TEST_CASE("without a CUDA device: one line, 'orch-run: no CUDA device: ...', exit 1") {
