@@ -1971,6 +1971,32 @@ t.orch:9:3: note: `outer` is launched fire_and_forget here; work that needs its 
   CHECK(diagnostics_of(fix(program, {{"graph inner device { work<<<1, 1024>>>(x) }", "graph inner device { work<<<1, 1024>>>(z) }"}})) == "");
 }
 
+TEST_CASE("a launch is ordered after what the graphs it launches use, at any depth") {
+  // main writes x, then launches `outer`, which launches `inner`, which reads x. The launching
+  // statement carries what everything it launches touches (compute_footprints, to a fixpoint),
+  // so the DAG orders it after the write; one level deep would miss `inner`.
+  const std::string program = R"orch(pipeline p
+buffer x: f32[1024]
+buffer y: f32[1024]
+kernel look(x: in f32[]) source """extern "C" __global__ void look(const float* x) {}"""
+graph inner device { look<<<1, 32>>>(x) }
+graph outer device { launch inner tail }
+graph main {
+  fill x = 1
+  fill y = 2
+  launch outer tail
+}
+)orch";
+  auto c = check(program);
+  REQUIRE(c->text() == "");
+  const ir::Program& p = *c->result.program;
+  const ir::Region& body = p.graphs[p.main_graph].body;
+  REQUIRE(body.nodes.size() == 3);
+  std::vector<std::pair<int, int>> edges;
+  for (const ir::Edge& e : body.edges) edges.push_back({e.from, e.to});
+  CHECK(edges == std::vector<std::pair<int, int>>{{0, 2}});
+}
+
 TEST_CASE("E0606: two fire-and-forget launches of one kernel that write one buffer") {
   const std::string program = R"orch(pipeline p
 buffer x: f32[1024]
