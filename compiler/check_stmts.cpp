@@ -929,7 +929,7 @@ bool Checker::compute_inline_sizes() {
   // Saturating: the budget is far below this, and sums of saturated sizes must not wrap.
   constexpr uint64_t kHuge = uint64_t{1} << 62;
   const size_t n = graph_asts_.size();
-  std::vector<uint64_t> direct(n, 0), direct_depth(n, 0);
+  std::vector<uint64_t> direct(n), direct_depth(n);
   std::vector<std::vector<Callee>> callees(n);
   for (size_t g = 0; g < n; ++g)
     count_block(graph_asts_[g]->body, symbols_, 1, direct[g], direct_depth[g], callees[g]);

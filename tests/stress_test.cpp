@@ -267,8 +267,8 @@ TEST_CASE("expressions at the length limit") {
 
 TEST_CASE("the costliest tokens known, up to the token limit") {
   // Chains of unary minus: every token is a parse-tree node and an expression node. 745 params
-  // of 1,996 tokens each, 1.49 million tokens: measured at about 940 MiB, the closest any
-  // shape found comes to the bound (docs/diagnostics.md, E0005).
+  // of 1,996 tokens each, 1.49 million tokens: measured at 917 MiB, the closest any shape
+  // found comes to the bound (docs/diagnostics.md, E0005; docs/performance.md).
   std::string text = "pipeline stress\ntarget sm_90\n";
   for (int i = 0; i < 745; ++i) text += "param p" + std::to_string(i) + ": i32 = " + repeat("- ", 1995) + "1\n";
   text += "buffer a: f32[1024]\ngraph main { fill a = 0 }\n";
