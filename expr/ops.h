@@ -200,8 +200,15 @@ template <int K> ORCH_HD bool orch_negative(typename orch_t<K>::c v) {
   return orch_t<K>::is_signed && static_cast<long long>(v) < 0;
 }
 template <int K> ORCH_HD unsigned long long orch_magnitude(typename orch_t<K>::c v) {
-  if (orch_negative<K>(v)) return 0ull - static_cast<unsigned long long>(static_cast<long long>(v));
-  return static_cast<unsigned long long>(v);
+  if (!orch_negative<K>(v)) return static_cast<unsigned long long>(v);
+  unsigned long long u = static_cast<unsigned long long>(static_cast<long long>(v));
+#if defined(__CUDA_ARCH__)
+  // Opaque to the optimizer: NVVM would otherwise fold this negation into PTX abs.s64, which
+  // ptxas takes as never negative, and drop the range check of |INT64_MIN| = 2^63 (-a of i64's
+  // smallest value then "fits"; measured on sm_90 with CUDA 13.0).
+  asm("" : "+l"(u));
+#endif
+  return 0ull - u;
 }
 // The largest value of integer type K, and the magnitude of its smallest (0 if unsigned).
 template <int K> ORCH_HD unsigned long long orch_max_of() {

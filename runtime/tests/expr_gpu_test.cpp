@@ -179,7 +179,7 @@ TEST_CASE("expression table: the printed device code gives every row's result on
     agree += ok;
     char bits_hex[32];
     std::snprintf(bits_hex, sizeof bits_hex, "0x%llx", got_bits[i]);
-    CHECK_MESSAGE(ok, "row ", kOrchTableExpect[i].row, ": the GPU gave error ", got_err[i], ", bits ", bits_hex);
+    CHECK_MESSAGE(ok, "row ", std::string(kOrchTableExpect[i].row), ": the GPU gave error ", got_err[i], ", bits ", bits_hex);
   }
   MESSAGE(agree, " of ", kOrchTableRows, " rows agree on the GPU");
   CHECK(kOrchTableRows >= 200);
