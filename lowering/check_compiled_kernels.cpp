@@ -43,6 +43,8 @@ Declared declared(const ir::KernelParam& p) {
       return {8, 'p', "a `graph`, passed as an 8-byte cudaGraphExec_t"};
     case ir::KernelParamKind::GraphFamily:
       return {8, 'p', "a graph family, passed as an 8-byte pointer"};
+    case ir::KernelParamKind::Status:  // generated kernels only, which are not checked here
+      return {8, 'p', "the device status record, passed as an 8-byte pointer"};
   }
   return {0, 'i', "?"};
 }

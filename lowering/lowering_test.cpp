@@ -517,7 +517,7 @@ graph main { launch rounds tail }
 TEST_CASE("every spec example and bundled pipeline compiles to a pipeline.bin that verifies") {
   fs::path cache = fs::temp_directory_path() / ("orch-lowering-test-cache-" + std::to_string(getpid()));
   std::vector<fs::path> files;
-  for (const std::string dir : {spec_dir() + "/examples", std::string(ORCH_PIPELINES_DIR)})
+  for (const std::string& dir : {spec_dir() + "/examples", std::string(ORCH_PIPELINES_DIR)})
     for (const auto& entry : fs::directory_iterator(dir))
       if (entry.path().extension() == ".orch") files.push_back(entry.path());
   CHECK(files.size() >= 11);
