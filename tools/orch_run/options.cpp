@@ -41,7 +41,8 @@ compute-bound; the peaks come from the target profile (targets/*.yaml). Pipeline
 graphs from the device cannot be traced by CUPTI today: --trace then shows the host side only.
 
 --dump NAME=FILE writes the buffer's raw bytes after the last launch (warm-up launches
-count: use --warmup 0 --repeat 1 to dump the result of exactly one run).
+count, and so do the profiled launches of --nodes, --trace and --roofline: use --warmup 0
+--repeat 1 without them to dump the result of exactly one run).
 
 Several GPUs (a pipeline with a `comm`): --ranks N starts N processes on this host, rank r on
 device r, and orch makes the NCCL communicator; rank 0 prints every rank's times and the
