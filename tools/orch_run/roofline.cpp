@@ -26,6 +26,17 @@ std::string si(double v, const char* unit) {
   return fmt(v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f", v) + " " + prefixes[i] + unit;
 }
 
+// A power of ten as a tick label: "1 TFLOP/s", "100 GFLOP/s".
+std::string si_tick(double v, const char* unit) {
+  static const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (v >= 999.5 && i < 6) {
+    v /= 1000;
+    ++i;
+  }
+  return fmt("%.0f", v) + " " + prefixes[i] + unit;
+}
+
 std::string percent(double f) { return fmt(f >= 0.1 ? "%.0f%%" : "%.1f%%", 100 * f); }
 
 std::string xml(const std::string& s) {
@@ -141,7 +152,7 @@ RooflineGeometry roofline_geometry(const RooflineReport& r) {
   RooflineGeometry g;
   g.width = 960;
   g.height = 600;
-  g.plot_left = 90;
+  g.plot_left = 110;
   g.plot_right = 640;
   g.plot_top = 50;
   g.plot_bottom = 530;
@@ -196,10 +207,10 @@ std::string roofline_svg(const RooflineReport& r) {
       << xml(fmt("%g", x)) << "</text>\n";
   for (double y = g.y_min; y <= g.y_max * 1.0001; y *= 10)
     s << "<text x=\"" << num(g.plot_left - 6) << "\" y=\"" << num(g.y_of(y) + 4) << "\" text-anchor=\"end\">"
-      << xml(si(y, "FLOP/s")) << "</text>\n";
+      << xml(si_tick(y, "FLOP/s")) << "</text>\n";
   s << "<text x=\"" << num((g.plot_left + g.plot_right) / 2) << "\" y=\"" << num(g.plot_bottom + 42)
     << "\" text-anchor=\"middle\">arithmetic intensity (FLOP per DRAM byte)</text>\n";
-  s << "<text x=\"20\" y=\"" << num((g.plot_top + g.plot_bottom) / 2) << "\" text-anchor=\"middle\" transform=\"rotate(-90 20 "
+  s << "<text x=\"16\" y=\"" << num((g.plot_top + g.plot_bottom) / 2) << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
     << num((g.plot_top + g.plot_bottom) / 2) << ")\">achieved FLOP/s</text>\n";
   s << "</g>\n";
   s << "<rect x=\"" << num(g.plot_left) << "\" y=\"" << num(g.plot_top) << "\" width=\"" << num(g.plot_right - g.plot_left)

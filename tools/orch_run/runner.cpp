@@ -484,21 +484,55 @@ class Runner {
         }
         phase_ = "the range profiler's launch (--roofline)";
         HostPhase h(this, "launch", "range profiler launch (--roofline)");
+        // A launch that fails is an error of the run, not of the profiler.
+        std::string launch_error;
+        auto profiled_launch = [&](std::string* why) {
+          if (launch_and_wait(why)) return true;
+          launch_error = *why;
+          return false;
+        };
+        // With the activity records of the same launch, which say which node each range is.
         std::string why;
-        auto profiler = RangeProfiler::open(*cupti_, o_.device, kernels + 64, &why);
         std::vector<KernelCounters> ranges;
-        bool ok = profiler && profiler->profile(launch_and_wait, &ranges, &why);
-        profiler.reset();
-        std::vector<NodeRecord> records = cupti_->take(&error);
-        if (!error.empty()) {
-          ok = false;
-          why = error;
-          error.clear();
+        bool profiled = false;
+        {
+          auto profiler = RangeProfiler::open(*cupti_, o_.device, kernels + 64, &why);
+          profiled = profiler && profiler->profile(profiled_launch, &ranges, &why);
         }
+        if (!launch_error.empty()) return fail("--roofline: " + launch_error);
+        std::vector<NodeRecord> records = cupti_->take(&error);
+        bool ok = profiled && error.empty();
+        if (profiled && !error.empty()) why = error;
+        error.clear();
         if (ok) {
-          std::string match_error;
-          ok = match_ranges(records, ranges, &measured, &match_error);
-          if (!ok) why = match_error;
+          ok = match_ranges(records, ranges, &measured, &why);
+        } else if (!profiled) {
+          // CUPTI may refuse to profile while it traces. Without the records, a launch of one
+          // kernel node is still unambiguous: every profiled launch ran the same single kernel.
+          int only = -2;
+          for (uint32_t l = 0; l < launches.size() && only != -1; ++l) {
+            int site = -2, count = 0;
+            for (const Attributed& a : attribution.records)
+              if (a.launch == l && a.record.kind == NodeRecord::Kind::Kernel) {
+                ++count;
+                site = a.site;
+              }
+            only = count == 1 && site >= 0 && (only == -2 || only == site) ? site : -1;
+          }
+          if (only >= 0) {
+            cupti_->disable_activity();
+            std::string again;
+            auto profiler = RangeProfiler::open(*cupti_, o_.device, 64, &again);
+            std::vector<KernelCounters> alone;
+            if (profiler && profiler->profile(profiled_launch, &alone, &again) && alone.size() == 1) {
+              measured[only] = {alone[0], 1};
+              ok = true;
+            } else if (profiler && again.empty()) {
+              again = std::to_string(alone.size()) + " ranges for a launch of one kernel";
+            }
+            if (!launch_error.empty()) return fail("--roofline: " + launch_error);
+            if (!ok) why += "; without tracing: " + again;
+          }
         }
         report.note = ok ? "bytes and FLOPs measured by CUPTI's range profiler (one more launch, kernels replayed)"
                          : "CUPTI could not measure bytes and FLOPs (" + why + "): counts as declared with `cost`";
