@@ -34,6 +34,11 @@ void NodeIds::cloned(uint64_t original, uint64_t clone) {
   if (it != site_.end()) site_[clone] = it->second;
 }
 
+void NodeIds::add(uint64_t id, int site) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (site >= 0) site_[id] = site;
+}
+
 int NodeIds::site_of(uint64_t id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = site_.find(id);

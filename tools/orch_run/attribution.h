@@ -52,6 +52,8 @@ class NodeIds {
   // CUDA cloned `original` into `clone` (instantiation, child graph nodes): the clone belongs
   // where the original does.
   void cloned(uint64_t original, uint64_t clone);
+  // Node `id` belongs to `site` (found by walking what the runtime made, e.g. a child graph).
+  void add(uint64_t id, int site);
   // The site of a node id, -1 for none.
   int site_of(uint64_t id) const;
   size_t size() const;

@@ -1,5 +1,6 @@
 #include "tools/orch_run/cupti.h"
 
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -105,9 +106,39 @@ class Cupti::Observer : public orch::Observer {
   }
   void node_end(const NodeSite& site, cudaGraphNode_t made) override {
     if (!node_ids_) return;
+    const int s = site.path ? sites_.find(site.graph, site.member, *site.path) : -1;
     uint64_t id = 0;
     if (made && c_.api_->graph_node_id(reinterpret_cast<CUgraphNode>(made), &id) != CUPTI_SUCCESS) id = 0;
-    ids_.end(site.path ? sites_.find(site.graph, site.member, *site.path) : -1, id);
+    // A child graph node (a collective's NCCL capture): its nodes are the originals of what
+    // instantiation clones, whether or not CUDA reported them made during the capture.
+    if (made && s >= 0) map_child_nodes(made, s, 0);
+    ids_.end(s, id);
+  }
+
+  void map_child_nodes(cudaGraphNode_t node, int site, int depth) {
+    cudaGraphNodeType type;
+    if (depth > 8 || cudaGraphNodeGetType(node, &type) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    if (type != cudaGraphNodeTypeGraph) return;
+    cudaGraph_t child = nullptr;
+    size_t count = 0;
+    if (cudaGraphChildGraphNodeGetGraph(node, &child) != cudaSuccess || !child ||
+        cudaGraphGetNodes(child, nullptr, &count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    std::vector<cudaGraphNode_t> nodes(count);
+    if (count && cudaGraphGetNodes(child, nodes.data(), &count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    for (cudaGraphNode_t n : nodes) {
+      uint64_t id = 0;
+      if (c_.api_->graph_node_id(reinterpret_cast<CUgraphNode>(n), &id) == CUPTI_SUCCESS) ids_.add(id, site);
+      map_child_nodes(n, site, depth + 1);
+    }
   }
   void phase_begin(Phase phase, int graph, int member) override {
     if (phase == Phase::Launch && !launches_.load()) return;

@@ -38,6 +38,18 @@ SiteTable::SiteTable(const orch::fb::Pipeline& p) : p_(p) {
       add_graph(graph, static_cast<int>(g), -1, name, false, -1, 0, 0, false, path);
     }
   }
+  // Who launches each device graph: a kernel node passing it as a `graph` or `graph[N]` argument
+  // (its own graph for `self`); one from another graph is preferred over a self relaunch.
+  launcher_.assign(ngraphs, std::string());
+  for (const Site& s : sites_) {
+    if (s.node->kind() != orch::fb::NodeKind::Kernel || !s.node->args()) continue;
+    for (const orch::fb::KernelArg* a : *s.node->args()) {
+      if (a->kind() != orch::fb::ArgKind::GraphExec && a->kind() != orch::fb::ArgKind::GraphTable) continue;
+      const int g = a->ref() < 0 ? s.graph : a->ref();
+      if (g < 0 || static_cast<uint32_t>(g) >= ngraphs) continue;
+      if (launcher_[g].empty() || (g != s.graph && launcher_[g] == "self")) launcher_[g] = g == s.graph ? "self" : s.name;
+    }
+  }
 }
 
 void SiteTable::add_graph(const orch::fb::Graph* g, int graph, int member, const std::string& graph_name,
@@ -108,7 +120,11 @@ std::string SiteTable::level_name(int site) const {
   std::vector<std::string> parts;
   for (int c = s.parent, b = static_cast<int>(s.body); c >= 0; b = static_cast<int>((*this)[c].body), c = (*this)[c].parent)
     parts.push_back((*this)[c].what + " (" + body_label(c, static_cast<uint32_t>(b)) + ")");
-  std::string out = s.graph_name + (s.device_graph ? " (device graph)" : "");
+  std::string out = s.graph_name;
+  if (s.device_graph) {
+    const std::string& by = s.graph >= 0 && static_cast<size_t>(s.graph) < launcher_.size() ? launcher_[s.graph] : "";
+    out += by.empty() || by == "self" ? " (device graph)" : " (device graph, launched by " + by + ")";
+  }
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += " / " + *it;
   return out;
 }

@@ -39,7 +39,7 @@ class SiteTable {
   // The site the runtime builds at (graph, member, path); -1 when there is none.
   int find(int graph, int member, const std::vector<uint32_t>& path) const;
   // The graph level a site runs in, for a timeline track: "main", "main / while ... (body)",
-  // "experts[2] (device graph)".
+  // "experts[2] (device graph, launched by route<<<1, 1024>>>  moe.orch:35:3)".
   std::string level_name(int site) const;
   // A short label of a conditional body: "then", "else", "body", "case 3", "default".
   std::string body_label(int conditional_site, uint32_t body) const;
@@ -50,6 +50,7 @@ class SiteTable {
                  int parent, uint32_t body, int depth, bool in_while, std::vector<uint32_t>& path);
   const orch::fb::Pipeline& p_;
   std::vector<Site> sites_;
+  std::vector<std::string> launcher_;  // per Pipeline.graphs index: a kernel node that launches it
 };
 
 // "file:line:col" of a location in the pipeline, "" when absent.

@@ -246,7 +246,8 @@ TEST_CASE("sites of device graphs and families (moe): one per member, named by m
       ++experts;
       CHECK(s.device_graph);
       CHECK(s.member >= 0);
-      CHECK(t.level_name(static_cast<int>(&s - &t.sites()[0])) == s.graph_name + " (device graph)");
+      CHECK(t.level_name(static_cast<int>(&s - &t.sites()[0])) ==
+            s.graph_name + " (device graph, launched by route<<<1, 1024>>>  moe.orch:35:3)");
     }
   CHECK(experts == 8);
   const int route = site_named(t, "route<<<1, 1024>>>  moe.orch:35:3");
