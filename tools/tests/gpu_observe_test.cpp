@@ -415,6 +415,7 @@ target sm_90
 param n: u32 = 65536
 buffer g: f32[n]
 buffer s: f32[n]
+buffer r: f32[n]
 comm world
 kernel twice(n: u32, g: in f32[], s: out f32[]) source """
 extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
@@ -424,24 +425,25 @@ extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
 """
 graph main {
   twice<<<ceil_div(n, 256), 256>>>(n, g, s)
-  allreduce sum s on world
+  allreduce sum s -> r on world
 }
 )");
   const std::string bin = binary(src);
-  const std::string trace = out_path("reduce.trace.json"), gp = temp_dir() + "/g.bin", sp = temp_dir() + "/s.bin";
+  // Out of place: on one rank NCCL copies s to r (in place it would do nothing at all).
+  const std::string trace = out_path("reduce.trace.json"), gp = temp_dir() + "/g.bin", rp = temp_dir() + "/r.bin";
   RunOutput r = orch_run({bin, "--fill", "g=random:-1:1", "--repeat", "2", "--trace", trace, "--dump", "g=" + gp,
-                          "--dump", "s=" + sp});
+                          "--dump", "r=" + rp});
   INFO(r.out, r.err);
   REQUIRE(r.exit_code == 0);
-  const auto g = floats(read_all(gp)), s = floats(read_all(sp));
+  const auto g = floats(read_all(gp)), s = floats(read_all(rp));
   for (size_t i = 0; i < g.size(); ++i) REQUIRE(s[i] == doctest::Approx(2.0f * g[i]));  // one rank: the sum is itself
   const json doc = trace_at(trace);
   int unattributed = 0;
   const auto names = record_names(doc, &unattributed);
   INFO(describe(names));
   CHECK(unattributed == 0);
-  CHECK(names.count("allreduce sum s on world  reduce.orch:15:3"));
-  CHECK(names.count("twice<<<ceil_div(n, 256), 256>>>  reduce.orch:14:3"));
+  CHECK(names.count("allreduce sum s -> r on world  reduce.orch:16:3"));
+  CHECK(names.count("twice<<<ceil_div(n, 256), 256>>>  reduce.orch:15:3"));
 }
 
 TEST_CASE("--trace with two ranks: one file per rank, ranks as processes") {
