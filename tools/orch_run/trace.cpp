@@ -205,6 +205,7 @@ std::string trace_json(const TraceInput& in) {
         s.args["profiled launch"] = a->launch + 1;
         s.args["CUDA graph node"] = std::to_string(r.node_id);
         s.args["CUDA graph"] = r.graph_id;
+        s.args["CUDA stream"] = r.stream_id;
         if (r.device_launched) s.args["device-launched"] = true;
         slice_event(s, gpu_pid, track(level).place(s.start, s.end, meta, gpu_pid));
       }
