@@ -3,6 +3,7 @@
 // --nodes table, including the fill that issue 13 found misattributed.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "tools/orch_run/attribution.h"
@@ -253,4 +254,30 @@ TEST_CASE("sites of device graphs and families (moe): one per member, named by m
   const int route = site_named(t, "route<<<1, 1024>>>  moe.orch:35:3");
   CHECK_FALSE(t[route].device_graph);
   CHECK(t.level_name(route) == "main");
+}
+
+TEST_CASE("orchc --emit=dot labels the statements' nodes with the names orch-run gives them") {
+  std::string log;
+  const std::string src = spec_dir() + "/examples/jacobi.orch";
+  const std::string bin = compiled(src, &log);
+  REQUIRE_MESSAGE(!bin.empty(), log);
+  LoadedPipeline l = load_pipeline(bin);
+  REQUIRE_MESSAGE(l.pipeline, l.error);
+  const char* env = std::getenv("ORCH_ORCHC");
+  const std::string orchc = env && *env ? env : ORCH_TOOLS_ORCHC;
+  const std::string dot = temp_dir() + "/jacobi.dot";
+  REQUIRE(std::system(("'" + orchc + "' --emit=dot '" + src + "' > '" + dot + "'").c_str()) == 0);
+  const std::string text = read_all(dot);
+  int checked = 0;
+  const SiteTable t(*l.pipeline);
+  for (const Site& s : t.sites()) {
+    const orch::fb::NodeKind k = s.node->kind();
+    // Statements as written: the nodes orchc adds or fuses (conditions, scalar updates) are its own.
+    if (s.generated || (k != orch::fb::NodeKind::Kernel && k != orch::fb::NodeKind::Memcpy && k != orch::fb::NodeKind::Memset))
+      continue;
+    CAPTURE(s.name);
+    CHECK(text.find("[label=\"" + s.name + "\"") != std::string::npos);
+    ++checked;
+  }
+  CHECK(checked == 8);  // 3 copies, 3 fills, 2 sweeps
 }
