@@ -118,6 +118,7 @@ TEST_CASE("a trace of recorded launches: every node named, loops grouped, host p
              {"launch main", "launch", t0 - 40, t0 - 20, true}};
   in.notes = {"timed launches (CUDA events, not traced): median 12.0 us"};
   const std::string text = trace_json(in);
+  write_temp("fills.trace.json", text);  // kept with ORCH_KEEP_TEST_FILES=1, for tools/trace_svg.py
   json doc;
   const std::string problem = trace_problem(text, &doc);
   INFO(text);
