@@ -1,6 +1,7 @@
 // describe_pipeline() and expr_to_string(): what orch-inspect prints. Written for a pipeline
 // that open_pipeline() accepted, but every lookup is still bounds-checked so that a bug
 // elsewhere shows up as "#7?" in the text rather than as a crash.
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -286,6 +287,19 @@ class Describer {
         text = "args:";
         for (uint32_t j = 0; j < size_of(args); ++j) text += (j ? ", " : " ") + arg(args->Get(j));
         line(indent + 2, size_of(args) ? text : "args: none");
+        if (n->cost_bytes() || n->cost_flops()) {
+          text = "cost:";
+          if (n->cost_bytes()) text += " bytes " + expr(n->cost_bytes());
+          if (n->cost_flops()) {
+            const fb::Kernel* k = p_.kernels() && n->kernel() >= 0 && static_cast<uint32_t>(n->kernel()) < p_.kernels()->size()
+                                      ? p_.kernels()->Get(n->kernel())
+                                      : nullptr;
+            std::string type = k ? fb::EnumNameScalarType(k->cost_flops_type()) : "F32";
+            for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            text += std::string(n->cost_bytes() ? "," : "") + " flops[" + type + "] " + expr(n->cost_flops());
+          }
+          line(indent + 2, text);
+        }
         break;
       }
       case fb::NodeKind::Memcpy:

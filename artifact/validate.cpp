@@ -443,6 +443,10 @@ class Validator {
     if (empty(k->name())) return fail("kernel " + std::to_string(i) + " has an empty name");
     const std::string label = kernel_label(i);
     if (empty(k->lowered_name())) return fail(label + " has an empty lowered_name");
+    const fb::ScalarType ft = k->cost_flops_type();
+    if (ft != fb::ScalarType::F16 && ft != fb::ScalarType::F32 && ft != fb::ScalarType::F64)
+      return fail(label + " has cost_flops_type " + std::to_string(static_cast<unsigned>(ft)) +
+                  "; FLOPs are F16, F32 or F64");
 
     if (k->in_module() != -1) {
       // The code is the module's: a kernel with code of its own as well would be ambiguous.
@@ -560,6 +564,8 @@ class Validator {
     }
     std::string problem = loc_problem(node->loc());
     if (!problem.empty()) return fail_here(problem);
+    if (kind != fb::NodeKind::Kernel && (node->cost_bytes() || node->cost_flops()))
+      return fail_here("a cost belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) + " node");
 
     switch (kind) {
       case fb::NodeKind::Kernel:
@@ -633,6 +639,8 @@ class Validator {
       }
     }
     if (!check_node_expr(node->shared_bytes(), false, "shared_bytes")) return false;
+    if (!check_node_expr(node->cost_bytes(), false, "cost_bytes")) return false;
+    if (!check_node_expr(node->cost_flops(), false, "cost_flops")) return false;
 
     const auto* params = kernel->params();
     const auto* args = node->args();

@@ -267,6 +267,9 @@ TEST_CASE("validate: kernels") {
        "kernel 'scale' param 'n' has unknown type 13"},
       {"param access", [](fb::PipelineT& t) { t.kernels[0]->params[2]->access = fb::Access(4); },
        "kernel 'scale' param 'x' has unknown access 4"},
+      {"cost flops type", [](fb::PipelineT& t) { t.kernels[0]->cost_flops_type = fb::ScalarType::U32; },
+       "kernel 'scale' has cost_flops_type 2; FLOPs are F16, F32 or F64"},
+      {"cost flops type f64", [](fb::PipelineT& t) { t.kernels[0]->cost_flops_type = fb::ScalarType::F64; }, ""},
       {"loc",
        [](fb::PipelineT& t) { t.kernels[0]->loc = std::make_unique<fb::SourceLoc>(5, 1, 1); },
        "kernel 'scale': source location refers to file 5, but the pipeline lists 2 source files"},
@@ -459,6 +462,17 @@ TEST_CASE("validate: kernel nodes and arguments") {
          node(t, kMain, 3).shared_bytes->code = {lit(1), lit(1)};
        },
        "graph 'main' node 3: shared_bytes: expression leaves 2 values on the stack instead of 1"},
+      {"a declared cost", [](fb::PipelineT& t) {
+         node(t, kMain, 2).cost_bytes = expr({lit(12)});
+         node(t, kMain, 2).cost_flops = expr({lit(2)});
+       },
+       ""},
+      {"cost bytes expr", [](fb::PipelineT& t) { node(t, kMain, 2).cost_bytes = expr({par(7)}); },
+       "graph 'main' node 2: cost_bytes: expression instruction 0 refers to param 7, but the pipeline has 3 params"},
+      {"cost flops expr", [](fb::PipelineT& t) { node(t, kMain, 2).cost_flops = expr({lit(1), lit(1)}); },
+       "graph 'main' node 2: cost_flops: expression leaves 2 values on the stack instead of 1"},
+      {"cost on a memset", [](fb::PipelineT& t) { node(t, kMain, 1).cost_bytes = expr({lit(4)}); },
+       "graph 'main' node 1: a cost belongs to a kernel node, not to a Memset node"},
       {"argument count", [](fb::PipelineT& t) { node(t, kMain, 2).args.pop_back(); },
        "graph 'main' node 2: kernel 'scale' takes 3 arguments, the node passes 2"},
       {"argument kind mismatch",

@@ -187,6 +187,7 @@ class Serializer {
     b.add_params(params_v);
     b.add_uses_device_runtime(k.uses_device_runtime);
     b.add_launches_kernels(k.launches_kernels);
+    b.add_cost_flops_type(static_cast<fb::ScalarType>(k.cost_precision));
     fb::SourceLoc l = loc(k.loc);
     b.add_loc(&l);
     return b.Finish();
@@ -229,6 +230,8 @@ class Serializer {
         auto grid_v = fbb_.CreateVector(grid);
         auto block_v = fbb_.CreateVector(block);
         auto args_v = fbb_.CreateVector(args);
+        Offset<fb::Expr> cost_bytes = n.cost_bytes ? expr(*n.cost_bytes) : 0;
+        Offset<fb::Expr> cost_flops = n.cost_flops ? expr(*n.cost_flops) : 0;
         fb::NodeBuilder b(fbb_);
         b.add_kind(fb::NodeKind::Kernel);
         b.add_deps(deps_v);
@@ -239,6 +242,8 @@ class Serializer {
         b.add_block(block_v);
         b.add_shared_bytes(shared);
         b.add_args(args_v);
+        if (n.cost_bytes) b.add_cost_bytes(cost_bytes);
+        if (n.cost_flops) b.add_cost_flops(cost_flops);
         return b.Finish();
       }
       case ir::NodeKind::Copy:

@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "orch/observe.h"
 #include "runtime/src/binding_checks.h"
 #include "runtime/src/internal.h"
 #include "runtime/src/nccl.h"
@@ -146,6 +147,20 @@ double exchange_timeout_s() {
 inline cudaError_t destroy_stream(cudaStream_t s) { return cudaStreamDestroy(s); }
 using StreamOwner = rt::Owner<cudaStream_t, destroy_stream>;
 
+// The observation hook (orch/observe.h): a phase of one top-level graph, told on every path.
+struct ObservedPhase {
+  Observer* o;
+  Phase phase;
+  int graph, member;
+  bool ok = false;
+  ObservedPhase(Phase p, int g, int m) : o(observer()), phase(p), graph(g), member(m) {
+    if (o) o->phase_begin(phase, graph, member);
+  }
+  ~ObservedPhase() {
+    if (o) o->phase_end(phase, graph, member, ok);
+  }
+};
+
 // A communicator in use: the application's, or one orch made and destroys.
 class CommState {
  public:
@@ -247,6 +262,7 @@ struct Executable::Impl {
   std::vector<NodeRecord> records;
   Executable::Stats stats;
   std::unordered_map<cudaGraphNode_t, size_t> record_of;
+  std::vector<uint32_t> observe_path;  // build(): the node being made (orch/observe.h NodeSite)
 
   // Recorded after each launch where destroying the Executable under a running launch would
   // free what it uses (memory the runtime allocated, device-launched graphs, communicators):
@@ -504,6 +520,20 @@ struct Executable::Impl {
           std::find(deps.begin(), deps.end(), last_collective) == deps.end())
         deps.push_back(last_collective);
       const cudaGraphNode_t* dp = deps.empty() ? nullptr : deps.data();
+      // The observer hears which artifact node the CUDA nodes made until node_end belong to.
+      struct ObservedNode {
+        Observer* o;
+        NodeSite site;
+        std::vector<uint32_t>& path;
+        const cudaGraphNode_t& made;
+        ~ObservedNode() {
+          if (o) o->node_end(site, made);
+          path.pop_back();
+        }
+      };
+      observe_path.push_back(i);
+      ObservedNode observed{observer(), NodeSite{t.graph, t.member, &observe_path}, observe_path, made[i]};
+      if (observed.o) observed.o->node_begin(observed.site);
       NodeRecord rec;
       rec.top = top;
       rec.node = &n;
@@ -557,7 +587,9 @@ struct Executable::Impl {
           // The body graphs belong to the node; fill them in place.
           std::vector<cudaGraph_t> bodies(cp.conditional.phGraph_out, cp.conditional.phGraph_out + nbodies);
           for (uint32_t b = 0; b < nbodies; ++b) {
+            observe_path.push_back(b);
             Status s = build(bodies[b], *n.bodies()->Get(b), top);
+            observe_path.pop_back();
             if (!s.ok()) return s;
           }
           break;
@@ -587,6 +619,7 @@ struct Executable::Impl {
     cudaGraphInstantiateParams ip = {};
     ip.flags = t.device ? cudaGraphInstantiateFlagDeviceLaunch : 0;
     ip.uploadStream = stream;
+    ObservedPhase observed(Phase::Instantiate, t.graph, t.member);
     cudaError_t e = cudaGraphInstantiateWithParams(t.exec.out(), t.graph_template.get(), &ip);
     if (e != cudaSuccess || ip.result_out != cudaGraphInstantiateSuccess) {
       (void)cudaGetLastError();
@@ -602,6 +635,7 @@ struct Executable::Impl {
       }
       return rt::cuda_error(e != cudaSuccess ? e : cudaErrorInvalidValue, what, w);
     }
+    observed.ok = true;
     return {};
   }
 
@@ -681,13 +715,19 @@ struct Executable::Impl {
       return fail(rt::cuda_error(e, "cudaGraphCreate"));
     }
     Status s = create_handles(top);
-    if (s.ok()) s = build(t.graph_template.get(), *p->graphs()->Get(t.graph), top);
+    if (s.ok()) {
+      ObservedPhase observed(Phase::Build, t.graph, t.member);
+      s = build(t.graph_template.get(), *p->graphs()->Get(t.graph), top);
+      observed.ok = s.ok();
+    }
     if (!s.ok()) return fail(s);
     index_records();
     s = instantiate_top(top, side_stream.get());
     if (s.ok()) {
+      ObservedPhase observed(Phase::Upload, t.graph, t.member);
       e = cudaGraphUpload(t.exec.get(), side_stream.get());
       if (e == cudaSuccess) e = cudaStreamSynchronize(side_stream.get());
+      observed.ok = e == cudaSuccess;
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         s = rt::cuda_error(e, "cannot upload graph '" + str(p->graphs()->Get(t.graph)->name()) + "'");
@@ -1405,7 +1445,11 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   auto is_device = [&](int top) { return x->tops[top].device; };
   for (size_t t = 0; t < x->tops.size(); ++t) {
     if (!x->tops[t].device) continue;
-    s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), static_cast<int>(t));
+    {
+      ObservedPhase observed(Phase::Build, x->tops[t].graph, x->tops[t].member);
+      s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), static_cast<int>(t));
+      observed.ok = s.ok();
+    }
     if (!s.ok()) return s.error();
     s = x->instantiate_top(static_cast<int>(t), stream);
     if (!s.ok()) return s.error();
@@ -1426,21 +1470,29 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   if (!s.ok()) return s.error();
   for (auto& t : x->tops) {
     if (!t.device) continue;
+    ObservedPhase observed(Phase::Upload, t.graph, t.member);
     cudaError_t e = cudaGraphUpload(t.exec.get(), stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return rt::cuda_error(e, "cannot upload device graph '" + str(p.graphs()->Get(t.graph)->name()) + "'");
     }
+    observed.ok = true;
     t.upload_needed = false;
   }
 
   // The segments, which now see every device exec.
   for (int t : x->segments) {
-    s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), t);
+    {
+      ObservedPhase observed(Phase::Build, x->tops[t].graph, x->tops[t].member);
+      s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), t);
+      observed.ok = s.ok();
+    }
     if (!s.ok()) return s.error();
     s = x->instantiate_top(t, stream);
     if (!s.ok()) return s.error();
+    ObservedPhase observed(Phase::Upload, x->tops[t].graph, x->tops[t].member);
     cudaError_t e = cudaGraphUpload(x->tops[t].exec.get(), stream);
+    observed.ok = e == cudaSuccess;
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return rt::cuda_error(e, "cannot upload graph '" + str(p.graphs()->Get(x->tops[t].graph)->name()) + "'");
@@ -1486,7 +1538,9 @@ Status Executable::launch(cudaStream_t stream) {
       ++x.stats.device_graph_uploads;
     }
     for (int s : x.segments) {
+      ObservedPhase observed(Phase::Launch, x.tops[s].graph, x.tops[s].member);
       cudaError_t e = cudaGraphLaunch(x.tops[s].exec.get(), stream);
+      observed.ok = e == cudaSuccess;
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return rt::cuda_error(e, "cannot launch graph '" + str(x.p->graphs()->Get(x.tops[s].graph)->name()) + "'");

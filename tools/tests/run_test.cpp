@@ -22,19 +22,6 @@ using namespace orch::tools_test;
 
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& bytes) {
-  const std::string path = temp_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string saxpy_or_fail() {
   std::string log;
   const std::string bin = compiled_saxpy(&log);
