@@ -109,6 +109,11 @@ const char* orch_artifact_name(const orch_artifact* artifact);
  *    "kernels": [{"name", "archs": [..], "ptx_arch", "generated", "where"}]}
  * Types are the language's names ("f32"); "where" is "file:line:col" or "". */
 const char* orch_artifact_describe(const orch_artifact* artifact);
+/* Checks `bindings` against the pipeline as orch_instantiate does before it touches CUDA: param
+ * names, types and ranges, unbound params and comms, the bind checks, and the bound buffers'
+ * names and sizes (ORCH_ERROR_BUFFER_TOO_SMALL, naming the buffer's declaration). Pointers are
+ * not looked at. Needs no GPU. */
+orch_error* orch_artifact_check(const orch_artifact* artifact, const orch_bindings* bindings);
 void orch_artifact_destroy(orch_artifact* artifact);
 
 orch_bindings* orch_bindings_create(void);
@@ -174,6 +179,15 @@ int orch_executable_rank(const orch_executable* exec);
 int orch_executable_world_size(const orch_executable* exec);
 /* Waits for the executable's last launch to finish, then frees it (see runtime.h). */
 void orch_executable_destroy(orch_executable* exec);
+
+/* Helpers for language bindings, which share memory and streams with other CUDA libraries. */
+/* Makes `stream` wait for the work queued on `producer` so far (an event recorded on `producer`,
+ * waited for on `stream`); nothing when they are the same stream. */
+orch_error* orch_stream_wait(cudaStream_t stream, cudaStream_t producer);
+/* What CUDA knows of the memory at `ptr` (cudaPointerGetAttributes): *type is a
+ * cudaMemoryType (0 unregistered, 1 host, 2 device, 3 managed) and *device the device it
+ * belongs to (-1 when none). Both outs are set first (to 0 and -1). */
+orch_error* orch_memory_info(const void* ptr, int* type, int* device);
 
 #ifdef __cplusplus
 }

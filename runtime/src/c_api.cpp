@@ -19,12 +19,14 @@
 #include "artifact/artifact.h"
 #include "artifact/expr_code.h"
 #include "orch/runtime.h"
+#include "runtime/src/internal.h"
 #include "runtime/src/plan.h"
 
 namespace orch {
 // An artifact verified on the host, with its description (orch_artifact_*): no device involved.
 struct ArtifactInfo {
   std::unique_ptr<uint64_t[]> storage;  // the bytes, 8-byte aligned
+  const fb::Pipeline* fb = nullptr;     // points into storage
   std::string name;
   std::string description;  // JSON
 };
@@ -344,6 +346,7 @@ orch_error* open_artifact(std::unique_ptr<uint64_t[]> storage, size_t size, cons
   orch::artifact::OpenResult open =
       orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(info->storage.get()), size);
   if (!open.ok()) return wrap(orch::Error(orch::ErrorCode::InvalidArtifact, prefix + open.error));
+  info->fb = open.pipeline;
   info->name = open.pipeline->name()->str();
   info->description = describe_json(*open.pipeline);
   *out = reinterpret_cast<orch_artifact*>(registry().add(std::move(info)));
@@ -514,6 +517,19 @@ const char* orch_artifact_describe(const orch_artifact* a) {
   } catch (...) {
     return "";
   }
+}
+
+orch_error* orch_artifact_check(const orch_artifact* a, const orch_bindings* b) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto info = need<orch::ArtifactInfo>("orch_artifact_check", "artifact", a, &err);
+    if (!info) return err;
+    auto bindings = need<orch::Bindings>("orch_artifact_check", "bindings", b, &err);
+    if (!bindings) return err;
+    if (bindings->incomplete()) return oom();
+    auto plan = orch::rt::make_plan(*info->fb, *bindings);
+    return plan.ok() ? nullptr : wrap(plan.error());
+  });
 }
 
 void orch_artifact_destroy(orch_artifact* a) {
@@ -751,6 +767,51 @@ void orch_executable_destroy(orch_executable* x) {
     (void)registry().remove<orch::Executable>(x);
   } catch (...) {
   }
+}
+
+orch_error* orch_stream_wait(cudaStream_t stream, cudaStream_t producer) {
+  return boundary([&]() -> orch_error* {
+    if (stream == producer) return nullptr;
+    cudaEvent_t event = nullptr;
+    cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return wrap(e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice ? orch::rt::no_device_error(e)
+                                                                              : orch::rt::cuda_error(e, "cudaEventCreate"));
+    }
+    e = cudaEventRecord(event, producer);
+    const char* what = "cudaEventRecord on the producer's stream";
+    if (e == cudaSuccess) {
+      e = cudaStreamWaitEvent(stream, event, 0);
+      what = "cudaStreamWaitEvent";
+    }
+    (void)cudaEventDestroy(event);  // released once the wait is done
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return wrap(orch::rt::cuda_error(e, what));
+    }
+    return nullptr;
+  });
+}
+
+orch_error* orch_memory_info(const void* ptr, int* type, int* device) {
+  return boundary([&]() -> orch_error* {
+    if (type) *type = 0;
+    if (device) *device = -1;
+    if (!type) return invalid("orch_memory_info", "`type` is NULL");
+    if (!device) return invalid("orch_memory_info", "`device` is NULL");
+    cudaPointerAttributes attr{};
+    cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return wrap(e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice
+                      ? orch::rt::no_device_error(e)
+                      : orch::rt::cuda_error(e, "cudaPointerGetAttributes"));
+    }
+    *type = static_cast<int>(attr.type);
+    *device = attr.type == cudaMemoryTypeUnregistered ? -1 : attr.device;
+    return nullptr;
+  });
 }
 
 }  // extern "C"
