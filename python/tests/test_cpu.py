@@ -88,8 +88,6 @@ class FakeDLPack:
     """An object that speaks DLPack, with a hand-built DLManagedTensor (legacy or versioned)
     whose deleter counts its calls."""
 
-    deleted = 0
-
     def __init__(self, shape, code=2, bits=32, device=(2, 0), strides=None, versioned=True, ptr=FAKE_PTR):
         self.shape = tuple(shape)
         self.code, self.bits = code, bits
@@ -98,6 +96,7 @@ class FakeDLPack:
         self.versioned = versioned
         self.ptr = ptr
         self.calls = []
+        self.deleted = 0  # deleter calls for this object's capsules
 
     def __dlpack_device__(self):
         return self.device
@@ -121,8 +120,8 @@ class FakeDLPack:
         keep = (m, shape, strides)
 
         @_memory._Deleter
-        def deleter(address):
-            FakeDLPack.deleted += 1
+        def deleter(address, owner=self):
+            owner.deleted += 1
             _live.pop(address, None)
 
         m.deleter = deleter
@@ -439,13 +438,12 @@ def test_devices_and_interfaces_are_checked(saxpy):
 
 def test_dlpack_protocol_details(saxpy):
     n = 16
-    before = FakeDLPack.deleted
     new, old = FakeDLPack((n,)), FakeDLPack((n,), versioned=False)
     saxpy.check(params={"n": n}, buffers={"x": new, "y": old})
     assert new.calls[0][1] == (1, 0)  # asks for DLPack 1.x
     assert new.calls[0][0] == 1  # no stream given to check: the legacy default stream (1), never 0
     gc.collect()
-    assert FakeDLPack.deleted == before + 2  # the capsules were given back to their producers
+    assert (new.deleted, old.deleted) == (1, 1)  # the capsules were given back to their producers
 
     class OldProducer(FakeDLPack):
         def __dlpack__(self, stream=None):  # no max_version: a producer from before DLPack 1.0
