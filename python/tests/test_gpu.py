@@ -469,3 +469,10 @@ def test_binding_errors_on_the_gpu(compiled, axpy):
         with pytest.raises(orch.Error) as e:
             axpy.instantiate(params={"n": n}, buffers={"x": other})
         assert "cuda:1" in e.value.message
+
+
+def test_the_documented_example_runs(capsys):
+    import runpy
+
+    runpy.run_path(str(ROOT / "python" / "examples" / "saxpy_torch.py"), run_name="__main__")
+    assert "saxpy: ok" in capsys.readouterr().out
