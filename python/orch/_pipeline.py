@@ -442,7 +442,7 @@ class Executable:
         h = self._h
         if h is None:
             self._live()
-        s = stream if type(stream) is int else stream_handle(stream)
+        s = stream if (type(stream) is int and stream >= 0) else stream_handle(stream)
         err = _rt.orch_launch(h, s)
         if err:
             _check(err)

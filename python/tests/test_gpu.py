@@ -400,6 +400,7 @@ def test_cuda_array_interface_stream_is_waited_for(axpy):
     class Producing:
         def __init__(self, t, stream):
             cai = dict(t.__cuda_array_interface__)
+            cai["version"] = 3  # torch's is version 2, which has no stream entry
             cai["stream"] = stream.cuda_stream
             self.__cuda_array_interface__ = cai
 
