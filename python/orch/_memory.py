@@ -162,6 +162,7 @@ def make_capsule(
     """A DLPack capsule of `count` elements at `ptr` (one dimension, compact), keeping `owner`
     alive until the consumer calls the deleter."""
     shape = (c_int64 * 1)(count)
+    m: Any
     if versioned:
         m = DLManagedTensorVersioned()
         m.version = DLPackVersion(1, 0)
@@ -282,7 +283,7 @@ def _from_dlpack(obj: Any, label: str, where: str, element: ElementType, host: b
     if not _contiguous(shape, strides):
         raise _fail(
             ErrorCode.InvalidArgument,
-            f"{label} needs contiguous memory; it is given shape {tuple(shape)} with strides {tuple(strides)} "
+            f"{label} needs contiguous memory; it is given shape {tuple(shape)} with strides {tuple(strides or ())} "
             "(in elements); pass a contiguous copy (torch: .contiguous())",
             where,
         )

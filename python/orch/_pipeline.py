@@ -134,8 +134,8 @@ class _ExecHandle:
 
     __slots__ = ("h", "keep", "last_stream", "__weakref__")
 
-    def __init__(self, h: int, keep: Dict[str, tuple]) -> None:
-        self.h = h
+    def __init__(self, h: Optional[int], keep: Dict[str, tuple]) -> None:
+        self.h: Optional[int] = h
         self.keep = keep
         self.last_stream: Optional[int] = None
 
@@ -230,6 +230,8 @@ class Pipeline:
             if self._loaded is None:
                 h = ctypes.c_void_p()
                 _check(_rt.orch_pipeline_load_from_memory(self._data, len(self._data), ctypes.byref(h)))
+                if not h.value:
+                    raise Error(ErrorCode.InvalidArgument, "orch_pipeline_load_from_memory returned no pipeline")
                 self._loaded = h.value
             return self._loaded
 
@@ -408,7 +410,7 @@ class Executable:
     def __init__(self, pipeline: Pipeline, handle: _ExecHandle, device: int) -> None:
         self.pipeline = pipeline
         self._handle: Optional[_ExecHandle] = handle
-        self._h = handle.h
+        self._h: Optional[int] = handle.h
         self.device = device
         self._buffers: Dict[str, Buffer] = {}
 
