@@ -24,4 +24,4 @@ install(CODE "
     file(COPY_FILE \"\${dep}\" \"\${dest}/\${name}\")
   endforeach()
   file(RPATH_SET FILE \"\${dest}/liborchc.so\" NEW_RPATH \"\$ORIGIN\")
-" COMPONENT python)
+" COMPONENT python EXCLUDE_FROM_ALL)
