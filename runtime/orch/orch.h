@@ -99,7 +99,7 @@ void orch_pipeline_destroy(orch_pipeline* pipeline);
 orch_error* orch_artifact_open(const void* bytes, size_t size, orch_artifact** out);
 orch_error* orch_artifact_read(const char* path, orch_artifact** out);
 const char* orch_artifact_name(const orch_artifact* artifact);
-/* The description as one JSON object, owned by the artifact (docs/python.md lists its fields):
+/* The description as one JSON object, owned by the artifact (lives until it is destroyed):
  *   {"name", "compiler_version", "source_files": [..], "targets": [..],
  *    "params":  [{"name", "type", "default" (text, or null), "where"}],
  *    "buffers": [{"name", "type", "element_size", "count" (an expression's text, "1" for a
