@@ -3,6 +3,7 @@
 // is something the runtime can build without tripping. docs/format.md lists the rules; each
 // message is one line saying what is wrong and where.
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -197,6 +198,7 @@ class Validator {
     if (reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
       return "expression code is not 8-byte aligned";
     }
+    if (proven(code->Data(), n)) return std::string();
     int64_t depth = 0;
     for (uint32_t k = 0; k < n; ++k) {
       const fb::ExprInstr* in = code->Get(k);
@@ -233,11 +235,47 @@ class Validator {
     if (depth != 1) {
       return "expression leaves " + std::to_string(depth) + " values on the stack instead of 1";
     }
-    // Types: every operator's by the rules, every constant a value of its type.
-    const std::vector<expr::Instr> decoded = to_expr(e);
-    std::string typing = expr::verify(decoded.data(), decoded.size());
+    // Types: every operator's by the rules, every constant a value of its type. Short code is
+    // decoded in place: a pipeline holds several expressions per kernel node.
+    constexpr uint32_t kInPlace = 8;
+    expr::Instr in_place[kInPlace];
+    std::vector<expr::Instr> on_heap;
+    expr::Instr* decoded = in_place;
+    if (n > kInPlace) {
+      on_heap.resize(n);
+      decoded = on_heap.data();
+    }
+    for (uint32_t k = 0; k < n; ++k) decoded[k] = to_expr(*code->Get(k));
+    std::string typing = expr::verify(decoded, n);
     if (!typing.empty()) return "expression " + typing;
+    remember(code->Data(), n);
     return std::string();
+  }
+
+  // Short expressions already proved well formed and well typed in this pipeline, by their
+  // bytes: launch shapes and arguments repeat from node to node ({1}, {256}, {n}), so each
+  // distinct one is typed once (a 1,000-kernel chain has 6,000 such expressions and 2 distinct).
+  static constexpr uint32_t kProvenLength = 4, kProvenSlots = 16;
+  struct Proven {
+    uint32_t n = 0;
+    fb::ExprInstr code[kProvenLength];
+  };
+  Proven proven_[kProvenSlots];
+  uint32_t proven_used_ = 0, proven_next_ = 0;
+
+  bool proven(const void* code, uint32_t n) const {
+    if (n > kProvenLength) return false;
+    for (uint32_t i = 0; i < proven_used_; ++i)
+      if (proven_[i].n == n && std::memcmp(proven_[i].code, code, n * sizeof(fb::ExprInstr)) == 0) return true;
+    return false;
+  }
+  void remember(const void* code, uint32_t n) {
+    if (n > kProvenLength) return;
+    Proven& slot = proven_[proven_next_];
+    slot.n = n;
+    std::memcpy(slot.code, code, n * sizeof(fb::ExprInstr));
+    proven_next_ = (proven_next_ + 1) % kProvenSlots;
+    if (proven_used_ < kProvenSlots) ++proven_used_;
   }
 
   // Top-level expressions: `label` is e.g. "buffer 'u' count".
@@ -248,11 +286,13 @@ class Validator {
     return problem.empty() || fail(label + ": " + problem);
   }
   // Expressions inside a graph: the message starts with the path, then `label` ("grid[1]").
-  bool check_node_expr(const fb::Expr* e, bool required, const std::string& label) {
-    if (e == nullptr) return required ? fail_here(label + " is missing") : true;
+  // `index` >= 0 makes the label "<label>[<index>]"; it is built only for a message.
+  bool check_node_expr(const fb::Expr* e, bool required, const char* label, int index = -1) {
+    auto named = [&] { return std::string(label) + (index >= 0 ? "[" + std::to_string(index) + "]" : ""); };
+    if (e == nullptr) return required ? fail_here(named() + " is missing") : true;
     std::string problem = expr_problem(e);
     if (!error_.empty()) return false;
-    return problem.empty() || fail_here(label + ": " + problem);
+    return problem.empty() || fail_here(named() + ": " + problem);
   }
 
   template <class Table>
@@ -552,7 +592,10 @@ class Validator {
     if (!in_range(kind)) {
       return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
     }
-    if (n_deps > 0) {
+    if (n_deps == 1) {
+      if (node->deps()->Get(0) >= index)
+        return fail_here("dependency " + std::to_string(node->deps()->Get(0)) + " is not an earlier node");
+    } else if (n_deps > 1) {
       std::vector<uint32_t> deps(node->deps()->begin(), node->deps()->end());
       for (uint32_t d : deps) {
         if (d >= index)
@@ -723,8 +766,7 @@ class Validator {
                          ", expected 3");
       }
       for (uint32_t j = 0; j < 3; ++j) {
-        if (!check_node_expr(shape.exprs->Get(j), true,
-                             std::string(shape.name) + "[" + std::to_string(j) + "]")) {
+        if (!check_node_expr(shape.exprs->Get(j), true, shape.name, static_cast<int>(j))) {
           return false;
         }
       }

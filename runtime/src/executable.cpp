@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "artifact/expr_code.h"
 #include "runtime/src/binding_checks.h"
 #include "runtime/src/internal.h"
 #include "runtime/src/nccl.h"
@@ -246,6 +247,7 @@ struct Executable::Impl {
   };
   std::vector<NodeRecord> records;
   Executable::Stats stats;
+  Executable::InstantiateTimes times;  // instantiate()'s phases (build_all)
   std::unordered_map<cudaGraphNode_t, size_t> record_of;
 
   // Recorded after each launch where destroying the Executable under a running launch would
@@ -276,6 +278,21 @@ struct Executable::Impl {
 
   // Evaluates an integer expression into [lo, hi].
   std::string eval_uint(const fb::Expr* e, const Top& t, uint64_t lo, uint64_t hi, uint64_t* out) const {
+    // A launch shape is most often one integer constant, which validate() proved a value of
+    // its type: taken as it is when in range (anything else goes the general way, for its
+    // message). Every kernel node has six, evaluated at instantiate and at every set_param.
+    if (e && e->code() && e->code()->size() == 1) {
+      const fb::ExprInstr* in = e->code()->Get(0);
+      const expr::ScalarType type = artifact::to_expr(in->type());
+      if (in->op() == fb::ExprOp::ConstInt && expr::valid(type) && expr::is_integer(type) &&
+          (in->i() >= 0 || !expr::is_signed(type))) {
+        const uint64_t v = static_cast<uint64_t>(in->i());
+        if (v >= lo && v <= hi) {
+          *out = v;
+          return {};
+        }
+      }
+    }
     Value v;
     std::string err = rt::evaluate(e, plan.env(t.member), &v);
     if (!err.empty()) return err;
@@ -317,16 +334,18 @@ struct Executable::Impl {
     out->slots.assign(nargs, 0);
     for (uint32_t i = 0; i < nargs; ++i) {
       const fb::KernelArg* a = n.args()->Get(i);
-      const std::string pname = kernel->params() && i < kernel->params()->size()
-                                    ? str(kernel->params()->Get(i)->name())
-                                    : std::to_string(i);
+      // Named only in errors: built then, not for every argument of every node.
+      auto pname = [&] {
+        return kernel->params() && i < kernel->params()->size() ? str(kernel->params()->Get(i)->name())
+                                                                : std::to_string(i);
+      };
       uint64_t& slot = out->slots[i];
       switch (a->kind()) {
         case fb::ArgKind::Value: {
           Value v;
           std::string e = rt::evaluate(a->value(), plan.env(t.member), &v);
           if (e.empty()) e = rt::encode_scalar(v, a->type(), &slot);
-          if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "argument '" + pname + "': " + e);
+          if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "argument '" + pname() + "': " + e);
           break;
         }
         case fb::ArgKind::Buffer:
@@ -335,7 +354,7 @@ struct Executable::Impl {
         case fb::ArgKind::CondHandle:
           if (a->ref() < 0 || static_cast<size_t>(a->ref()) >= handles.size() || !handle_created[a->ref()])
             return node_error(ErrorCode::InvalidArtifact, n, t,
-                              "argument '" + pname + "' names conditional handle " + std::to_string(a->ref()) +
+                              "argument '" + pname() + "' names conditional handle " + std::to_string(a->ref()) +
                                   ", which belongs to no graph being built");
           slot = static_cast<uint64_t>(handles[a->ref()]);
           break;
@@ -486,11 +505,31 @@ struct Executable::Impl {
 
   // ---- building -------------------------------------------------------------------------
 
+  // CUDA's edge data for node `n`'s dependencies, in order, when any of them is programmatic
+  // (Node.dep_kinds); false when every edge is full, which needs no edge data.
+  static bool programmatic_edges(const fb::Node& n, std::vector<cudaGraphEdgeData>* out) {
+    const auto* kinds = n.dep_kinds();
+    if (!kinds || !n.deps() || kinds->size() != n.deps()->size()) return false;
+    bool any = false;
+    out->assign(kinds->size(), cudaGraphEdgeData{});
+    for (uint32_t j = 0; j < kinds->size(); ++j) {
+      if (kinds->Get(j) != fb::EdgeKind::Programmatic) continue;
+      (*out)[j].from_port = cudaGraphKernelNodePortProgrammatic;
+      (*out)[j].type = cudaGraphDependencyTypeProgrammatic;
+      any = true;
+    }
+    return any;
+  }
+
   Status build(cudaGraph_t g, const fb::Graph& graph, int top) {
     Top& t = tops[top];
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
     std::vector<cudaGraphNode_t> deps;
+    std::vector<cudaGraphEdgeData> edges;
+    std::vector<void*> ptrs;
+    records.reserve(records.size() + count);
+    record_of.reserve(record_of.size() + count);
     // NCCL needs every rank to issue its collectives in one order, and two branches of a CUDA
     // graph that nothing orders may run in either order (or at once): each collective waits
     // for the one before it in the graph's node order, which every rank shares.
@@ -514,10 +553,28 @@ struct Executable::Impl {
           if (!s.ok()) return s;
           s = pipeline->allow_shared_bytes(n.kernel(), rec.kernel.shared);
           if (!s.ok()) return s;
-          std::vector<void*> ptrs;
           cudaKernelNodeParams kp = rec.kernel.params(ptrs);
-          e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddKernelNode");
+          if (!programmatic_edges(n, &edges)) {
+            e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
+            if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddKernelNode");
+            break;
+          }
+          // Some edge is programmatic (validate() proved both ends kernels and this kernel
+          // waiting at entry): added with CUDA's edge data, which only cudaGraphAddNode takes.
+          if (pipeline->arch < 90)
+            return node_error(ErrorCode::Unsupported, n, t,
+                              "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "
+                              "sm_" + std::to_string(pipeline->arch));
+          cudaGraphNodeParams np = {};
+          np.type = cudaGraphNodeTypeKernel;
+          np.kernel.func = kp.func;
+          np.kernel.gridDim = kp.gridDim;
+          np.kernel.blockDim = kp.blockDim;
+          np.kernel.sharedMemBytes = kp.sharedMemBytes;
+          np.kernel.kernelParams = kp.kernelParams;
+          np.kernel.extra = nullptr;
+          e = cudaGraphAddNode(&made[i], g, dp, edges.data(), deps.size(), &np);
+          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddNode (kernel with programmatic edges)");
           break;
         }
         case fb::NodeKind::Memcpy: {
@@ -1318,11 +1375,23 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// Adds the time since `*since` to `*total` and restarts `*since`.
+void lap(Clock::time_point* since, double* total) {
+  const Clock::time_point now = Clock::now();
+  *total += std::chrono::duration<double>(now - *since).count();
+  *since = now;
+}
+
 // Everything after the buffers: exec tables, templates and handles, device graphs, segments.
 Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   Executable::Impl* x = &xr;
   const fb::Pipeline& p = *x->p;
   Status s;
+  // Everything until the first cudaGraphInstantiate counts as building.
+  Executable::InstantiateTimes& times = x->times;
+  Clock::time_point clock = Clock::now();
 
   // The device status record, which generated kernels take as an argument; only pipelines
   // with such kernels have one (a launch then needs its end marked before the record is freed).
@@ -1407,8 +1476,10 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
     if (!x->tops[t].device) continue;
     s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), static_cast<int>(t));
     if (!s.ok()) return s.error();
+    lap(&clock, &times.build_s);
     s = x->instantiate_top(static_cast<int>(t), stream);
     if (!s.ok()) return s.error();
+    lap(&clock, &times.instantiate_s);
   }
   for (uint32_t g = 0; g < ngraphs; ++g) {
     if (x->members[g].empty()) continue;
@@ -1424,6 +1495,7 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   }
   s = x->refresh(is_device);
   if (!s.ok()) return s.error();
+  lap(&clock, &times.build_s);
   for (auto& t : x->tops) {
     if (!t.device) continue;
     cudaError_t e = cudaGraphUpload(t.exec.get(), stream);
@@ -1433,24 +1505,29 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
     }
     t.upload_needed = false;
   }
+  lap(&clock, &times.upload_s);
 
   // The segments, which now see every device exec.
   for (int t : x->segments) {
     s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), t);
     if (!s.ok()) return s.error();
+    lap(&clock, &times.build_s);
     s = x->instantiate_top(t, stream);
     if (!s.ok()) return s.error();
+    lap(&clock, &times.instantiate_s);
     cudaError_t e = cudaGraphUpload(x->tops[t].exec.get(), stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return rt::cuda_error(e, "cannot upload graph '" + str(p.graphs()->Get(x->tops[t].graph)->name()) + "'");
     }
+    lap(&clock, &times.upload_s);
   }
   cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return rt::cuda_error(e, "instantiate: waiting for the uploads");
   }
+  lap(&clock, &times.upload_s);
   return {};
 }
 
@@ -1584,6 +1661,7 @@ size_t Executable::buffer_bytes(std::string_view name) const {
 }
 
 Executable::Stats Executable::stats() const { return impl_->stats; }
+Executable::InstantiateTimes Executable::instantiate_times() const { return impl_->times; }
 
 Status Executable::device_status() const {
   const Impl& x = *impl_;
