@@ -9,7 +9,6 @@
 #include <thread>
 #include <unordered_map>
 
-#include "artifact/expr_code.h"
 #include "runtime/src/binding_checks.h"
 #include "runtime/src/internal.h"
 #include "runtime/src/nccl.h"
@@ -248,7 +247,14 @@ struct Executable::Impl {
   std::vector<NodeRecord> records;
   Executable::Stats stats;
   Executable::InstantiateTimes times;  // instantiate()'s phases (build_all)
-  std::unordered_map<cudaGraphNode_t, size_t> record_of;
+  // Node handle -> index in `records`, for patches and error messages; built on first use
+  // after the records change (instantiate itself needs it only to name a failing node).
+  std::unordered_map<cudaGraphNode_t, size_t> record_index;
+  bool record_index_stale = true;
+  const std::unordered_map<cudaGraphNode_t, size_t>& record_of() {
+    if (record_index_stale) index_records();
+    return record_index;
+  }
 
   // Recorded after each launch where destroying the Executable under a running launch would
   // free what it uses (memory the runtime allocated, device-launched graphs, communicators):
@@ -281,11 +287,14 @@ struct Executable::Impl {
     // A launch shape is most often one integer constant, which validate() proved a value of
     // its type: taken as it is when in range (anything else goes the general way, for its
     // message). Every kernel node has six, evaluated at instantiate and at every set_param.
+    static_assert(fb::ScalarType::U8 == fb::ScalarType(0) && fb::ScalarType::U64 == fb::ScalarType(3) &&
+                      fb::ScalarType::I8 == fb::ScalarType(4) && fb::ScalarType::I64 == fb::ScalarType(7),
+                  "the integer types are the first eight, unsigned first");
     if (e && e->code() && e->code()->size() == 1) {
       const fb::ExprInstr* in = e->code()->Get(0);
-      const expr::ScalarType type = artifact::to_expr(in->type());
-      if (in->op() == fb::ExprOp::ConstInt && expr::valid(type) && expr::is_integer(type) &&
-          (in->i() >= 0 || !expr::is_signed(type))) {
+      const unsigned type = static_cast<unsigned>(in->type());
+      if (in->op() == fb::ExprOp::ConstInt && type <= static_cast<unsigned>(fb::ScalarType::I64) &&
+          (in->i() >= 0 || type <= static_cast<unsigned>(fb::ScalarType::U64))) {
         const uint64_t v = static_cast<uint64_t>(in->i());
         if (v >= lo && v <= hi) {
           *out = v;
@@ -529,7 +538,6 @@ struct Executable::Impl {
     std::vector<cudaGraphEdgeData> edges;
     std::vector<void*> ptrs;
     records.reserve(records.size() + count);
-    record_of.reserve(record_of.size() + count);
     // NCCL needs every rank to issue its collectives in one order, and two branches of a CUDA
     // graph that nothing orders may run in either order (or at once): each collective waits
     // for the one before it in the graph's node order, which every rank shares.
@@ -633,8 +641,8 @@ struct Executable::Impl {
         }
       }
       rec.handle = made[i];
-      record_of[made[i]] = records.size();
       records.push_back(std::move(rec));
+      record_index_stale = true;
     }
     return {};
   }
@@ -652,8 +660,9 @@ struct Executable::Impl {
       std::string what = "cannot instantiate graph '" + g + "'" + (t.device ? " for device launch" : "") +
                          " (result " + std::to_string(static_cast<int>(ip.result_out)) + ")";
       std::string w;
-      auto it = ip.errNode_out ? record_of.find(ip.errNode_out) : record_of.end();
-      if (it != record_of.end()) {
+      const auto& index = record_of();
+      auto it = ip.errNode_out ? index.find(ip.errNode_out) : index.end();
+      if (it != index.end()) {
         what += " at " + node_name(*records[it->second].node, t);
         w = node_where(*records[it->second].node);
       }
@@ -682,8 +691,10 @@ struct Executable::Impl {
   }
 
   void index_records() {
-    record_of.clear();
-    for (size_t r = 0; r < records.size(); ++r) record_of[records[r].handle] = r;
+    record_index.clear();
+    record_index.reserve(records.size());
+    for (size_t r = 0; r < records.size(); ++r) record_index[records[r].handle] = r;
+    record_index_stale = false;
   }
 
   // What rebuild_top replaced, kept until the refresh it belongs to has succeeded.
@@ -839,7 +850,7 @@ struct Executable::Impl {
     // Kernel attributes for more dynamic shared memory: may fail, and patch nothing.
     for (const Change& c : changes) {
       if (rebuild[c.top]) continue;
-      const NodeRecord& rec = records[record_of.at(c.node)];
+      const NodeRecord& rec = records[record_of().at(c.node)];
       if (rec.node->kind() != fb::NodeKind::Kernel) continue;
       Status s = pipeline->allow_shared_bytes(rec.node->kernel(), c.kernel.shared);
       if (!s.ok()) return s;
@@ -867,7 +878,7 @@ struct Executable::Impl {
         if (undo_error.ok()) undo_error = rt::cuda_error(e, what);
       };
       for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
-        NodeRecord& rec = records[record_of.at(it->node)];
+        NodeRecord& rec = records[record_of().at(it->node)];
         Top& t = tops[rec.top];
         const fb::NodeKind kind = rec.node->kind();
         cudaError_t x = cudaSuccess;
@@ -916,7 +927,7 @@ struct Executable::Impl {
     }
     for (Change& c : changes) {
       if (rebuild[c.top]) continue;  // built again from the new plan: its old nodes are gone
-      NodeRecord& rec = records[record_of.at(c.node)];
+      NodeRecord& rec = records[record_of().at(c.node)];
       Top& t = tops[rec.top];
       const fb::Node& n = *rec.node;
       const fb::NodeKind kind = n.kind();
@@ -959,8 +970,9 @@ struct Executable::Impl {
         std::string w;
         std::string what = "cannot update graph '" + str(p->graphs()->Get(t.graph)->name()) + "' in place (result " +
                            std::to_string(static_cast<int>(info.result)) + ")";
-        auto it = info.errorNode ? record_of.find(info.errorNode) : record_of.end();
-        if (it != record_of.end()) {
+        const auto& index = record_of();
+        auto it = info.errorNode ? index.find(info.errorNode) : index.end();
+        if (it != index.end()) {
           what += " at " + node_name(*records[it->second].node, t);
           w = node_where(*records[it->second].node);
         }
