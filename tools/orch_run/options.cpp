@@ -32,7 +32,10 @@ Timing: each launch is bracketed by CUDA events on the launch stream; orch-run p
 median, p90, min and max time per launch, after the warm-up launches. --nodes then runs
 --repeat more launches under CUPTI's activity tracing (libcupti from the CUDA toolkit,
 loaded at run time) and prints each graph node's GPU time per launch, matched to the .orch
-statements that can have produced it; the graph itself is launched unchanged.
+statements that can have produced it; the graph itself is launched unchanged. --timing
+prints the host-clock time of loading the pipeline, instantiating it (split into building the
+graphs, cudaGraphInstantiate, uploading them, and the rest) and the first launch, with the
+device synchronized before and after each.
 
 --dump NAME=FILE writes the buffer's raw bytes after the last launch (warm-up launches
 count: use --warmup 0 --repeat 1 to dump the result of exactly one run).
@@ -134,6 +137,8 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
                "ignore the CUBINs and JIT-compile the pipeline's PTX");
   app.add_flag("--nodes", o->nodes,
                "also time each graph node (CUPTI), over --repeat more launches");
+  app.add_flag("--timing", o->timing,
+               "print the host time of load, instantiate (build, instantiate, upload) and the first launch");
   app.add_flag("--list", o->list,
                "print the pipeline's params and buffers and exit (no GPU needed)");
   app.add_option("--ranks", o->ranks, "run on N GPUs of this host, one process per rank")

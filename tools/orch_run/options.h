@@ -55,6 +55,7 @@ struct Options {
   bool force_ptx = false;
   bool list = false;
   bool nodes = false;  // per-node times (CUPTI) over --repeat more launches
+  bool timing = false;  // host time of load, instantiate and the first launch
   // --timeout: seconds for the whole run (0: none). On expiry orch-run reports what it was
   // doing and ends the process (exit 3): CUDA cannot cancel a kernel that never finishes.
   double timeout = 0;

@@ -146,8 +146,11 @@ class Runner {
     orch::LoadOptions load_options;
     load_options.force_ptx = o_.force_ptx;
     phase_ = "loading the pipeline";
+    if (o_.timing && (e = sync_for_timing()) != cudaSuccess) return fail("cudaDeviceSynchronize: " + cuda_text(e));
     auto pipeline = orch::Pipeline::load(o_.pipeline, load_options);
     if (!pipeline) return fail(pipeline.error());
+    if (o_.timing && (e = sync_for_timing(&load_ms_)) != cudaSuccess)
+      return fail("cudaDeviceSynchronize: " + cuda_text(e));
     StreamOwner stream;
     if ((e = cudaStreamCreateWithFlags(&stream.s, cudaStreamNonBlocking)) != cudaSuccess)
       return fail("cannot create a stream: " + cuda_text(e));
@@ -176,8 +179,11 @@ class Runner {
       }
     }
     phase_ = "instantiating the pipeline";
+    if (o_.timing && (e = sync_for_timing()) != cudaSuccess) return fail("cudaDeviceSynchronize: " + cuda_text(e));
     auto exec = (*pipeline)->instantiate(bindings, stream.s);
     if (!exec) return fail(exec.error());
+    if (o_.timing && (e = sync_for_timing(&instantiate_ms_)) != cudaSuccess)
+      return fail("cudaDeviceSynchronize: " + cuda_text(e));
     orch::Executable& x = *exec.value();
     SyncOnExit sync_on_exit{stream.s};
     // Every rank has read the ids (the communicators exist): rank 0 removes them, so that a
@@ -214,7 +220,7 @@ class Runner {
     // 6. Warm up, then time each launch with a pair of events.
     phase_ = "the warm-up launches";
     for (unsigned i = 0; i < o_.warmup; ++i) {
-      orch::Status s = x.launch(stream.s);
+      orch::Status s = launch(x, stream.s);
       if (!s) return fail(s.error());
     }
     if ((e = cudaStreamSynchronize(stream.s)) != cudaSuccess)
@@ -235,7 +241,7 @@ class Runner {
       const unsigned n = std::min(o_.repeat - done, kBatch);
       for (unsigned i = 0; i < n; ++i) {
         cudaEventRecord(starts[i].e, stream.s);
-        orch::Status s = x.launch(stream.s);
+        orch::Status s = launch(x, stream.s);
         if (!s) return fail(s.error());
         cudaEventRecord(stops[i].e, stream.s);
       }
@@ -274,6 +280,7 @@ class Runner {
          << "wall clock: " << format_ms(wall_ms) << " for " << o_.repeat << " launches ("
          << format_ms(wall_ms / o_.repeat) << " per launch, event records included)\n";
     if (!per_rank.empty()) print_ranks(per_rank);
+    if (o_.timing) print_timing(x.instantiate_times());
     out().flush();
     if (o_.nodes) {
       const int rc = profile_nodes(x, fb, stream.s, s);
@@ -304,6 +311,39 @@ class Runner {
                                 "process, which ends that work";
     if (o_.on_timeout) o_.on_timeout(message);
     else report_and_exit(message, kExitTimeout);
+  }
+
+  // --timing: waits for the whole device, then adds the time since the last such wait to
+  // `*phase` (when given). Each phase is timed from a synchronized device to a synchronized
+  // device, so work it leaves running is counted in it.
+  cudaError_t sync_for_timing(double* phase = nullptr) {
+    const cudaError_t e = cudaDeviceSynchronize();
+    const auto now = std::chrono::steady_clock::now();
+    if (phase) *phase = std::chrono::duration<double, std::milli>(now - timing_mark_).count();
+    timing_mark_ = now;
+    return e;
+  }
+
+  // A launch; with --timing the first one is timed on the host clock, device synchronized.
+  orch::Status launch(orch::Executable& x, cudaStream_t stream) {
+    if (!o_.timing || first_launch_ms_ >= 0) return x.launch(stream);
+    cudaError_t e = sync_for_timing();
+    if (e != cudaSuccess) return orch::Error(orch::ErrorCode::Cuda, "cudaDeviceSynchronize: " + cuda_text(e));
+    orch::Status s = x.launch(stream);
+    if (!s) return s;
+    e = sync_for_timing(&first_launch_ms_);
+    if (e != cudaSuccess) return orch::Error(orch::ErrorCode::Cuda, "the first launch failed on the GPU: " + cuda_text(e));
+    return s;
+  }
+
+  void print_timing(const orch::Executable::InstantiateTimes& t) {
+    const double build = t.build_s * 1e3, inst = t.instantiate_s * 1e3, upload = t.upload_s * 1e3;
+    const double rest = instantiate_ms_ - build - inst - upload;
+    out() << "timing (host clock, device synchronized around each phase): load " << format_ms(load_ms_)
+          << ", instantiate " << format_ms(instantiate_ms_) << " (building " << format_ms(build)
+          << ", cudaGraphInstantiate " << format_ms(inst) << ", upload " << format_ms(upload) << ", other "
+          << format_ms(rest > 0 ? rest : 0) << "), first launch "
+          << (first_launch_ms_ >= 0 ? format_ms(first_launch_ms_) : std::string("none")) << "\n";
   }
 
   int fail(const std::string& message) {
@@ -457,6 +497,9 @@ class Runner {
   std::map<std::string, orch::artifact::FileBytes> file_data_;
   // What the run is doing, for --timeout's message (read by the watchdog's thread).
   std::atomic<const char*> phase_{"reading the pipeline"};
+  // --timing.
+  std::chrono::steady_clock::time_point timing_mark_;
+  double load_ms_ = 0, instantiate_ms_ = 0, first_launch_ms_ = -1;
 };
 
 }  // namespace
