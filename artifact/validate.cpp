@@ -198,7 +198,7 @@ class Validator {
     if (reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
       return "expression code is not 8-byte aligned";
     }
-    if (proven(code->Data(), n)) return std::string();
+    if (proven(reinterpret_cast<const fb::ExprInstr*>(code->Data()), n)) return std::string();
     int64_t depth = 0;
     for (uint32_t k = 0; k < n; ++k) {
       const fb::ExprInstr* in = code->Get(k);
@@ -248,7 +248,7 @@ class Validator {
     for (uint32_t k = 0; k < n; ++k) decoded[k] = to_expr(*code->Get(k));
     std::string typing = expr::verify(decoded, n);
     if (!typing.empty()) return "expression " + typing;
-    remember(code->Data(), n);
+    remember(reinterpret_cast<const fb::ExprInstr*>(code->Data()), n);
     return std::string();
   }
 
@@ -263,13 +263,17 @@ class Validator {
   Proven proven_[kProvenSlots];
   uint32_t proven_used_ = 0, proven_next_ = 0;
 
-  bool proven(const void* code, uint32_t n) const {
+  bool proven(const fb::ExprInstr* code, uint32_t n) const {
     if (n > kProvenLength) return false;
-    for (uint32_t i = 0; i < proven_used_; ++i)
-      if (proven_[i].n == n && std::memcmp(proven_[i].code, code, n * sizeof(fb::ExprInstr)) == 0) return true;
+    for (uint32_t i = 0; i < proven_used_; ++i) {
+      if (proven_[i].n != n) continue;
+      uint32_t k = 0;  // instruction by instruction: a fixed-size compare the compiler inlines
+      while (k < n && std::memcmp(&proven_[i].code[k], &code[k], sizeof(fb::ExprInstr)) == 0) ++k;
+      if (k == n) return true;
+    }
     return false;
   }
-  void remember(const void* code, uint32_t n) {
+  void remember(const fb::ExprInstr* code, uint32_t n) {
     if (n > kProvenLength) return;
     Proven& slot = proven_[proven_next_];
     slot.n = n;
