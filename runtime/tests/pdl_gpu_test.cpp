@@ -171,6 +171,58 @@ void run_and_check(orch::Executable& x, cudaStream_t s, uint32_t n, int kernels,
   CHECK(bad == 0);
 }
 
+// The mix kernel's CUBIN from orchc, loaded as a library, for graphs built here with CUDA's own
+// calls. `kernel` stays null (with a MESSAGE) where the artifact has no CUBIN for this GPU.
+struct MixLibrary {
+  cudaLibrary_t lib = nullptr;
+  cudaKernel_t kernel = nullptr;
+  MixLibrary() {
+    std::string log;
+    const std::string path = orch::test::compile_source("pdl_raw", chain_source(2), &log);
+    INFO(log);
+    REQUIRE(!path.empty());
+    orch::artifact::FileBytes file;
+    std::string why;
+    REQUIRE_MESSAGE(orch::artifact::read_file(path, orch::artifact::kMaxFileSize, &file, &why), why);
+    auto opened = orch::artifact::open_pipeline(file.data(), file.size);
+    REQUIRE(opened.ok());
+    int major = 0, minor = 0, device = 0;
+    PDL_CUDA_REQUIRE(cudaGetDevice(&device));
+    PDL_CUDA_REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    PDL_CUDA_REQUIRE(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    const std::string arch = "sm_" + std::to_string(major * 10 + minor);
+    const fb::Kernel* k = opened.pipeline->kernels()->Get(0);
+    REQUIRE(k->name()->str() == "mix");
+    for (const fb::KernelImage* img : *k->images())
+      if (img->arch()->str() == arch) {
+        PDL_CUDA_REQUIRE(cudaLibraryLoadData(&lib, img->cubin()->data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+        PDL_CUDA_REQUIRE(cudaLibraryGetKernel(&kernel, lib, "mix"));
+      }
+    if (!kernel) MESSAGE("no ", arch, " CUBIN for the mix kernel: the CUDA-level probe is skipped");
+  }
+  ~MixLibrary() {
+    if (lib) cudaLibraryUnload(lib);
+  }
+};
+
+// Adds mix(n, salt, src, dst) after `after` (none if null), over a programmatic edge if asked.
+cudaError_t add_mix(cudaGraphNode_t* node, cudaGraph_t g, cudaGraphNode_t after, bool programmatic,
+                    cudaKernel_t kernel, unsigned n, unsigned salt, const unsigned* src, unsigned* dst) {
+  void* args[] = {&n, &salt, &src, &dst};
+  cudaGraphNodeParams p = {};
+  p.type = cudaGraphNodeTypeKernel;
+  p.kernel.func = reinterpret_cast<void*>(kernel);
+  p.kernel.gridDim = dim3((n + 255) / 256);
+  p.kernel.blockDim = dim3(256);
+  p.kernel.kernelParams = args;
+  cudaGraphEdgeData edge = {};
+  if (programmatic) {
+    edge.from_port = cudaGraphKernelNodePortProgrammatic;
+    edge.type = cudaGraphDependencyTypeProgrammatic;
+  }
+  return cudaGraphAddNode(node, g, after ? &after : nullptr, after ? &edge : nullptr, after ? 1 : 0, &p);
+}
+
 }  // namespace
 
 TEST_CASE("programmatic edges: the validator refuses one into a kernel that does not wait at entry") {
@@ -312,6 +364,125 @@ TEST_CASE("programmatic edges: in a graph launched from the device (exact, or CU
   write_u32(**xr, "b", b);
   run_and_check(**xr, s.s, n, kKernels, 500, a, b);
   ORCH_CHECK_OK((*xr)->device_status());
+}
+
+TEST_CASE("programmatic edges at the CUDA level: cudaGraphExecUpdate, IF and WHILE bodies, device launch") {
+  // What the runtime relies on, asked of CUDA directly with graphs built here: a whole-graph
+  // update keeps programmatic edges working; and whether CUDA takes them inside a conditional
+  // body and in a graph instantiated for device launch (the MESSAGEs say, for docs/format.md).
+  MixLibrary mix;
+  if (!mix.kernel) return;
+  const unsigned n = 2053;
+  void *pa = nullptr, *pb = nullptr;
+  PDL_CUDA_REQUIRE(cudaMalloc(&pa, n * 4));
+  PDL_CUDA_REQUIRE(cudaMalloc(&pb, n * 4));
+  unsigned* const a = static_cast<unsigned*>(pa);
+  unsigned* const b = static_cast<unsigned*>(pb);
+  std::vector<uint32_t> ha = random_u32(n), hb = random_u32(n);
+  auto upload = [&] {
+    PDL_CUDA_REQUIRE(cudaMemcpy(a, ha.data(), n * 4, cudaMemcpyHostToDevice));
+    PDL_CUDA_REQUIRE(cudaMemcpy(b, hb.data(), n * 4, cudaMemcpyHostToDevice));
+  };
+  // Runs `exec` once and compares with mixes of `salts` (a -> b, b -> a, ...) on the CPU.
+  auto check = [&](cudaGraphExec_t exec, const std::vector<unsigned>& salts, const std::string& what) {
+    PdlStream s;
+    upload();
+    PDL_CUDA_REQUIRE(cudaGraphLaunch(exec, s.s));
+    PDL_CUDA_REQUIRE(cudaStreamSynchronize(s.s));
+    for (size_t k = 0; k < salts.size(); ++k) {
+      if (k % 2 == 0) mix_cpu(n, salts[k], ha, hb);
+      else mix_cpu(n, salts[k], hb, ha);
+    }
+    std::vector<uint32_t> ga(n), gb(n);
+    PDL_CUDA_REQUIRE(cudaMemcpy(ga.data(), a, n * 4, cudaMemcpyDeviceToHost));
+    PDL_CUDA_REQUIRE(cudaMemcpy(gb.data(), b, n * 4, cudaMemcpyDeviceToHost));
+    size_t bad = 0;
+    for (unsigned i = 0; i < n; ++i) bad += (ga[i] != ha[i]) + (gb[i] != hb[i]);
+    INFO(what, ": ", bad, " of ", 2 * n, " elements differ");
+    CHECK(bad == 0);
+  };
+
+  // A chain of four with programmatic edges; then one node's salt changes in the template and
+  // cudaGraphExecUpdate brings the executable graph along.
+  cudaGraph_t g = nullptr;
+  PDL_CUDA_REQUIRE(cudaGraphCreate(&g, 0));
+  cudaGraphNode_t nodes[4] = {};
+  for (int k = 0; k < 4; ++k)
+    PDL_CUDA_REQUIRE(add_mix(&nodes[k], g, k ? nodes[k - 1] : nullptr, true, mix.kernel, n, k + 1, k % 2 ? b : a,
+                             k % 2 ? a : b));
+  cudaGraphExec_t exec = nullptr;
+  PDL_CUDA_REQUIRE(cudaGraphInstantiate(&exec, g, 0));
+  check(exec, {1, 2, 3, 4}, "chain with programmatic edges");
+  {
+    unsigned salt = 10, nn = n;
+    const unsigned* src = a;
+    unsigned* dst = b;
+    void* args[] = {&nn, &salt, &src, &dst};
+    cudaKernelNodeParams p = {};
+    p.func = reinterpret_cast<void*>(mix.kernel);
+    p.gridDim = dim3((n + 255) / 256);
+    p.blockDim = dim3(256);
+    p.kernelParams = args;
+    PDL_CUDA_REQUIRE(cudaGraphKernelNodeSetParams(nodes[2], &p));
+    cudaGraphExecUpdateResultInfo info = {};
+    PDL_CUDA_REQUIRE(cudaGraphExecUpdate(exec, g, &info));
+    check(exec, {1, 2, 10, 4}, "after cudaGraphExecUpdate");
+  }
+
+  // The same chain instantiated for device launch (launched here from the host).
+  {
+    cudaGraphExec_t device_exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&device_exec, g, cudaGraphInstantiateFlagDeviceLaunch);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      MESSAGE("CUDA refuses programmatic edges in a graph instantiated for device launch: ", cudaGetErrorName(e));
+    } else {
+      MESSAGE("CUDA accepts programmatic edges in a graph instantiated for device launch");
+      PdlStream s;
+      PDL_CUDA_REQUIRE(cudaGraphUpload(device_exec, s.s));
+      PDL_CUDA_REQUIRE(cudaStreamSynchronize(s.s));
+      check(device_exec, {1, 2, 10, 4}, "instantiated for device launch");
+      PDL_CUDA_REQUIRE(cudaGraphExecDestroy(device_exec));
+    }
+  }
+  PDL_CUDA_REQUIRE(cudaGraphExecDestroy(exec));
+  PDL_CUDA_REQUIRE(cudaGraphDestroy(g));
+
+  // Two programmatic-edged kernels in the body of an IF node (taken at every launch) and of a
+  // WHILE node (never entered: its handle starts at 0; instantiation is the question).
+  for (const cudaGraphConditionalNodeType type : {cudaGraphCondTypeIf, cudaGraphCondTypeWhile}) {
+    const std::string name = type == cudaGraphCondTypeIf ? "an IF" : "a WHILE";
+    CAPTURE(name);
+    cudaGraph_t cg = nullptr;
+    PDL_CUDA_REQUIRE(cudaGraphCreate(&cg, 0));
+    cudaGraphConditionalHandle h;
+    PDL_CUDA_REQUIRE(cudaGraphConditionalHandleCreate(&h, cg, type == cudaGraphCondTypeIf ? 1 : 0,
+                                                      cudaGraphCondAssignDefault));
+    cudaGraphNodeParams cp = {};
+    cp.type = cudaGraphNodeTypeConditional;
+    cp.conditional.handle = h;
+    cp.conditional.type = type;
+    cp.conditional.size = 1;
+    cudaGraphNode_t cond = nullptr;
+    PDL_CUDA_REQUIRE(cudaGraphAddNode(&cond, cg, nullptr, nullptr, 0, &cp));
+    cudaGraph_t body = cp.conditional.phGraph_out[0];
+    cudaGraphNode_t first = nullptr, second = nullptr;
+    PDL_CUDA_REQUIRE(add_mix(&first, body, nullptr, false, mix.kernel, n, 5, a, b));
+    cudaError_t e = add_mix(&second, body, first, true, mix.kernel, n, 6, b, a);
+    cudaGraphExec_t ce = nullptr;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&ce, cg, 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      MESSAGE("CUDA refuses programmatic edges inside the body of ", name, " node: ", cudaGetErrorName(e));
+    } else {
+      MESSAGE("CUDA accepts programmatic edges inside the body of ", name, " node");
+      if (type == cudaGraphCondTypeIf) check(ce, {5, 6}, "IF body");
+      PDL_CUDA_REQUIRE(cudaGraphExecDestroy(ce));
+    }
+    PDL_CUDA_REQUIRE(cudaGraphDestroy(cg));
+  }
+  PDL_CUDA_REQUIRE(cudaFree(a));
+  PDL_CUDA_REQUIRE(cudaFree(b));
 }
 
 }  // TEST_SUITE("gpu")
