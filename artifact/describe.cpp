@@ -158,6 +158,7 @@ class Describer {
                          printable(k->lowered_name(), 200);
       if (k->uses_device_runtime()) text += "  uses the device runtime";
       if (k->launches_kernels()) text += "  launches kernels from the device";
+      if (k->waits_at_entry()) text += "  waits at entry";
       line(1, text + at(k->loc()));
       const auto* params = k->params();
       text = "params:";
@@ -271,8 +272,11 @@ class Describer {
     if (n->what() && n->what()->size() > 0) text += "  \"" + printable(n->what(), 200) + "\"";
     text += "  deps [";
     const auto* deps = n->deps();
+    const auto* kinds = n->dep_kinds();
     for (uint32_t j = 0; j < size_of(deps); ++j) {
       text += (j ? ", " : "") + std::to_string(deps->Get(j));
+      if (j < size_of(kinds) && kinds->Get(j) != fb::EdgeKind::Full)
+        text += " " + lower(enum_name(kinds->Get(j), fb::EnumNameEdgeKind));
     }
     text += "]" + at(n->loc());
     line(indent, text);

@@ -39,6 +39,9 @@ instantiate, upload, launch) as a Chrome trace: open it in ui.perfetto.dev or ch
 CUPTI's range profiler, or the `cost` declared on the kernel) and says whether it is memory- or
 compute-bound; the peaks come from the target profile (targets/*.yaml). Pipelines that launch
 graphs from the device cannot be traced by CUPTI today: --trace then shows the host side only.
+--timing prints the host-clock time of loading the pipeline, instantiating it (split into
+building the graphs, cudaGraphInstantiate, uploading them, and the rest) and the first launch,
+with the device synchronized before and after each.
 
 --dump NAME=FILE writes the buffer's raw bytes after the last launch (warm-up launches
 count, and so do the profiled launches of --nodes, --trace and --roofline: use --warmup 0
@@ -151,6 +154,8 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
       ->type_name("FILE");
   app.add_flag("--declared-costs", o->declared_costs,
                "--roofline: use the costs declared in the .orch file even where CUPTI can measure");
+  app.add_flag("--timing", o->timing,
+               "print the host time of load, instantiate (build, instantiate, upload) and the first launch");
   app.add_flag("--list", o->list,
                "print the pipeline's params and buffers and exit (no GPU needed)");
   app.add_option("--ranks", o->ranks, "run on N GPUs of this host, one process per rank")

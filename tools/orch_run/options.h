@@ -62,6 +62,7 @@ struct Options {
   std::string trace;
   std::string roofline;
   bool declared_costs = false;
+  bool timing = false;  // host time of load, instantiate and the first launch
   // --timeout: seconds for the whole run (0: none). On expiry orch-run reports what it was
   // doing and ends the process (exit 3): CUDA cannot cancel a kernel that never finishes.
   double timeout = 0;

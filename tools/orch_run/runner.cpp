@@ -173,11 +173,14 @@ class Runner {
     orch::LoadOptions load_options;
     load_options.force_ptx = o_.force_ptx;
     phase_ = "loading the pipeline";
+    if (o_.timing && (e = sync_for_timing()) != cudaSuccess) return fail("cudaDeviceSynchronize: " + cuda_text(e));
     auto pipeline = [&] {
       HostPhase h(this, "load", "load " + o_.pipeline);
       return orch::Pipeline::load(o_.pipeline, load_options);
     }();
     if (!pipeline) return fail(pipeline.error());
+    if (o_.timing && (e = sync_for_timing(&load_ms_)) != cudaSuccess)
+      return fail("cudaDeviceSynchronize: " + cuda_text(e));
     StreamOwner stream;
     if ((e = cudaStreamCreateWithFlags(&stream.s, cudaStreamNonBlocking)) != cudaSuccess)
       return fail("cannot create a stream: " + cuda_text(e));
@@ -206,11 +209,14 @@ class Runner {
       }
     }
     phase_ = "instantiating the pipeline";
+    if (o_.timing && (e = sync_for_timing()) != cudaSuccess) return fail("cudaDeviceSynchronize: " + cuda_text(e));
     auto exec = [&] {
       HostPhase h(this, "instantiate", "instantiate " + fb.name()->str());
       return (*pipeline)->instantiate(bindings, stream.s);
     }();
     if (!exec) return fail(exec.error());
+    if (o_.timing && (e = sync_for_timing(&instantiate_ms_)) != cudaSuccess)
+      return fail("cudaDeviceSynchronize: " + cuda_text(e));
     orch::Executable& x = *exec.value();
     SyncOnExit sync_on_exit{stream.s};
     // Every rank has read the ids (the communicators exist): rank 0 removes them, so that a
@@ -252,7 +258,7 @@ class Runner {
     std::optional<HostPhase> warmup_phase;
     warmup_phase.emplace(this, "launch", std::to_string(o_.warmup) + " warm-up launches");
     for (unsigned i = 0; i < o_.warmup; ++i) {
-      orch::Status s = x.launch(stream.s);
+      orch::Status s = launch(x, stream.s);
       if (!s) return fail(s.error());
     }
     if ((e = cudaStreamSynchronize(stream.s)) != cudaSuccess)
@@ -276,7 +282,7 @@ class Runner {
       const unsigned n = std::min(o_.repeat - done, kBatch);
       for (unsigned i = 0; i < n; ++i) {
         cudaEventRecord(starts[i].e, stream.s);
-        orch::Status s = x.launch(stream.s);
+        orch::Status s = launch(x, stream.s);
         if (!s) return fail(s.error());
         cudaEventRecord(stops[i].e, stream.s);
       }
@@ -316,6 +322,7 @@ class Runner {
          << "wall clock: " << format_ms(wall_ms) << " for " << o_.repeat << " launches ("
          << format_ms(wall_ms / o_.repeat) << " per launch, event records included)\n";
     if (!per_rank.empty()) print_ranks(per_rank);
+    if (o_.timing) print_timing(x.instantiate_times());
     out().flush();
     if (observing()) {
       const int rc = observe(x, fb, stream.s, s, prop);
@@ -346,6 +353,39 @@ class Runner {
                                 "process, which ends that work";
     if (o_.on_timeout) o_.on_timeout(message);
     else report_and_exit(message, kExitTimeout);
+  }
+
+  // --timing: waits for the whole device, then adds the time since the last such wait to
+  // `*phase` (when given). Each phase is timed from a synchronized device to a synchronized
+  // device, so work it leaves running is counted in it.
+  cudaError_t sync_for_timing(double* phase = nullptr) {
+    const cudaError_t e = cudaDeviceSynchronize();
+    const auto now = std::chrono::steady_clock::now();
+    if (phase) *phase = std::chrono::duration<double, std::milli>(now - timing_mark_).count();
+    timing_mark_ = now;
+    return e;
+  }
+
+  // A launch; with --timing the first one is timed on the host clock, device synchronized.
+  orch::Status launch(orch::Executable& x, cudaStream_t stream) {
+    if (!o_.timing || first_launch_ms_ >= 0) return x.launch(stream);
+    cudaError_t e = sync_for_timing();
+    if (e != cudaSuccess) return orch::Error(orch::ErrorCode::Cuda, "cudaDeviceSynchronize: " + cuda_text(e));
+    orch::Status s = x.launch(stream);
+    if (!s) return s;
+    e = sync_for_timing(&first_launch_ms_);
+    if (e != cudaSuccess) return orch::Error(orch::ErrorCode::Cuda, "the first launch failed on the GPU: " + cuda_text(e));
+    return s;
+  }
+
+  void print_timing(const orch::Executable::InstantiateTimes& t) {
+    const double build = t.build_s * 1e3, inst = t.instantiate_s * 1e3, upload = t.upload_s * 1e3;
+    const double rest = instantiate_ms_ - build - inst - upload;
+    out() << "timing (host clock, device synchronized around each phase): load " << format_ms(load_ms_)
+          << ", instantiate " << format_ms(instantiate_ms_) << " (building " << format_ms(build)
+          << ", cudaGraphInstantiate " << format_ms(inst) << ", upload " << format_ms(upload) << ", other "
+          << format_ms(rest > 0 ? rest : 0) << "), first launch "
+          << (first_launch_ms_ >= 0 ? format_ms(first_launch_ms_) : std::string("none")) << "\n";
   }
 
   int fail(const std::string& message) {
@@ -783,6 +823,9 @@ class Runner {
   std::vector<std::string> notes_;
   // What the run is doing, for --timeout's message (read by the watchdog's thread).
   std::atomic<const char*> phase_{"reading the pipeline"};
+  // --timing.
+  std::chrono::steady_clock::time_point timing_mark_;
+  double load_ms_ = 0, instantiate_ms_ = 0, first_launch_ms_ = -1;
 };
 
 }  // namespace

@@ -253,6 +253,20 @@ TEST_CASE("--nodes times each graph node and names its statement") {
   CHECK(r.out.find("1 nodes; their medians sum to ") != std::string::npos);
 }
 
+TEST_CASE("--timing prints load, instantiate and the first launch") {
+  const std::string saxpy = saxpy_or_fail();
+  RunOutput r = orch_run({saxpy, "--param", "n=1000", "--repeat", "2", "--warmup", "0", "--timing"});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("timing (host clock, device synchronized around each phase): load ") != std::string::npos);
+  CHECK(r.out.find(", instantiate ") != std::string::npos);
+  CHECK(r.out.find("(building ") != std::string::npos);
+  CHECK(r.out.find(", cudaGraphInstantiate ") != std::string::npos);
+  CHECK(r.out.find(", upload ") != std::string::npos);
+  CHECK(r.out.find("), first launch ") != std::string::npos);
+  CHECK(r.out.find("first launch none") == std::string::npos);  // the first timed launch, with --warmup 0
+}
+
 }  // TEST_SUITE("gpu")
 
 // orch-run as a process, for what must end one (--timeout): $ORCH_RUN, else the build's.
