@@ -40,14 +40,8 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   if (diags.has_errors()) return 1;
   if (f.emit == "dot") std::cout << orch::emit_dot(*result.program, sources);
   if (f.emit == "yaml") std::cout << orch::emit_yaml(*result.program, sources);
-  if (f.emit == "ir") {
-    orch::lower_graphs(*result.program);
-    std::cout << orch::emit_yaml(*result.program, sources);
-  }
-  if (f.emit == "cuda") {
-    orch::lower_graphs(*result.program);
-    std::cout << orch::emit_cuda(*result.program, sources);
-  }
+  if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program), sources);
+  if (f.emit == "cuda") std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program), sources);
   if (f.check_only || !f.emit.empty()) return 0;
   if (f.output.empty()) {
     std::cerr << "orchc: nothing to do: give -o pipeline.bin, --check or --emit\n";

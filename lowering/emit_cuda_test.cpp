@@ -62,8 +62,7 @@ std::string eject_file(const std::string& path) {
   CheckResult r = check_file(path, sources, {}, diags);
   REQUIRE_MESSAGE(!diags.has_errors(),
                   format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
-  lower_graphs(*r.program);
-  return emit_cuda(*r.program, sources);
+  return emit_cuda(lower_to_lir(*r.program), sources);
 }
 
 std::string eject_text(const std::string& text) {
@@ -72,8 +71,7 @@ std::string eject_text(const std::string& text) {
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   REQUIRE_MESSAGE(!diags.has_errors(),
                   format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
-  lower_graphs(*r.program);
-  return emit_cuda(*r.program, sources);
+  return emit_cuda(lower_to_lir(*r.program), sources);
 }
 
 size_t count(const std::string& haystack, const std::string& needle) {
