@@ -539,6 +539,8 @@ class Emitter {
     line("//   nvcc -arch=" + arch + " -rdc=true " + stem + ".cu -lcudadevrt" +
          (has_collectives() ? " -lnccl" : "") + " -o " + stem);
     line("//");
+    line("//   ./" + stem + " --in DIR --out DIR --launches N   (main: a harness, at the end of the file)");
+    line("//");
     line("// Build with -DORCH_EJECT_NO_MAIN to use it as a library: allocate_" + fn_ +
          "() (or your own");
     line("// buffers), build_" + fn_ + "(), then launch_" + fn_ + "() as often as you like.");
@@ -852,14 +854,31 @@ class Emitter {
   }
 
   void allocate_function() {
+    const std::string n = std::to_string(p_.buffers.size());
+    line("// Elements of every buffer (in declaration order), computed from the params; a device");
+    line("// scalar has one.");
+    open("cudaError_t buffer_counts_" + fn_ + "(const " + params_type() +
+         "& p, unsigned long long* count) {");
+    unused_guard();
+    if (p_.buffers.empty()) line("(void)count;");
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      const lir::Buffer& b = p_.buffers[i];
+      line("count[" + std::to_string(i) + "] = " +
+           count_of(static_cast<int>(i), where(b.loc, "buffer " + b.name)) + ";");
+    }
+    line("return cudaSuccess;");
+    close();
+    line();
     line("// Allocates every buffer, sized with the params, and zeroes it.");
     open("cudaError_t allocate_" + fn_ + "(const " + params_type() + "& p, " + buffers_type() +
          "* b) {");
-    unused_guard();
+    if (p_.buffers.empty()) line("(void)b;");
+    line("unsigned long long count[" + std::string(p_.buffers.empty() ? "1" : n) + "] = {};");
+    line("ORCH_TRY(buffer_counts_" + fn_ + "(p, count));");
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       const lir::Buffer& b = p_.buffers[i];
       std::string w = where(b.loc, "buffer " + b.name);
-      std::string count = count_of(static_cast<int>(i), w);
+      std::string count = "count[" + std::to_string(i) + "]";
       std::string size = "sizeof(" + std::string(cuda_type(b.elem)) + ")";
       if (b.host)
         line("ORCH_TRY(orch_alloc_mapped((void**)&b->" + buffer_names_[i] + ", (void**)&b->" +
@@ -1413,15 +1432,179 @@ class Emitter {
     line();
   }
 
+  // How main parses a param's value: integers exactly (decimal, 0x hex), floats rounded to
+  // nearest, bool as 0, 1, true or false.
+  std::string param_parser(const lir::Param& x, const std::string& member) const {
+    switch (x.type) {
+      case lir::ScalarType::F16:
+        return "orch_parse_real(value, &d) && ((p->" + member + " = __float2half(static_cast<float>(d))), true)";
+      case lir::ScalarType::BF16:
+        return "orch_parse_real(value, &d) && ((p->" + member +
+               " = __float2bfloat16(static_cast<float>(d))), true)";
+      case lir::ScalarType::F32:
+        return "orch_parse_real(value, &d) && ((p->" + member + " = static_cast<float>(d)), true)";
+      case lir::ScalarType::F64:
+        return "orch_parse_real(value, &p->" + member + ")";
+      case lir::ScalarType::Bool:
+        return "orch_parse_bool(value, &p->" + member + ")";
+      default:
+        return "orch_parse_int(value, &p->" + member + ")";
+    }
+  }
+
+  // main(): a harness that runs the graph on given inputs and writes every buffer, so that the
+  // ejected program can be compared with the orch runtime (orch-run --fill NAME=file:PATH
+  // --warmup 0 --repeat N --dump NAME=PATH does the same).
   void main_function() {
+    const size_t n = p_.buffers.size();
+    const std::string arrays = std::to_string(n == 0 ? 1 : n);
     line("#ifndef ORCH_EJECT_NO_MAIN");
-    line(
-        "// Allocates zeroed buffers, builds, launches once and waits: a smoke test of the graph.");
-    open("int main() {");
+    line("// A harness for the graph:");
+    line("//");
+    line("//   ./" + fn_ + " [--param NAME=VALUE]... [--in DIR] [--out DIR] [--launches N]");
+    line("//");
+    line("// sets the params given (the rest keep their defaults), allocates every buffer zeroed, fills");
+    line("// each from DIR/<buffer>.bin of --in where that file exists (its size must be the buffer's),");
+    line("// builds the graphs, launches them N times (default 1) and waits, then writes every buffer");
+    line("// to DIR/<buffer>.bin of --out. Exit 0 on success, 1 on an error, 2 on a usage error.");
+    line("#include <cerrno>");
+    line("#include <cstdlib>");
+    line("#include <limits>");
+    line("#include <string>");
+    line("#include <vector>");
+    line();
+    std::string names, sizes, hosts;
+    for (size_t i = 0; i < n; ++i) {
+      names += (i ? ", " : "") + c_string(p_.buffers[i].name);
+      sizes += (i ? ", " : "") + std::string("sizeof(") + cuda_type(p_.buffers[i].elem) + ")";
+      hosts += (i ? ", " : "") + std::string(p_.buffers[i].host ? "true" : "false");
+    }
+    line("static const int orch_buffers = " + std::to_string(n) + ";");
+    line("static const char* const orch_buffer_name[] = {" + (n ? names : "nullptr") + "};");
+    line("static const size_t orch_element_size[] = {" + (n ? sizes : "0") + "};");
+    line();
+    open("template <class T> static bool orch_parse_int(const char* s, T* out) {");
+    line("char* end = nullptr;");
+    line("errno = 0;");
+    open("if (std::numeric_limits<T>::is_signed) {");
+    line("long long v = std::strtoll(s, &end, 0);");
+    line("if (errno || end == s || *end || v < static_cast<long long>(std::numeric_limits<T>::min()) ||");
+    line("    v > static_cast<long long>(std::numeric_limits<T>::max()))");
+    line("  return false;");
+    line("*out = static_cast<T>(v);");
+    close("} else {");
+    ++indent_;
+    line("if (*s == '-') return false;");
+    line("unsigned long long v = std::strtoull(s, &end, 0);");
+    line("if (errno || end == s || *end || v > static_cast<unsigned long long>(std::numeric_limits<T>::max()))");
+    line("  return false;");
+    line("*out = static_cast<T>(v);");
+    close();
+    line("return true;");
+    close();
+    open("template <class T> static bool orch_parse_real(const char* s, T* out) {");
+    line("char* end = nullptr;");
+    line("errno = 0;");
+    line("double v = std::strtod(s, &end);");
+    line("if (errno || end == s || *end) return false;");
+    line("*out = static_cast<T>(v);");
+    line("return true;");
+    close();
+    open("template <class T> static bool orch_parse_bool(const char* s, T* out) {");
+    line("if (!std::strcmp(s, \"1\") || !std::strcmp(s, \"true\")) *out = true;");
+    line("else if (!std::strcmp(s, \"0\") || !std::strcmp(s, \"false\")) *out = false;");
+    line("else return false;");
+    line("return true;");
+    close();
+    line();
+    line("// Sets param `name` from text; false for an unknown name or a value its type cannot hold.");
+    open("static bool orch_set_param(" + params_type() + "* p, const char* name, const char* value) {");
+    line("double d = 0;");
+    line("(void)d;");
+    line("(void)p;");
+    line("(void)value;");
+    for (size_t i = 0; i < p_.params.size(); ++i)
+      line("if (!std::strcmp(name, " + c_string(p_.params[i].name) + ")) return " +
+           param_parser(p_.params[i], param_names_[i]) + ";");
+    line("return false;");
+    close();
+    line();
+    open("static int orch_usage(const char* self, const std::string& why) {");
+    line("std::fprintf(stderr, \"%s: %s\\nusage: %s [--param NAME=VALUE]... [--in DIR] [--out DIR] "
+         "[--launches N]\\n\", self, why.c_str(), self);");
+    line("return 2;");
+    close();
+    line();
+    line("// The bytes of a file; false with errno set when it cannot be read (ENOENT: there is none).");
+    open("static bool orch_read_file(const std::string& path, std::vector<unsigned char>* out) {");
+    line("std::FILE* f = std::fopen(path.c_str(), \"rb\");");
+    line("if (!f) return false;");
+    line("unsigned char chunk[65536];");
+    line("size_t got = 0;");
+    line("while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) out->insert(out->end(), chunk, chunk + got);");
+    line("const bool ok = !std::ferror(f);");
+    line("std::fclose(f);");
+    line("if (!ok) errno = EIO;");
+    line("return ok;");
+    close();
+    line();
+    open("static bool orch_write_file(const std::string& path, const std::vector<unsigned char>& bytes) {");
+    line("std::FILE* f = std::fopen(path.c_str(), \"wb\");");
+    line("if (!f) return false;");
+    line("const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();");
+    line("return (std::fclose(f) == 0) && wrote;");
+    close();
+    line();
+    open("int main(int argc, char** argv) {");
     line(params_type() + " p;  // the defaults");
     for (size_t i = 0; i < p_.params.size(); ++i)
       if (!p_.params[i].default_value)
-        line("// p." + param_names_[i] + " has no default in the .orch file: set it here.");
+        line("// p." + param_names_[i] + " has no default in the .orch file: set it here or with --param.");
+    line("const char* in = nullptr;");
+    line("const char* out = nullptr;");
+    line("unsigned long long launches = 1;");
+    open("for (int i = 1; i < argc; ++i) {");
+    line("const std::string arg = argv[i];");
+    line("if (i + 1 >= argc) return orch_usage(argv[0], \"unknown or incomplete argument: \" + arg);");
+    line("const char* next = argv[++i];");
+    open("if (arg == \"--in\") {");
+    line("in = next;");
+    close("} else if (arg == \"--out\") {");
+    ++indent_;
+    line("out = next;");
+    close("} else if (arg == \"--launches\") {");
+    ++indent_;
+    line("if (!orch_parse_int(next, &launches)) return orch_usage(argv[0], std::string(\"--launches \") + next + \": not a count\");");
+    close("} else if (arg == \"--param\") {");
+    ++indent_;
+    line("const std::string assignment = next;");
+    line("const size_t eq = assignment.find('=');");
+    line("if (eq == std::string::npos || !orch_set_param(&p, assignment.substr(0, eq).c_str(), next + eq + 1))");
+    line("  return orch_usage(argv[0], \"--param \" + assignment + \": no such param, or a value its type cannot hold\");");
+    close("} else {");
+    ++indent_;
+    line("return orch_usage(argv[0], \"unknown argument: \" + arg);");
+    close();
+    close();
+    line();
+    line("// The initial contents, checked before any GPU work.");
+    line("unsigned long long count[" + arrays + "] = {};");
+    line("if (buffer_counts_" + fn_ + "(p, count) != cudaSuccess) return 1;");
+    line("std::vector<std::vector<unsigned char>> initial(orch_buffers);");
+    open("for (int i = 0; in && i < orch_buffers; ++i) {");
+    line("const std::string path = std::string(in) + \"/\" + orch_buffer_name[i] + \".bin\";");
+    open("if (!orch_read_file(path, &initial[i])) {");
+    line("if (errno == ENOENT) continue;  // starts zeroed");
+    line("std::fprintf(stderr, \"" + fn_ + ": %s: %s\\n\", path.c_str(), std::strerror(errno));");
+    line("return 1;");
+    close();
+    open("if (initial[i].size() != count[i] * orch_element_size[i]) {");
+    line("std::fprintf(stderr, \"" + fn_ + ": %s: %zu bytes; buffer %s has %llu\\n\", path.c_str(), "
+         "initial[i].size(), orch_buffer_name[i], count[i] * orch_element_size[i]);");
+    line("return 1;");
+    close();
+    close();
+    line();
     line(buffers_type() + " b;");
     line(graphs_type() + " g;");
     line("cudaStream_t stream = nullptr;");
@@ -1439,12 +1622,38 @@ class Emitter {
       line("p." + world_size_ + " = 1;");
     }
     line("err = allocate_" + fn_ + "(p, &b);");
+    std::string device_ptrs, host_ptrs;
+    for (size_t i = 0; i < n; ++i) {
+      device_ptrs += (i ? ", " : "") + std::string("(void*)b.") + buffer_names_[i];
+      host_ptrs += (i ? ", " : "") + (p_.buffers[i].host ? "(void*)b." + host_names_[i] : std::string("nullptr"));
+    }
+    line("// Where each buffer is: device memory, or mapped host memory at its host address.");
+    line("void* const device_ptr[" + arrays + "] = {" + (n ? device_ptrs : "nullptr") + "};");
+    line("void* const host_ptr[" + arrays + "] = {" + (n ? host_ptrs : "nullptr") + "};");
+    open("for (int i = 0; err == cudaSuccess && i < orch_buffers; ++i) {");
+    line("if (initial[i].empty()) continue;");
+    line("if (host_ptr[i]) std::memcpy(host_ptr[i], initial[i].data(), initial[i].size());");
+    line("else err = cudaMemcpy(device_ptr[i], initial[i].data(), initial[i].size(), cudaMemcpyHostToDevice);");
+    close();
     line("if (err == cudaSuccess) err = build_" + fn_ + "(p, b, &g);");
     line(
         "if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);");
-    line("if (err == cudaSuccess) err = launch_" + fn_ + "(g, stream);");
+    line("for (unsigned long long i = 0; err == cudaSuccess && i < launches; ++i) err = launch_" + fn_ +
+         "(g, stream);");
     line("if (err == cudaSuccess) err = cudaStreamSynchronize(stream);");
     if (uses_status_) line("if (err == cudaSuccess) err = device_status_" + fn_ + "(g);");
+    line("bool written = true;");
+    open("for (int i = 0; out && err == cudaSuccess && i < orch_buffers; ++i) {");
+    line("std::vector<unsigned char> bytes(count[i] * orch_element_size[i]);");
+    line("if (host_ptr[i]) std::memcpy(bytes.data(), host_ptr[i], bytes.size());");
+    line("else err = cudaMemcpy(bytes.data(), device_ptr[i], bytes.size(), cudaMemcpyDeviceToHost);");
+    line("const std::string path = std::string(out) + \"/\" + orch_buffer_name[i] + \".bin\";");
+    open("if (err == cudaSuccess && !orch_write_file(path, bytes)) {");
+    line("std::fprintf(stderr, \"" + fn_ + ": %s: cannot write: %s\\n\", path.c_str(), std::strerror(errno));");
+    line("written = false;");
+    line("break;");
+    close();
+    close();
     line("if (stream) cudaStreamDestroy(stream);");
     line("destroy_" + fn_ + "(&g);");
     line("free_" + fn_ + "(&b);");
@@ -1455,7 +1664,8 @@ class Emitter {
          ": failed: %s (%s)\\n\", cudaGetErrorName(err), cudaGetErrorString(err));");
     line("return 1;");
     close();
-    line("std::printf(\"" + fn_ + ": ran once, ok\\n\");");
+    line("if (!written) return 1;");
+    line("std::printf(\"" + fn_ + ": ran %llu time(s), ok\\n\", launches);");
     line("return 0;");
     close();
     line("#endif  // ORCH_EJECT_NO_MAIN");

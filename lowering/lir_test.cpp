@@ -55,17 +55,18 @@ std::vector<uint32_t> deps(const lir::Node& n) {
 const char* const kEveryKind = R"orch(pipeline every
 target sm_90
 param n: u32 = 256
+param which: u32 = 1
 comm world
 buffer x: f32[n]
 buffer y: f32[n]
 buffer d: f64[n]
+buffer z: f32[n]
 buffer h: f32[n] host
 buffer flag: i32
-buffer which: u32
 kernel work(n: u32, x: inout f32[]) source """extern "C" __global__ void work(unsigned n, float* x) {}"""
 kernel spin(x: inout f32[], c: cond) source """extern "C" __global__ void spin(float* x, cudaGraphConditionalHandle c) {}"""
 graph child device { work<<<ceil_div(n, 128), 128>>>(n, x) }
-graph fam[i: 2] device { work<<<i + 1, 128>>>(n, x) }
+graph fam[i: 2] device { work<<<i + 1, 128>>>(n, z) }
 graph main {
   copy h -> x
   fill y = 0
@@ -294,8 +295,9 @@ buffer flag: u32
 kernel 0 k(n: u32, x: inout f32[])  inline source
 kernel 1 orch_condition_0(h0: cond, b2: in u32, orch_status: status)  generated, device runtime
 handle 0: graph main, default 0
-bind check E0201 n <= 1024  at t.orch:9:23: block of `k` has too many threads; sm_90 allows at most 1024
-bind check E0204 n >= 1  at t.orch:9:23: block of `k` has no threads
+bind check E0201 n * 1 * 1 <= 1024  at t.orch:9:25: block of `k` has too many threads; sm_90 allows at most 1024 per block
+bind check E0202 n <= 1024  at t.orch:9:25: block of `k` has too many threads in x; sm_90 allows at most 1024
+bind check E0205 n >= 1  at t.orch:9:25: block of `k` is empty in x (no threads)
 status site 0: an expression evaluated by orch_condition_0  at t.orch:9:3
 segments main
 graph 0 main  at t.orch:7:1
