@@ -1519,9 +1519,13 @@ class Emitter {
     line();
     line("// Sets param `name` from text; false for an unknown name or a value its type cannot hold.");
     open("static bool orch_set_param(" + params_type() + "* p, const char* name, const char* value) {");
-    line("double d = 0;");
-    line("(void)d;");
+    bool rounded = false;  // a param parsed through a double
+    for (const lir::Param& x : p_.params)
+      rounded |= x.type == lir::ScalarType::F16 || x.type == lir::ScalarType::BF16 ||
+                 x.type == lir::ScalarType::F32;
+    if (rounded) line("double d = 0;");
     line("(void)p;");
+    line("(void)name;");
     line("(void)value;");
     for (size_t i = 0; i < p_.params.size(); ++i)
       line("if (!std::strcmp(name, " + c_string(p_.params[i].name) + ")) return " +
@@ -1636,6 +1640,9 @@ class Emitter {
     line("else err = cudaMemcpy(device_ptr[i], initial[i].data(), initial[i].size(), cudaMemcpyHostToDevice);");
     close();
     line("if (err == cudaSuccess) err = build_" + fn_ + "(p, b, &g);");
+    line("// The zeroing, the uploads from pageable memory and build's copies and graph uploads run on");
+    line("// the legacy stream, which the launch stream does not wait for.");
+    line("if (err == cudaSuccess) err = cudaDeviceSynchronize();");
     line(
         "if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);");
     line("for (unsigned long long i = 0; err == cudaSuccess && i < launches; ++i) err = launch_" + fn_ +

@@ -95,7 +95,8 @@ const Nccl& nccl() {
       if (void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL)) {
         Dl_info info{};
         void* sym = dlsym(h, "ncclGetVersion");
-        if (sym && dladdr(sym, &info) && info.dli_fname) n.library = fs::canonical(info.dli_fname).string();
+        std::error_code ec;
+        if (sym && dladdr(sym, &info) && info.dli_fname) n.library = fs::canonical(info.dli_fname, ec).string();
       }
     }
     if (n.library.empty() || !fs::exists(n.library)) {
