@@ -57,28 +57,8 @@ int64_t eval_int(const std::vector<fb::ExprInstr>& code, std::vector<Value> para
   return r.value.i64();
 }
 
-// A compiled spec example, opened (no GPU needed), kept alive for the test.
-struct Opened {
-  std::string bytes;
-  const fb::Pipeline* p = nullptr;
-};
-
-Opened open_example(const std::string& name) {
-  std::string log;
-  std::string path = orch::test::compile_example(name, &log);
-  INFO(log);
-  REQUIRE(!path.empty());
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  Opened o;
-  o.bytes = s.str();
-  auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(o.bytes.data()), o.bytes.size());
-  INFO(r.error);
-  REQUIRE(r.ok());
-  o.p = r.pipeline;
-  return o;
-}
+using Opened = orch::test::OpenedExample;
+using orch::test::open_example;
 
 }  // namespace
 
