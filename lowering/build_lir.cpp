@@ -77,22 +77,7 @@ class Builder {
 
   static lir::Kernel kernel(const ir::Kernel& k) {
     lir::Kernel x;
-    x.name = k.name;
-    for (const ir::KernelParam& q : k.params)
-      x.params.push_back({q.name, q.kind, q.access, q.elem, q.family_size, q.loc});
-    x.generated = k.generated;
-    x.entry = k.entry;
-    x.source = k.source;
-    x.inline_source = k.inline_source;
-    x.source_path = k.source_path;
-    x.source_file = k.source_file;
-    x.source_first_line = k.source_first_line;
-    x.source_first_col = k.source_first_col;
-    x.uses_device_runtime = k.uses_device_runtime;
-    x.loc = k.loc;
-    x.launch_in_source = k.launch_in_source;
-    x.may_launch_kernels = k.may_launch_kernels;
-    x.signature_in_source = k.signature_in_source;
+    static_cast<ir::Kernel&>(x) = k;
     return x;
   }
 

@@ -67,15 +67,7 @@ struct Comm {
 
 using KernelParamKind = ir::KernelParamKind;
 using Access = ir::Access;
-
-struct KernelParam {
-  std::string name;
-  KernelParamKind kind = KernelParamKind::Value;
-  Access access = Access::None;
-  ScalarType elem = ScalarType::U32;
-  uint32_t family_size = 0;  // GraphFamily
-  SourceRange loc;
-};
+using KernelParam = ir::KernelParam;
 
 struct Image {
   std::string arch;   // "sm_90"
@@ -89,26 +81,9 @@ struct Module {
   std::string ptx_arch;
 };
 
-struct Kernel {
-  std::string name;
-  std::vector<KernelParam> params;
-  bool generated = false;  // written by orchc: conditions, scalar updates, fills, launchers
-  // The code and where it came from (what compile_all_kernels hands NVRTC, and what
-  // --emit=cuda prints).
-  std::string entry;  // NVRTC name expression
-  std::string source;
-  bool inline_source = false;
-  std::string source_path;  // `from` file
-  uint32_t source_file = 0;
-  uint32_t source_first_line = 1;
-  uint32_t source_first_col = 1;
-  bool uses_device_runtime = false;
-  SourceRange loc;
-  // What the checker saw in the source text, for check_compiled_kernels (ir::Kernel says more).
-  SourceRange launch_in_source;
-  bool may_launch_kernels = false;
-  SourceRange signature_in_source;
-
+// A kernel as the checker declared it (its parameters, its code and where that came from, what
+// the source text showed), with the code lowering compiled for it.
+struct Kernel : ir::Kernel {
   // Set by compile_all_kernels and check_compiled_kernels.
   std::string lowered_name;  // the symbol to load
   std::vector<Image> images;

@@ -240,6 +240,13 @@ class Serializer {
     for (const lir::Dep& d : n.deps) deps.push_back(d.from);
     auto deps_v = fbb_.CreateVector(deps);
     fb::SourceLoc l = loc(n.loc);
+    // What every node has, first in every node table.
+    auto common = [&](fb::NodeBuilder& b, fb::NodeKind kind) {
+      b.add_kind(kind);
+      b.add_deps(deps_v);
+      b.add_loc(&l);
+      b.add_what(what);
+    };
     return std::visit(
         lir::overloaded{
             [&](const lir::KernelNode& k) {
@@ -254,10 +261,7 @@ class Serializer {
               auto block_v = fbb_.CreateVector(block);
               auto args_v = fbb_.CreateVector(args);
               fb::NodeBuilder b(fbb_);
-              b.add_kind(fb::NodeKind::Kernel);
-              b.add_deps(deps_v);
-              b.add_loc(&l);
-              b.add_what(what);
+              common(b, fb::NodeKind::Kernel);
               b.add_kernel(k.kernel);
               b.add_grid(grid_v);
               b.add_block(block_v);
@@ -267,20 +271,14 @@ class Serializer {
             },
             [&](const lir::MemcpyNode& m) {
               fb::NodeBuilder b(fbb_);
-              b.add_kind(fb::NodeKind::Memcpy);
-              b.add_deps(deps_v);
-              b.add_loc(&l);
-              b.add_what(what);
+              common(b, fb::NodeKind::Memcpy);
               b.add_src(m.src);
               b.add_dst(m.dst);
               return b.Finish();
             },
             [&](const lir::MemsetNode& m) {
               fb::NodeBuilder b(fbb_);
-              b.add_kind(fb::NodeKind::Memset);
-              b.add_deps(deps_v);
-              b.add_loc(&l);
-              b.add_what(what);
+              common(b, fb::NodeKind::Memset);
               b.add_dst(m.dst);
               b.add_memset_value(m.value);
               b.add_memset_element_size(m.element_size);
@@ -288,10 +286,7 @@ class Serializer {
             },
             [&](const lir::EmptyNode&) {
               fb::NodeBuilder b(fbb_);
-              b.add_kind(fb::NodeKind::Empty);
-              b.add_deps(deps_v);
-              b.add_loc(&l);
-              b.add_what(what);
+              common(b, fb::NodeKind::Empty);
               return b.Finish();
             },
             [&](const lir::ConditionalNode& c) {
@@ -299,10 +294,7 @@ class Serializer {
               for (const lir::Body& body : c.bodies) bodies.push_back(graph_body(body));
               auto bodies_v = fbb_.CreateVector(bodies);
               fb::NodeBuilder b(fbb_);
-              b.add_kind(fb::NodeKind::Conditional);
-              b.add_deps(deps_v);
-              b.add_loc(&l);
-              b.add_what(what);
+              common(b, fb::NodeKind::Conditional);
               b.add_conditional(conditional_type(c.type));
               b.add_handle(c.handle);
               b.add_bodies(bodies_v);
@@ -311,10 +303,7 @@ class Serializer {
             [&](const lir::CollectiveNode& c) {
               Offset<fb::Expr> root = c.root ? expr(*c.root) : 0;
               fb::NodeBuilder b(fbb_);
-              b.add_kind(fb::NodeKind::Collective);
-              b.add_deps(deps_v);
-              b.add_loc(&l);
-              b.add_what(what);
+              common(b, fb::NodeKind::Collective);
               b.add_collective(static_cast<fb::CollectiveKind>(c.kind));
               if (c.op != lir::ReduceOp::None) b.add_reduce_op(reduce_op(c.op));
               b.add_src(c.src);
