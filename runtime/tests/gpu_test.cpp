@@ -480,15 +480,8 @@ graph main {
   {
     // The artifact holds one module with every generated kernel, and no generated kernel has
     // code of its own.
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    const std::string file = bytes.str();
-    std::vector<uint64_t> aligned((file.size() + 7) / 8);
-    std::memcpy(aligned.data(), file.data(), file.size());
-    auto opened = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), file.size());
-    REQUIRE_MESSAGE(opened.ok(), opened.error);
-    const orch::fb::Pipeline& fb = *opened.pipeline;
+    const orch::test::OpenedExample opened = orch::test::open_artifact(path);
+    const orch::fb::Pipeline& fb = *opened.p;
     REQUIRE(fb.modules() != nullptr);
     CHECK(fb.modules()->size() == 1);
     int generated = 0;

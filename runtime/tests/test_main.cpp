@@ -97,6 +97,10 @@ OpenedExample open_example(const std::string& name) {
   std::string path = compile_example(name, &log);
   INFO(log);
   REQUIRE(!path.empty());
+  return open_artifact(path);
+}
+
+OpenedExample open_artifact(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -106,7 +110,7 @@ OpenedExample open_example(const std::string& name) {
   o.storage.assign(bytes.size() / 8 + 1, 0);
   std::memcpy(o.storage.data(), bytes.data(), bytes.size());
   auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(o.storage.data()), o.size);
-  INFO(r.error);
+  INFO(path, ": ", r.error);
   REQUIRE(r.ok());
   o.p = r.pipeline;
   return o;
