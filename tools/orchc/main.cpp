@@ -75,7 +75,8 @@ int run(int argc, char** argv) {
   app.add_option("-o,--output", f.output, "write the compiled pipeline here (pipeline.bin)");
   app.add_option("--emit", f.emit,
                  "print a view instead of compiling: ast, dot, yaml (the checked DAG), ir "
-                 "(after the lowering passes) or cuda (a standalone .cu file building the graph)")
+                 "(the lowered program: the CUDA graph nodes) or cuda (a standalone .cu file building the "
+                 "graph)")
       ->check(CLI::IsMember({"ast", "dot", "yaml", "ir", "cuda"}));
   app.add_option("--target", f.target, "target profile name (sm_90) or a .yaml profile path");
   app.add_option("--targets-dir", f.targets_dir, "folder of target profiles");
@@ -84,7 +85,7 @@ int run(int argc, char** argv) {
   app.add_flag("--no-cache", f.no_cache, "compile every kernel afresh, bypassing the cache");
   app.add_option("-j,--jobs", f.jobs, "kernel compile threads (default: all cores)");
   app.add_flag("--print-passes", f.print_passes,
-               "print the IR after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
+               "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
   app.add_option("--diagnostics-format", f.format, "text, json or sarif")
       ->check(CLI::IsMember({"text", "json", "sarif"}));
   app.add_option("--color", f.color, "color text diagnostics: auto, always or never")
