@@ -2,7 +2,9 @@
 // read. build_lir.cpp makes it from the lowered ir::Program (the checker's IR after lowering's
 // ir-to-ir passes); serialize.cpp writes it to pipeline.bin and emit_cuda.cpp prints it as one
 // .cu file, so the artifact and the ejected program cannot drift apart. It mirrors
-// artifact/pipeline.fbs: every table there has its struct here.
+// artifact/pipeline.fbs (a node kind, an argument kind, a dependency per entry of the
+// artifact's), with expressions as expr/'s postfix code. Declarations and kernels reuse the
+// checker's types where nothing about them is lowered (ir::KernelParam, ir::Kernel).
 //
 // Node kinds are alternatives of a std::variant, visited with an `overloaded` set of lambdas and
 // no default: a new kind is a compile error everywhere it is not handled.
