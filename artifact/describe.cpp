@@ -1,6 +1,7 @@
 // describe_pipeline() and expr_to_string(): what orch-inspect prints. Written for a pipeline
 // that open_pipeline() accepted, but every lookup is still bounds-checked so that a bug
 // elsewhere shows up as "#7?" in the text rather than as a crash.
+#include <cctype>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -157,6 +158,7 @@ class Describer {
                          printable(k->lowered_name(), 200);
       if (k->uses_device_runtime()) text += "  uses the device runtime";
       if (k->launches_kernels()) text += "  launches kernels from the device";
+      if (k->waits_at_entry()) text += "  waits at entry";
       line(1, text + at(k->loc()));
       const auto* params = k->params();
       text = "params:";
@@ -270,8 +272,11 @@ class Describer {
     if (n->what() && n->what()->size() > 0) text += "  \"" + printable(n->what(), 200) + "\"";
     text += "  deps [";
     const auto* deps = n->deps();
+    const auto* kinds = n->dep_kinds();
     for (uint32_t j = 0; j < size_of(deps); ++j) {
       text += (j ? ", " : "") + std::to_string(deps->Get(j));
+      if (j < size_of(kinds) && kinds->Get(j) != fb::EdgeKind::Full)
+        text += " " + lower(enum_name(kinds->Get(j), fb::EnumNameEdgeKind));
     }
     text += "]" + at(n->loc());
     line(indent, text);
@@ -286,6 +291,19 @@ class Describer {
         text = "args:";
         for (uint32_t j = 0; j < size_of(args); ++j) text += (j ? ", " : " ") + arg(args->Get(j));
         line(indent + 2, size_of(args) ? text : "args: none");
+        if (n->cost_bytes() || n->cost_flops()) {
+          text = "cost:";
+          if (n->cost_bytes()) text += " bytes " + expr(n->cost_bytes());
+          if (n->cost_flops()) {
+            const fb::Kernel* k = p_.kernels() && n->kernel() >= 0 && static_cast<uint32_t>(n->kernel()) < p_.kernels()->size()
+                                      ? p_.kernels()->Get(n->kernel())
+                                      : nullptr;
+            std::string type = k ? fb::EnumNameScalarType(k->cost_flops_type()) : "F32";
+            for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            text += std::string(n->cost_bytes() ? "," : "") + " flops[" + type + "] " + expr(n->cost_flops());
+          }
+          line(indent + 2, text);
+        }
         break;
       }
       case fb::NodeKind::Memcpy:

@@ -130,7 +130,9 @@ class SampleBuilder {
       };
       v.push_back(fb::CreateKernelDirect(fbb_, "__orch_cond_0", "__orch_cond_0", true, nullptr,
                                          nullptr, nullptr, &params, true, nullptr,
-                                         /*launches_kernels=*/false, /*in_module=*/0));
+                                         /*launches_kernels=*/false, /*in_module=*/0,
+                                         /*cost_flops_type=*/fb::ScalarType::F32,
+                                         /*waits_at_entry=*/true));
     }
     {
       const fb::SourceLoc loc(1, 20, 1);
@@ -211,7 +213,8 @@ class SampleBuilder {
     nodes.push_back(
         scale_node(kU, {0}, {0, 12, 3}, "scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, u)"));
     {
-      // The generated condition kernel: sets handle 0 from `flag`.
+      // The generated condition kernel: sets handle 0 from `flag`. It waits at entry, so its
+      // edge from the scale kernel is programmatic.
       const auto grid = shape({lit(1)});
       const auto block = shape({lit(1)});
       const std::vector<Offset<fb::KernelArg>> args = {
@@ -221,10 +224,13 @@ class SampleBuilder {
       const auto shared = expr({lit(0)});
       const auto args_offset = fbb_.CreateVector(args);
       const auto deps = fbb_.CreateVector<uint32_t>({1, 2});
+      const auto kinds = fbb_.CreateVector<fb::EdgeKind>({fb::EdgeKind::Full, fb::EdgeKind::Programmatic});
       const auto what = fbb_.CreateString("condition of: if flag == 0");
       const fb::SourceLoc loc(0, 13, 3);
       nodes.push_back(fb::CreateNode(fbb_, fb::NodeKind::Kernel, deps, &loc, what, kSetFlag, grid,
-                                     block, shared, args_offset));
+                                     block, shared, args_offset, -1, -1, 0, 0, fb::ConditionalType::If,
+                                     -1, 0, fb::CollectiveKind::AllReduce, fb::ReduceOp::Sum, -1, 0,
+                                     /*cost_bytes=*/0, /*cost_flops=*/0, kinds));
     }
     {
       const auto then_body = graph(

@@ -3,6 +3,7 @@
 // is something the runtime can build without tripping. docs/format.md lists the rules; each
 // message is one line saying what is wrong and where.
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -79,7 +80,8 @@ class Validator {
         n_kernels_(size_of(kernels_)),
         n_graphs_(size_of(graphs_)),
         n_handles_(size_of(handles_)),
-        n_files_(size_of(p.source_files())) {}
+        n_files_(size_of(p.source_files())),
+        targets_problem_(pdl_targets_problem(p)) {}
 
   std::string run() {
     check_pipeline();
@@ -196,6 +198,7 @@ class Validator {
     if (reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
       return "expression code is not 8-byte aligned";
     }
+    if (proven(reinterpret_cast<const fb::ExprInstr*>(code->Data()), n)) return std::string();
     int64_t depth = 0;
     for (uint32_t k = 0; k < n; ++k) {
       const fb::ExprInstr* in = code->Get(k);
@@ -232,11 +235,51 @@ class Validator {
     if (depth != 1) {
       return "expression leaves " + std::to_string(depth) + " values on the stack instead of 1";
     }
-    // Types: every operator's by the rules, every constant a value of its type.
-    const std::vector<expr::Instr> decoded = to_expr(e);
-    std::string typing = expr::verify(decoded.data(), decoded.size());
+    // Types: every operator's by the rules, every constant a value of its type. Short code is
+    // decoded in place: a pipeline holds several expressions per kernel node.
+    constexpr uint32_t kInPlace = 8;
+    expr::Instr in_place[kInPlace];
+    std::vector<expr::Instr> on_heap;
+    expr::Instr* decoded = in_place;
+    if (n > kInPlace) {
+      on_heap.resize(n);
+      decoded = on_heap.data();
+    }
+    for (uint32_t k = 0; k < n; ++k) decoded[k] = to_expr(*code->Get(k));
+    std::string typing = expr::verify(decoded, n);
     if (!typing.empty()) return "expression " + typing;
+    remember(reinterpret_cast<const fb::ExprInstr*>(code->Data()), n);
     return std::string();
+  }
+
+  // Short expressions already proved well formed and well typed in this pipeline, by their
+  // bytes: launch shapes and arguments repeat from node to node ({1}, {256}, {n}), so each
+  // distinct one is typed once (a 1,000-kernel chain has 6,000 such expressions and 2 distinct).
+  static constexpr uint32_t kProvenLength = 4, kProvenSlots = 16;
+  struct Proven {
+    uint32_t n = 0;
+    fb::ExprInstr code[kProvenLength];
+  };
+  Proven proven_[kProvenSlots];
+  uint32_t proven_used_ = 0, proven_next_ = 0;
+
+  bool proven(const fb::ExprInstr* code, uint32_t n) const {
+    if (n > kProvenLength) return false;
+    for (uint32_t i = 0; i < proven_used_; ++i) {
+      if (proven_[i].n != n) continue;
+      uint32_t k = 0;  // instruction by instruction: a fixed-size compare the compiler inlines
+      while (k < n && std::memcmp(&proven_[i].code[k], &code[k], sizeof(fb::ExprInstr)) == 0) ++k;
+      if (k == n) return true;
+    }
+    return false;
+  }
+  void remember(const fb::ExprInstr* code, uint32_t n) {
+    if (n > kProvenLength) return;
+    Proven& slot = proven_[proven_next_];
+    slot.n = n;
+    std::memcpy(slot.code, code, n * sizeof(fb::ExprInstr));
+    proven_next_ = (proven_next_ + 1) % kProvenSlots;
+    if (proven_used_ < kProvenSlots) ++proven_used_;
   }
 
   // Top-level expressions: `label` is e.g. "buffer 'u' count".
@@ -247,11 +290,13 @@ class Validator {
     return problem.empty() || fail(label + ": " + problem);
   }
   // Expressions inside a graph: the message starts with the path, then `label` ("grid[1]").
-  bool check_node_expr(const fb::Expr* e, bool required, const std::string& label) {
-    if (e == nullptr) return required ? fail_here(label + " is missing") : true;
+  // `index` >= 0 makes the label "<label>[<index>]"; it is built only for a message.
+  bool check_node_expr(const fb::Expr* e, bool required, const char* label, int index = -1) {
+    auto named = [&] { return std::string(label) + (index >= 0 ? "[" + std::to_string(index) + "]" : ""); };
+    if (e == nullptr) return required ? fail_here(named() + " is missing") : true;
     std::string problem = expr_problem(e);
     if (!error_.empty()) return false;
-    return problem.empty() || fail_here(label + ": " + problem);
+    return problem.empty() || fail_here(named() + ": " + problem);
   }
 
   template <class Table>
@@ -443,6 +488,10 @@ class Validator {
     if (empty(k->name())) return fail("kernel " + std::to_string(i) + " has an empty name");
     const std::string label = kernel_label(i);
     if (empty(k->lowered_name())) return fail(label + " has an empty lowered_name");
+    const fb::ScalarType ft = k->cost_flops_type();
+    if (ft != fb::ScalarType::F16 && ft != fb::ScalarType::F32 && ft != fb::ScalarType::F64)
+      return fail(label + " has cost_flops_type " + std::to_string(static_cast<unsigned>(ft)) +
+                  "; FLOPs are F16, F32 or F64");
 
     if (k->in_module() != -1) {
       // The code is the module's: a kernel with code of its own as well would be ambiguous.
@@ -533,21 +582,28 @@ class Validator {
     const auto* nodes = g->nodes();
     for (uint32_t i = 0; i < size_of(nodes); ++i) {
       Scope scope(*this, FrameKind::Node, i);
-      if (!check_node(nodes->Get(i), i, depth, in_body)) return false;
+      if (!check_node(nodes, i, depth, in_body)) return false;
     }
     return true;
   }
 
-  bool check_node(const fb::Node* node, uint32_t index, uint32_t depth, bool in_body) {
+  using Nodes = flatbuffers::Vector<flatbuffers::Offset<fb::Node>>;
+
+  bool check_node(const Nodes* nodes, uint32_t index, uint32_t depth, bool in_body) {
+    const fb::Node* node = nodes->Get(index);
     const uint32_t n_deps = size_of(node->deps());
-    if (!charge(8 + 4 * uint64_t{n_deps} + (node->what() ? node->what()->size() + 4 : 0))) {
+    const uint32_t n_kinds = size_of(node->dep_kinds());
+    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (node->what() ? node->what()->size() + 4 : 0))) {
       return false;
     }
     const fb::NodeKind kind = node->kind();
     if (!in_range(kind)) {
       return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
     }
-    if (n_deps > 0) {
+    if (n_deps == 1) {
+      if (node->deps()->Get(0) >= index)
+        return fail_here("dependency " + std::to_string(node->deps()->Get(0)) + " is not an earlier node");
+    } else if (n_deps > 1) {
       std::vector<uint32_t> deps(node->deps()->begin(), node->deps()->end());
       for (uint32_t d : deps) {
         if (d >= index)
@@ -560,27 +616,121 @@ class Validator {
     }
     std::string problem = loc_problem(node->loc());
     if (!problem.empty()) return fail_here(problem);
+    if (kind != fb::NodeKind::Kernel && (node->cost_bytes() || node->cost_flops()))
+      return fail_here("a cost belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) + " node");
 
+    bool ok = true;
     switch (kind) {
       case fb::NodeKind::Kernel:
-        return check_kernel_node(node, in_body);
+        ok = check_kernel_node(node, in_body);
+        break;
       case fb::NodeKind::Memcpy:
-        return check_memcpy(node);
+        ok = check_memcpy(node);
+        break;
       case fb::NodeKind::Memset:
-        return check_memset(node);
+        ok = check_memset(node);
+        break;
       case fb::NodeKind::Empty:
         // Device graphs hold "only kernel nodes, memcpy nodes, memset nodes, and child graph
         // nodes" (doc comment of cudaGraphInstantiate); conditional bodies may hold empty nodes.
         if (top_device_) return fail_here("a device graph cannot hold an empty node");
-        return true;
+        break;
       case fb::NodeKind::Conditional:
         top_conditional_ = true;
-        return check_conditional(node, depth);
+        ok = check_conditional(node, depth);
+        break;
       case fb::NodeKind::Collective:
         top_collective_ = true;
-        return check_collective(node, in_body);
+        ok = check_collective(node, in_body);
+        break;
+    }
+    // Last: the edge rules look at this node's kernel, proved valid above.
+    return ok && check_edge_kinds(nodes, index);
+  }
+
+  // Node.dep_kinds: absent, or one valid kind per dependency; a Programmatic edge joins two
+  // kernel nodes whose kernels launch nothing from the device, into a kernel that waits at
+  // entry, in a pipeline whose every target has programmatic dependent launch (sm_90 on).
+  bool check_edge_kinds(const Nodes* nodes, uint32_t index) {
+    const fb::Node* node = nodes->Get(index);
+    const auto* kinds = node->dep_kinds();
+    const uint32_t n_kinds = size_of(kinds), n_deps = size_of(node->deps());
+    if (n_kinds == 0) return true;
+    if (n_kinds != n_deps) {
+      return fail_here("dep_kinds has " + plural(n_kinds, "entry", "entries") + " for " +
+                       plural(n_deps, "dependency", "dependencies"));
+    }
+    for (uint32_t j = 0; j < n_kinds; ++j) {
+      const fb::EdgeKind k = kinds->Get(j);
+      const uint32_t d = node->deps()->Get(j);
+      if (!in_range(k)) {
+        return fail_here("dependency " + std::to_string(d) + " has unknown edge kind " +
+                         std::to_string(static_cast<unsigned>(k)));
+      }
+      if (k != fb::EdgeKind::Programmatic) continue;
+      const std::string edge = "programmatic dependency on node " + std::to_string(d) + ": ";
+      const fb::Node* from = nodes->Get(d);
+      if (from->kind() != fb::NodeKind::Kernel || node->kind() != fb::NodeKind::Kernel) {
+        const bool here = node->kind() != fb::NodeKind::Kernel;
+        const fb::NodeKind other = here ? node->kind() : from->kind();
+        return fail_here(edge + (here ? "this node" : "node " + std::to_string(d)) + " is " +
+                         (other == fb::NodeKind::Empty ? "an " : "a ") +
+                         lower(fb::EnumNameNodeKind(other)) +
+                         " node; a programmatic edge joins two kernel nodes");
+      }
+      const fb::Kernel* to_kernel = kernels_->Get(node->kernel());
+      if (!to_kernel->waits_at_entry()) {
+        return fail_here(edge + kernel_label(node->kernel()) +
+                         " does not wait at entry (waits_at_entry), so it could read what node " +
+                         std::to_string(d) + " writes before it is written");
+      }
+      for (const fb::Node* end : {from, node}) {
+        if (launches_from_device(end)) {
+          return fail_here(edge + kernel_label(end->kernel()) +
+                           " launches work from the device; a programmatic edge cannot join it");
+        }
+      }
+      if (!targets_problem_.empty()) return fail_here(edge + targets_problem_);
     }
     return true;
+  }
+
+  bool launches_from_device(const fb::Node* n) const {
+    if (kernels_->Get(n->kernel())->launches_kernels()) return true;
+    for (uint32_t j = 0; j < size_of(n->args()); ++j) {
+      const fb::ArgKind k = n->args()->Get(j)->kind();
+      if (k == fb::ArgKind::GraphExec || k == fb::ArgKind::GraphTable) return true;
+    }
+    return false;
+  }
+
+  static std::string lower(const char* s) {
+    std::string out = s ? s : "";
+    for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return out;
+  }
+
+  // Programmatic dependent launch needs compute capability 9.0: "" when every target has it,
+  // else why not (computed once; only a programmatic edge asks).
+  static std::string pdl_targets_problem(const fb::Pipeline& p) {
+    const auto* targets = p.targets();
+    if (size_of(targets) == 0) {
+      return "programmatic edges need compute capability 9.0 or newer, and the pipeline lists "
+             "no targets";
+    }
+    for (uint32_t i = 0; i < targets->size(); ++i) {
+      const std::string_view t = view(targets->Get(i));
+      int cc = 0;
+      size_t digits = 0;
+      if (t.substr(0, 3) == "sm_")
+        for (size_t c = 3; c < t.size() && t[c] >= '0' && t[c] <= '9' && digits < 4; ++c, ++digits)
+          cc = cc * 10 + (t[c] - '0');
+      if (digits == 0 || cc < 90) {
+        return "programmatic edges need compute capability 9.0 or newer, but the pipeline "
+               "targets " + printable(targets->Get(i));
+      }
+    }
+    return std::string();
   }
 
   bool check_buffer_ref(const char* what, int ref) {
@@ -626,13 +776,14 @@ class Validator {
                          ", expected 3");
       }
       for (uint32_t j = 0; j < 3; ++j) {
-        if (!check_node_expr(shape.exprs->Get(j), true,
-                             std::string(shape.name) + "[" + std::to_string(j) + "]")) {
+        if (!check_node_expr(shape.exprs->Get(j), true, shape.name, static_cast<int>(j))) {
           return false;
         }
       }
     }
     if (!check_node_expr(node->shared_bytes(), false, "shared_bytes")) return false;
+    if (!check_node_expr(node->cost_bytes(), false, "cost_bytes")) return false;
+    if (!check_node_expr(node->cost_flops(), false, "cost_flops")) return false;
 
     const auto* params = kernel->params();
     const auto* args = node->args();
@@ -833,6 +984,7 @@ class Validator {
   const flatbuffers::Vector<flatbuffers::Offset<fb::Graph>>* graphs_;
   const flatbuffers::Vector<flatbuffers::Offset<fb::ConditionalHandle>>* handles_;
   uint32_t n_params_, n_buffers_, n_comms_, n_kernels_, n_graphs_, n_handles_, n_files_;
+  std::string targets_problem_;  // why the targets have no programmatic edges, or ""
 };
 
 }  // namespace

@@ -267,6 +267,9 @@ TEST_CASE("validate: kernels") {
        "kernel 'scale' param 'n' has unknown type 13"},
       {"param access", [](fb::PipelineT& t) { t.kernels[0]->params[2]->access = fb::Access(4); },
        "kernel 'scale' param 'x' has unknown access 4"},
+      {"cost flops type", [](fb::PipelineT& t) { t.kernels[0]->cost_flops_type = fb::ScalarType::U32; },
+       "kernel 'scale' has cost_flops_type 2; FLOPs are F16, F32 or F64"},
+      {"cost flops type f64", [](fb::PipelineT& t) { t.kernels[0]->cost_flops_type = fb::ScalarType::F64; }, ""},
       {"loc",
        [](fb::PipelineT& t) { t.kernels[0]->loc = std::make_unique<fb::SourceLoc>(5, 1, 1); },
        "kernel 'scale': source location refers to file 5, but the pipeline lists 2 source files"},
@@ -459,6 +462,17 @@ TEST_CASE("validate: kernel nodes and arguments") {
          node(t, kMain, 3).shared_bytes->code = {lit(1), lit(1)};
        },
        "graph 'main' node 3: shared_bytes: expression leaves 2 values on the stack instead of 1"},
+      {"a declared cost", [](fb::PipelineT& t) {
+         node(t, kMain, 2).cost_bytes = expr({lit(12)});
+         node(t, kMain, 2).cost_flops = expr({lit(2)});
+       },
+       ""},
+      {"cost bytes expr", [](fb::PipelineT& t) { node(t, kMain, 2).cost_bytes = expr({par(7)}); },
+       "graph 'main' node 2: cost_bytes: expression instruction 0 refers to param 7, but the pipeline has 3 params"},
+      {"cost flops expr", [](fb::PipelineT& t) { node(t, kMain, 2).cost_flops = expr({lit(1), lit(1)}); },
+       "graph 'main' node 2: cost_flops: expression leaves 2 values on the stack instead of 1"},
+      {"cost on a memset", [](fb::PipelineT& t) { node(t, kMain, 1).cost_bytes = expr({lit(4)}); },
+       "graph 'main' node 1: a cost belongs to a kernel node, not to a Memset node"},
       {"argument count", [](fb::PipelineT& t) { node(t, kMain, 2).args.pop_back(); },
        "graph 'main' node 2: kernel 'scale' takes 3 arguments, the node passes 2"},
       {"argument kind mismatch",
@@ -730,7 +744,10 @@ TEST_CASE("validate: kernels that launch from the device") {
        "graph 'main' node 4 body 0 node 0: kernel 'parent' launches kernels from the device, which "
        "a conditional body cannot hold"},
       {"kernel launcher beside a conditional node",
-       [](fb::PipelineT& t) { make_cdp(t, node(t, kMain, 2)); },
+       [](fb::PipelineT& t) {
+         make_cdp(t, node(t, kMain, 2));
+         node(t, kMain, 3).dep_kinds.clear();  // else its programmatic edge is refused first
+       },
        "graph 'main': holds conditional nodes and kernels that launch from the device; one "
        "executable graph cannot hold both"},
       {"kernel launcher in a segment without conditional nodes",
@@ -739,6 +756,88 @@ TEST_CASE("validate: kernels that launch from the device") {
          n->deps.clear();
          make_cdp(t, *n);
          nodes(t, kMainTail).push_back(std::move(n));
+       },
+       ""},
+  });
+}
+
+TEST_CASE("validate: edge kinds (programmatic edges)") {
+  using fb::EdgeKind;
+  // The sample's main node 3 (the generated condition kernel, which waits at entry) depends on
+  // node 1 (a memset) fully and on node 2 (the scale kernel) programmatically.
+  run({
+      {"every edge written as Full", [](fb::PipelineT& t) { node(t, kMain, 2).dep_kinds = {EdgeKind::Full}; },
+       ""},
+      {"no kinds: every edge Full", [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds.clear(); }, ""},
+      {"fewer kinds than deps",
+       [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds = {EdgeKind::Programmatic}; },
+       "graph 'main' node 3: dep_kinds has 1 entry for 2 dependencies"},
+      {"kinds without deps", [](fb::PipelineT& t) { node(t, kMain, 0).dep_kinds = {EdgeKind::Full}; },
+       "graph 'main' node 0: dep_kinds has 1 entry for 0 dependencies"},
+      {"unknown kind",
+       [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds = {EdgeKind::Full, EdgeKind(2)}; },
+       "graph 'main' node 3: dependency 2 has unknown edge kind 2"},
+      {"from a memset",
+       [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds = {EdgeKind::Programmatic, EdgeKind::Full}; },
+       "graph 'main' node 3: programmatic dependency on node 1: node 1 is a memset node; a programmatic "
+       "edge joins two kernel nodes"},
+      {"into a conditional node",
+       [](fb::PipelineT& t) { node(t, kMain, 4).dep_kinds = {EdgeKind::Programmatic}; },
+       "graph 'main' node 4: programmatic dependency on node 3: this node is a conditional node; a "
+       "programmatic edge joins two kernel nodes"},
+      {"into an empty node",
+       [](fb::PipelineT& t) {
+         node(t, kMain, 5).deps = {3};
+         node(t, kMain, 5).dep_kinds = {EdgeKind::Programmatic};
+       },
+       "graph 'main' node 5: programmatic dependency on node 3: this node is an empty node; a "
+       "programmatic edge joins two kernel nodes"},
+      {"into a kernel that does not wait at entry",
+       [](fb::PipelineT& t) { t.kernels[1]->waits_at_entry = false; },
+       "graph 'main' node 3: programmatic dependency on node 2: kernel '__orch_cond_0' does not wait "
+       "at entry (waits_at_entry), so it could read what node 2 writes before it is written"},
+      {"from a kernel that launches kernels",
+       [](fb::PipelineT& t) { make_cdp(t, node(t, kMain, 2)); },
+       "graph 'main' node 3: programmatic dependency on node 2: kernel 'parent' launches work from the "
+       "device; a programmatic edge cannot join it"},
+      {"into a kernel that launches graphs",
+       [](fb::PipelineT& t) {
+         // main.1's launcher, made to wait at entry, programmatically after a scale kernel.
+         auto n = std::make_unique<fb::NodeT>(node(t, kMain, 2));
+         n->deps.clear();
+         nodes(t, kMainTail).insert(nodes(t, kMainTail).begin(), std::move(n));
+         for (auto& m : nodes(t, kMainTail))
+           for (uint32_t& d : m->deps) ++d;
+         node(t, kMainTail, 1).deps = {0};
+         node(t, kMainTail, 1).dep_kinds = {EdgeKind::Programmatic};
+         t.kernels[2]->waits_at_entry = true;
+       },
+       "graph 'main.1' node 1: programmatic dependency on node 0: kernel 'launcher' launches work from "
+       "the device; a programmatic edge cannot join it"},
+      {"a target without programmatic dependent launch",
+       [](fb::PipelineT& t) { t.targets = {"sm_90", "sm_80"}; },
+       "graph 'main' node 3: programmatic dependency on node 2: programmatic edges need compute "
+       "capability 9.0 or newer, but the pipeline targets sm_80"},
+      {"a target that is not an sm arch", [](fb::PipelineT& t) { t.targets = {"compute_90"}; },
+       "graph 'main' node 3: programmatic dependency on node 2: programmatic edges need compute "
+       "capability 9.0 or newer, but the pipeline targets compute_90"},
+      {"no targets", [](fb::PipelineT& t) { t.targets.clear(); },
+       "graph 'main' node 3: programmatic dependency on node 2: programmatic edges need compute "
+       "capability 9.0 or newer, and the pipeline lists no targets"},
+      {"sm_80 without programmatic edges",
+       [](fb::PipelineT& t) {
+         t.targets = {"sm_80"};
+         node(t, kMain, 3).dep_kinds.clear();
+       },
+       ""},
+      {"sm_90a and sm_100", [](fb::PipelineT& t) { t.targets = {"sm_90a", "sm_100"}; }, ""},
+      {"between kernels of a conditional body",
+       [](fb::PipelineT& t) {
+         auto& body = t.graphs[kMain]->nodes[4]->bodies[0]->nodes;
+         body.push_back(std::make_unique<fb::NodeT>(*body[0]));
+         body[1]->deps = {0};
+         body[1]->dep_kinds = {EdgeKind::Programmatic};
+         t.kernels[0]->waits_at_entry = true;
        },
        ""},
   });

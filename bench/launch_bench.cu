@@ -1,36 +1,76 @@
-// Launch overhead, in one process on one GPU, against the alternatives a user has:
-//   chain: N tiny dependent kernels as (a) stream launches, (b) stream capture, (c) a graph
-//          built by hand with the CUDA runtime API, (d) the orch pipeline;
-//   loop:  N iterations as (e) a host loop copying a flag back each time, (f) a hand-built
-//          WHILE conditional node, (g) orch's `while kernel`, (h) orch's `while <expr>`.
-// Prints µs per kernel / iteration (median of repeats, timed with events) and the ratios
-// (d)/(c), (g)/(f). The orch pipelines are written here and compiled with orchc at start.
-//   launch_bench ORCHC [N]
+// Launch overhead and start-up cost, in one process on one GPU, against the alternatives a user
+// has (issue 11). Prints one table, µs per kernel node or loop iteration with ratios:
+//   chain of N dependent one-thread kernels: stream launches, stream capture, a graph built by
+//     hand (plain edges; programmatic edges into kernels that wait at entry, with and without a
+//     trigger at kernel start), orch compiled with each option string, orch with its artifact
+//     edited to programmatic edges (the runtime's half of PDL), torch eager and
+//     torch.cuda.graph replay of the same chain of tiny ops (bench/torch_bench.py);
+//   loop `while c > 0 { step }` of N iterations (step decrements c): a host loop, a hand-built
+//     WHILE node (step + condition kernel; and a body that sets the condition itself), the
+//     hand-built guarded unroll (the step repeated U = 8 and 16 times in the body, each copy a
+//     no-op once c is 0, the condition kernel once per U copies), orch `while kernel`, and orch
+//     `while c > 0` with each option string;
+//   start-up of the N-kernel chain: orch Pipeline::load + instantiate against building,
+//     instantiating and uploading the same graph by hand.
+// Every time is the median of repeated runs after a warm-up, timed with CUDA events (launches)
+// or the host clock around synchronized work (start-up); every result is checked.
+//
+//   launch_bench ORCHC [N] [--orch-options STRING]... [--torch SCRIPT]
+//
+// --orch-options (repeatable; default "" and "--no-pdl --unroll 1"): orchc options, one
+// compilation each; an option string orchc refuses prints n/a (options that do not exist yet).
+// --torch: bench/torch_bench.py (default: the source tree's), run with $PYTHON (else python3).
 #include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/launch_bench_artifact.h"
 #include "orch/runtime.h"
 
-#define CHECK_CUDA(call)                                                                    \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
+#ifndef ORCH_TORCH_BENCH
+#define ORCH_TORCH_BENCH "bench/torch_bench.py"
+#endif
+
+#define CHECK_CUDA(call)                                                                          \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
 
 // The same code orch compiles with NVRTC for the pipeline versions.
-#define TICK_SOURCE \
-  "extern \"C\" __global__ void tick(int* c) { if (threadIdx.x == 0) c[0] += 1; }"
+#define TICK_SOURCE "extern \"C\" __global__ void tick(int* c) { if (threadIdx.x == 0) c[0] += 1; }"
+#define TICK_WAIT_SOURCE                                                  \
+  "extern \"C\" __global__ void tick(int* c) {\n"                         \
+  "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"            \
+  "  if (threadIdx.x == 0) c[0] += 1;\n}\n"
+
 extern "C" __global__ void tick(int* c) {
+  if (threadIdx.x == 0) c[0] += 1;
+}
+// Waits at entry for the kernels before it (programmatic edges let it start early).
+extern "C" __global__ void tick_wait(int* c) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (threadIdx.x == 0) c[0] += 1;
+}
+// The same, and lets the kernels after it launch at once (cudaTriggerProgrammaticLaunchCompletion).
+extern "C" __global__ void tick_wait_trigger(int* c) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   if (threadIdx.x == 0) c[0] += 1;
 }
 
@@ -45,9 +85,32 @@ extern "C" __global__ void count_down_flag(int* counter, int* flag) {
   if (threadIdx.x == 0) *flag = --(*counter) > 0;
 }
 
+// `while c > 0 { step }`: the step, the step that does nothing once the loop is over, and the
+// condition.
+extern "C" __global__ void step(int* c) {
+  if (threadIdx.x == 0) --(*c);
+}
+extern "C" __global__ void guarded_step(int* c) {
+  if (threadIdx.x == 0) {
+    const int v = *c;
+    if (v > 0) *c = v - 1;
+  }
+}
+extern "C" __global__ void set_condition(const int* c, cudaGraphConditionalHandle h) {
+  if (threadIdx.x == 0) cudaGraphSetConditional(h, *c > 0);
+}
+
 namespace {
 
 int reps = 20;
+std::string work_dir;
+
+using Clock = std::chrono::steady_clock;
+double us_since(Clock::time_point t) { return std::chrono::duration<double, std::micro>(Clock::now() - t).count(); }
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 template <class F>
 double median_us(cudaStream_t s, F&& run) {
@@ -66,26 +129,42 @@ double median_us(cudaStream_t s, F&& run) {
     CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
     t.push_back(ms * 1000.0);
   }
-  std::sort(t.begin(), t.end());
   CHECK_CUDA(cudaEventDestroy(a));
   CHECK_CUDA(cudaEventDestroy(b));
-  return t[t.size() / 2];
+  return median(t);
 }
 
-std::unique_ptr<orch::Executable> compile_and_instantiate(const std::string& orchc,
-                                                           const std::string& name,
-                                                           const std::string& text,
-                                                           int* buffer, cudaStream_t s,
-                                                           const char* buffer_name) {
-  std::string dir = "/tmp/orch_launch_bench_" + std::to_string(getpid());
-  std::system(("mkdir -p " + dir).c_str());
-  std::string src = dir + "/" + name + ".orch", bin = dir + "/" + name + ".bin";
+int read_int(const int* d) {
+  int v = 0;
+  CHECK_CUDA(cudaMemcpy(&v, d, sizeof v, cudaMemcpyDeviceToHost));
+  return v;
+}
+
+void expect(bool ok, const std::string& what) {
+  if (ok) return;
+  std::fprintf(stderr, "launch_bench: wrong result: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// Compiles `text` with orchc and `options` into work_dir; "" when orchc refuses (with
+// `required`, that ends the benchmark).
+std::string compile(const std::string& orchc, const std::string& name, const std::string& text,
+                    const std::string& options, bool required) {
+  const std::string src = work_dir + "/" + name + ".orch", bin = work_dir + "/" + name + ".bin";
   std::ofstream(src) << text;
-  std::string cmd = orchc + " " + src + " -o " + bin;
-  if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "launch_bench: %s failed\n", cmd.c_str());
-    std::exit(1);
-  }
+  const std::string log = work_dir + "/" + name + ".log";
+  const std::string cmd = orchc + " " + options + " " + src + " -o " + bin + " >" + log + " 2>&1";
+  if (std::system(cmd.c_str()) == 0) return bin;
+  std::ifstream in(log);
+  std::stringstream s;
+  s << in.rdbuf();
+  std::fprintf(stderr, "launch_bench: %s failed:\n%s", cmd.c_str(), s.str().c_str());
+  if (required) std::exit(1);
+  return {};
+}
+
+std::unique_ptr<orch::Executable> instantiate(const std::string& bin, int* buffer, cudaStream_t s,
+                                              const char* buffer_name) {
   auto pipeline = orch::Pipeline::load(bin);
   if (!pipeline) {
     std::fprintf(stderr, "launch_bench: %s\n", pipeline.error().to_string().c_str());
@@ -109,98 +188,50 @@ void launch(orch::Executable& e, cudaStream_t s) {
   }
 }
 
-int read_int(const int* d) {
-  int v = 0;
-  CHECK_CUDA(cudaMemcpy(&v, d, sizeof v, cudaMemcpyDeviceToHost));
-  return v;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: launch_bench ORCHC [N]\n");
-    return 2;
-  }
-  std::string orchc = argv[1];
-  const int n = argc > 2 ? std::atoi(argv[2]) : 1000;
-  int device = 0;
-  cudaDeviceProp prop;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
-    std::printf("launch_bench: no CUDA device; skipped\n");
-    return 0;
-  }
-  int driver = 0;
-  CHECK_CUDA(cudaDriverGetVersion(&driver));
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  int* c = nullptr;
-  int* flag = nullptr;
-  CHECK_CUDA(cudaMalloc(&c, sizeof(int)));
-  CHECK_CUDA(cudaMalloc(&flag, sizeof(int)));
-
-  // ---- chain of n dependent kernels ----
-  double stream_us = median_us(s, [&] {
-    for (int i = 0; i < n; ++i) tick<<<1, 32, 0, s>>>(c);
-  });
-  cudaGraph_t captured;
-  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  for (int i = 0; i < n; ++i) tick<<<1, 32, 0, s>>>(c);
-  CHECK_CUDA(cudaStreamEndCapture(s, &captured));
-  cudaGraphExec_t captured_exec;
-  CHECK_CUDA(cudaGraphInstantiate(&captured_exec, captured, 0));
-  CHECK_CUDA(cudaGraphUpload(captured_exec, s));
-  double capture_us = median_us(s, [&] { CHECK_CUDA(cudaGraphLaunch(captured_exec, s)); });
-
-  cudaGraph_t hand;
-  CHECK_CUDA(cudaGraphCreate(&hand, 0));
+// A chain of n kernel nodes running `fn(c)`; with `programmatic`, each edge is programmatic.
+cudaGraph_t chain_graph(void* fn, int n, int* c, bool programmatic) {
+  cudaGraph_t g;
+  CHECK_CUDA(cudaGraphCreate(&g, 0));
   cudaGraphNode_t prev = nullptr;
+  void* args[] = {&c};
   for (int i = 0; i < n; ++i) {
-    void* args[] = {&c};
-    cudaKernelNodeParams p = {};
-    p.func = reinterpret_cast<void*>(tick);
-    p.gridDim = dim3(1);
-    p.blockDim = dim3(32);
-    p.kernelParams = args;
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeKernel;
+    p.kernel.func = fn;
+    p.kernel.gridDim = dim3(1);
+    p.kernel.blockDim = dim3(32);
+    p.kernel.kernelParams = args;
+    cudaGraphEdgeData edge = {};
+    if (programmatic) {
+      edge.from_port = cudaGraphKernelNodePortProgrammatic;
+      edge.type = cudaGraphDependencyTypeProgrammatic;
+    }
     cudaGraphNode_t node;
-    CHECK_CUDA(cudaGraphAddKernelNode(&node, hand, prev ? &prev : nullptr, prev ? 1 : 0, &p));
+    CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, prev ? &edge : nullptr, prev ? 1 : 0, &p));
     prev = node;
   }
-  cudaGraphExec_t hand_exec;
-  CHECK_CUDA(cudaGraphInstantiate(&hand_exec, hand, 0));
-  CHECK_CUDA(cudaGraphUpload(hand_exec, s));
-  double hand_us = median_us(s, [&] { CHECK_CUDA(cudaGraphLaunch(hand_exec, s)); });
+  return g;
+}
 
-  std::string chain = "pipeline chain\nbuffer c: i32\nkernel tick(c: inout i32) source \"\"\"" +
-                      std::string(TICK_SOURCE) + "\"\"\"\ngraph main {\n";
-  for (int i = 0; i < n; ++i) chain += "  tick<<<1, 32>>>(c)\n";
-  chain += "}\n";
-  auto chain_exec = compile_and_instantiate(orchc, "chain", chain, c, s, "c");
-  CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
-  launch(*chain_exec, s);
-  CHECK_CUDA(cudaStreamSynchronize(s));
-  if (read_int(c) != n) {
-    std::fprintf(stderr, "launch_bench: orch chain ran %d kernels, expected %d\n", read_int(c), n);
-    return 1;
-  }
-  double orch_us = median_us(s, [&] { launch(*chain_exec, s); });
+cudaGraphNode_t add_kernel(cudaGraph_t g, cudaGraphNode_t after, void* fn, void** args) {
+  cudaKernelNodeParams p = {};
+  p.func = fn;
+  p.gridDim = dim3(1);
+  p.blockDim = dim3(32);
+  p.kernelParams = args;
+  cudaGraphNode_t node;
+  CHECK_CUDA(cudaGraphAddKernelNode(&node, g, after ? &after : nullptr, after ? 1 : 0, &p));
+  return node;
+}
 
-  // ---- loop of n iterations ----
-  double host_loop_us = median_us(s, [&] {
-    int one = n;
-    CHECK_CUDA(cudaMemcpyAsync(c, &one, sizeof one, cudaMemcpyHostToDevice, s));
-    int h = 1;
-    while (h) {
-      count_down_flag<<<1, 32, 0, s>>>(c, flag);
-      CHECK_CUDA(cudaMemcpyAsync(&h, flag, sizeof h, cudaMemcpyDeviceToHost, s));
-      CHECK_CUDA(cudaStreamSynchronize(s));
-    }
-  });
-
-  cudaGraph_t loop;
-  CHECK_CUDA(cudaGraphCreate(&loop, 0));
-  cudaGraphConditionalHandle handle;
-  CHECK_CUDA(cudaGraphConditionalHandleCreate(&handle, loop, 1, cudaGraphCondAssignDefault));
+// `fill c = n; while ... { body }` as a WHILE node whose handle starts at 1 every launch. The
+// body: `copies` kernels `body_fn(c)` in a chain, then, with `condition`, the condition kernel;
+// without, the body kernel is count_down, which sets the condition itself.
+cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition) {
+  cudaGraph_t g;
+  CHECK_CUDA(cudaGraphCreate(&g, 0));
+  cudaGraphConditionalHandle h;
+  CHECK_CUDA(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
   cudaMemsetParams reset = {};
   reset.dst = c;
   reset.value = static_cast<unsigned>(n);
@@ -208,30 +239,252 @@ int main(int argc, char** argv) {
   reset.width = 1;
   reset.height = 1;
   cudaGraphNode_t set_node;
-  CHECK_CUDA(cudaGraphAddMemsetNode(&set_node, loop, nullptr, 0, &reset));
+  CHECK_CUDA(cudaGraphAddMemsetNode(&set_node, g, nullptr, 0, &reset));
   cudaGraphNodeParams cond = {};
   cond.type = cudaGraphNodeTypeConditional;
-  cond.conditional.handle = handle;
+  cond.conditional.handle = h;
   cond.conditional.type = cudaGraphCondTypeWhile;
   cond.conditional.size = 1;
   cudaGraphNode_t while_node;
-  CHECK_CUDA(cudaGraphAddNode(&while_node, loop, &set_node, nullptr, 1, &cond));
-  {
-    void* args[] = {&c, &handle};
-    cudaKernelNodeParams p = {};
-    p.func = reinterpret_cast<void*>(count_down);
-    p.gridDim = dim3(1);
-    p.blockDim = dim3(32);
-    p.kernelParams = args;
-    cudaGraphNode_t body_node;
-    CHECK_CUDA(cudaGraphAddKernelNode(&body_node, cond.conditional.phGraph_out[0], nullptr, 0, &p));
-  }
-  cudaGraphExec_t loop_exec;
-  CHECK_CUDA(cudaGraphInstantiate(&loop_exec, loop, 0));
-  CHECK_CUDA(cudaGraphUpload(loop_exec, s));
-  double while_us = median_us(s, [&] { CHECK_CUDA(cudaGraphLaunch(loop_exec, s)); });
+  CHECK_CUDA(cudaGraphAddNode(&while_node, g, &set_node, nullptr, 1, &cond));
+  cudaGraph_t body = cond.conditional.phGraph_out[0];
+  void* c_args[] = {&c};
+  void* ch_args[] = {&c, &h};
+  cudaGraphNode_t prev = nullptr;
+  for (int i = 0; i < copies; ++i) prev = add_kernel(body, prev, body_fn, condition ? c_args : ch_args);
+  if (condition) add_kernel(body, prev, reinterpret_cast<void*>(set_condition), ch_args);
+  return g;
+}
 
-  std::string loop_kernel =
+// Instantiates and uploads `g`, times its launches (µs per launch), checks c afterwards.
+double time_graph(cudaGraph_t g, cudaStream_t s, int* c, int reset, int expected, const std::string& what) {
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+  CHECK_CUDA(cudaGraphUpload(exec, s));
+  CHECK_CUDA(cudaMemset(c, reset, sizeof(int)));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaGraphLaunch(exec, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  const int got = read_int(c);
+  expect(got == expected, what + ": c = " + std::to_string(got) + ", expected " + std::to_string(expected));
+  const double us = median_us(s, [&] { CHECK_CUDA(cudaGraphLaunch(exec, s)); });
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(g));
+  return us;
+}
+
+// The driver's version as nvidia-smi prints it, else CUDA's number for it.
+std::string driver_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w)
+      if (!w.empty() && w[0] >= '0' && w[0] <= '9' && w.find('.') != std::string::npos) return w;
+  }
+  int v = 0;
+  CHECK_CUDA(cudaDriverGetVersion(&v));
+  return "CUDA " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+struct Torch {
+  bool ok = false;
+  std::string why, version;
+  double eager_us = 0, graph_us = 0;
+};
+
+// Runs bench/torch_bench.py; its lines are "KEY VALUE".
+Torch run_torch(const std::string& script, int n) {
+  Torch t;
+  if (script.empty() || access(script.c_str(), R_OK) != 0) {
+    t.why = "no script " + script;
+    return t;
+  }
+  const char* py = std::getenv("PYTHON");
+  const std::string cmd = std::string(py && *py ? py : "python3") + " '" + script + "' " + std::to_string(n) + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) {
+    t.why = "cannot run " + cmd;
+    return t;
+  }
+  std::map<std::string, std::string> kv;
+  char buf[1024];
+  std::string all;
+  while (std::fgets(buf, sizeof buf, f)) {
+    std::string line(buf);
+    all += line;
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    const size_t sp = line.find(' ');
+    if (sp != std::string::npos) kv[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  const int rc = pclose(f);
+  if (kv.count("n/a")) {
+    t.why = kv["n/a"];
+  } else if (rc != 0 || !kv.count("eager_us_per_op") || !kv.count("graph_us_per_op")) {
+    t.why = "torch_bench.py failed (exit " + std::to_string(rc) + "): " + all;
+  } else {
+    t.ok = true;
+    t.version = kv["torch"];
+    t.eager_us = std::atof(kv["eager_us_per_op"].c_str());
+    t.graph_us = std::atof(kv["graph_us_per_op"].c_str());
+  }
+  return t;
+}
+
+// Table rows: a value per node or iteration (negative: n/a) and an optional note.
+void row(const std::string& name, double value, double base = 0, const std::string& note = "") {
+  if (value < 0) {
+    std::printf("  %-58s %9s %9s  %s\n", name.c_str(), "n/a", "", note.c_str());
+    return;
+  }
+  char ratio[32] = "";
+  if (base > 0) std::snprintf(ratio, sizeof ratio, "%.3f", value / base);
+  std::printf("  %-58s %9.3f %9s  %s\n", name.c_str(), value, ratio, note.c_str());
+}
+
+void target(const char* what, double value, double limit, bool at_most) {
+  if (value < 0) {
+    std::printf("  %-62s n/a\n", what);
+    return;
+  }
+  const bool met = at_most ? value <= limit : value >= limit;
+  std::printf("  %-62s %8.3f %s %-6.3g %s\n", what, value, at_most ? "<=" : ">=", limit, met ? "met" : "NOT MET");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: launch_bench ORCHC [N] [--orch-options STRING]... [--torch SCRIPT]\n");
+    return 2;
+  }
+  const std::string orchc = argv[1];
+  int n = 1000;
+  std::vector<std::string> option_sets;
+  std::string torch_script = ORCH_TORCH_BENCH;
+  for (int a = 2; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--orch-options" && a + 1 < argc) option_sets.push_back(argv[++a]);
+    else if (arg == "--torch" && a + 1 < argc) torch_script = argv[++a];
+    else if (!arg.empty() && arg[0] >= '0' && arg[0] <= '9') n = std::atoi(arg.c_str());
+    else {
+      std::fprintf(stderr, "launch_bench: unknown argument '%s'\n", arg.c_str());
+      return 2;
+    }
+  }
+  if (option_sets.empty()) option_sets = {"", "--no-pdl --unroll 1"};
+  if (n < 16) {
+    std::fprintf(stderr, "launch_bench: N must be at least 16\n");
+    return 2;
+  }
+  int device = 0;
+  cudaDeviceProp prop;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    std::printf("launch_bench: no CUDA device; skipped\n");
+    return 0;
+  }
+  int runtime = 0;
+  CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+  const std::string arch = "sm_" + std::to_string(prop.major * 10 + prop.minor);
+  work_dir = "/tmp/orch_launch_bench_" + std::to_string(getpid());
+  if (std::system(("mkdir -p " + work_dir).c_str()) != 0) {
+    std::fprintf(stderr, "launch_bench: cannot create %s\n", work_dir.c_str());
+    return 1;
+  }
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int* c = nullptr;
+  int* flag = nullptr;
+  CHECK_CUDA(cudaMalloc(&c, sizeof(int)));
+  CHECK_CUDA(cudaMalloc(&flag, sizeof(int)));
+  auto label = [](const std::string& options) { return options.empty() ? std::string("[default]") : "[" + options + "]"; };
+
+  // ---- chain of n dependent kernels ----------------------------------------------------------
+  CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
+  const double stream_us = median_us(s, [&] {
+    for (int i = 0; i < n; ++i) tick<<<1, 32, 0, s>>>(c);
+    CHECK_CUDA(cudaGetLastError());
+  });
+  cudaGraph_t captured;
+  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < n; ++i) tick<<<1, 32, 0, s>>>(c);
+  CHECK_CUDA(cudaStreamEndCapture(s, &captured));
+  const double capture_us = time_graph(captured, s, c, 0, n, "stream capture");
+  const double hand_us = time_graph(chain_graph(reinterpret_cast<void*>(tick), n, c, false), s, c, 0, n, "hand chain");
+  const double pdl_us =
+      time_graph(chain_graph(reinterpret_cast<void*>(tick_wait), n, c, true), s, c, 0, n, "hand PDL chain");
+  const double pdl_trigger_us = time_graph(chain_graph(reinterpret_cast<void*>(tick_wait_trigger), n, c, true), s, c,
+                                           0, n, "hand PDL chain with trigger");
+
+  std::string chain_text = "pipeline chain\nbuffer c: i32\nkernel tick(c: inout i32) source \"\"\"" +
+                           std::string(TICK_SOURCE) + "\"\"\"\ngraph main {\n";
+  std::string wait_text = "pipeline chain_wait\nbuffer c: i32\nkernel tick(c: inout i32) source \"\"\"\n" +
+                          std::string(TICK_WAIT_SOURCE) + "\"\"\"\ngraph main {\n";
+  for (int i = 0; i < n; ++i) {
+    chain_text += "  tick<<<1, 32>>>(c)\n";
+    wait_text += "  tick<<<1, 32>>>(c)\n";
+  }
+  chain_text += "}\n";
+  wait_text += "}\n";
+  std::vector<double> orch_chain_us;
+  std::string chain_bin;  // the first option set's, for the start-up measurements
+  for (size_t o = 0; o < option_sets.size(); ++o) {
+    const std::string bin = compile(orchc, "chain" + std::to_string(o), chain_text, option_sets[o], o == 0);
+    if (bin.empty()) {
+      orch_chain_us.push_back(-1);
+      continue;
+    }
+    if (o == 0) chain_bin = bin;
+    auto x = instantiate(bin, c, s, "c");
+    CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    launch(*x, s);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect(read_int(c) == n, "orch chain " + label(option_sets[o]) + ": c = " + std::to_string(read_int(c)));
+    orch_chain_us.push_back(median_us(s, [&] { launch(*x, s); }));
+  }
+  double orch_pdl_us = -1;
+  {
+    const std::string bin = compile(orchc, "chain_wait", wait_text, option_sets[0], true);
+    const std::string edited = work_dir + "/chain_wait_programmatic.bin";
+    std::string error;
+    if (!orch::bench::make_programmatic(bin, edited, &error)) {
+      std::fprintf(stderr, "launch_bench: %s\n", error.c_str());
+      return 1;
+    }
+    auto x = instantiate(edited, c, s, "c");
+    CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    launch(*x, s);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect(read_int(c) == n, "orch chain with programmatic edges: c = " + std::to_string(read_int(c)));
+    orch_pdl_us = median_us(s, [&] { launch(*x, s); });
+  }
+  const Torch torch = run_torch(torch_script, n);
+
+  // ---- loop of n iterations: while c > 0 { step } ---------------------------------------------
+  const double host_loop_us = median_us(s, [&] {
+    int start = n;
+    CHECK_CUDA(cudaMemcpyAsync(c, &start, sizeof start, cudaMemcpyHostToDevice, s));
+    int h = 1;
+    while (h) {
+      count_down_flag<<<1, 32, 0, s>>>(c, flag);
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaMemcpyAsync(&h, flag, sizeof h, cudaMemcpyDeviceToHost, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+    }
+  });
+  const double while_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(step), 1, true), s, c, 0, 0, "hand WHILE");
+  const double while_self_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(count_down), 1, false), s, c, 0, 0, "hand WHILE (kernel)");
+  const double unroll8_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step), 8, true), s, c, 0, 0, "hand unroll x8");
+  const double unroll16_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step), 16, true), s, c, 0, 0, "hand unroll x16");
+
+  const std::string loop_kernel =
       "pipeline loop_kernel\nparam n: i32 = " + std::to_string(n) +
       "\nbuffer c: i32\n"
       "kernel count_down(c: inout i32, h: cond) source \"\"\"\n"
@@ -239,51 +492,181 @@ int main(int argc, char** argv) {
       "  if (threadIdx.x == 0) { int left = --(*counter); cudaGraphSetConditional(h, left > 0); }\n"
       "}\n\"\"\"\n"
       "graph main {\n  fill c = n\n  while kernel {\n    count_down<<<1, 32>>>(c, cond)\n  }\n}\n";
-  auto loop_kernel_exec = compile_and_instantiate(orchc, "loop_kernel", loop_kernel, c, s, "c");
-  double orch_while_kernel_us = median_us(s, [&] { launch(*loop_kernel_exec, s); });
-
-  std::string loop_expr =
+  double orch_while_kernel_us = -1;
+  {
+    auto x = instantiate(compile(orchc, "loop_kernel", loop_kernel, option_sets[0], true), c, s, "c");
+    launch(*x, s);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect(read_int(c) == 0, "orch while kernel: c = " + std::to_string(read_int(c)));
+    orch_while_kernel_us = median_us(s, [&] { launch(*x, s); });
+  }
+  const std::string loop_expr =
       "pipeline loop_expr\nparam n: i32 = " + std::to_string(n) +
       "\nbuffer c: i32\n"
-      "kernel dec(c: inout i32) source \"\"\"\n"
-      "extern \"C\" __global__ void dec(int* c) { if (threadIdx.x == 0) --(*c); }\n\"\"\"\n"
-      "graph main {\n  fill c = n\n  while c > 0 {\n    dec<<<1, 32>>>(c)\n  }\n}\n";
-  auto loop_expr_exec = compile_and_instantiate(orchc, "loop_expr", loop_expr, c, s, "c");
-  launch(*loop_expr_exec, s);
-  CHECK_CUDA(cudaStreamSynchronize(s));
-  if (read_int(c) != 0) {
-    std::fprintf(stderr, "launch_bench: orch while left c = %d, expected 0\n", read_int(c));
-    return 1;
+      "kernel step(c: inout i32) source \"\"\"\n"
+      "extern \"C\" __global__ void step(int* c) { if (threadIdx.x == 0) --(*c); }\n\"\"\"\n"
+      "graph main {\n  fill c = n\n  while c > 0 {\n    step<<<1, 32>>>(c)\n  }\n}\n";
+  std::vector<double> orch_while_us;
+  for (size_t o = 0; o < option_sets.size(); ++o) {
+    const std::string bin = compile(orchc, "loop_expr" + std::to_string(o), loop_expr, option_sets[o], o == 0);
+    if (bin.empty()) {
+      orch_while_us.push_back(-1);
+      continue;
+    }
+    auto x = instantiate(bin, c, s, "c");
+    launch(*x, s);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    expect(read_int(c) == 0, "orch while c > 0 " + label(option_sets[o]) + ": c = " + std::to_string(read_int(c)));
+    orch_while_us.push_back(median_us(s, [&] { launch(*x, s); }));
   }
-  double orch_while_expr_us = median_us(s, [&] { launch(*loop_expr_exec, s); });
 
-  std::printf("\nlaunch_bench: %s, driver %d.%d, N = %d, median of %d\n", prop.name,
-              driver / 1000, (driver % 1000) / 10, n, reps);
-  std::printf("%-44s %10s\n", "chain of N dependent kernels", "us/kernel");
-  std::printf("%-44s %10.3f\n", "(a) stream launches", stream_us / n);
-  std::printf("%-44s %10.3f\n", "(b) stream capture, graph launch", capture_us / n);
-  std::printf("%-44s %10.3f\n", "(c) hand-built graph", hand_us / n);
-  std::printf("%-44s %10.3f\n", "(d) orch pipeline", orch_us / n);
-  std::printf("%-44s %10.3f  (target <= 1.02)\n", "ratio (d)/(c)", orch_us / hand_us);
-  std::printf("%-44s %10s\n", "loop of N iterations", "us/iter");
-  std::printf("%-44s %10.3f\n", "(e) host loop, flag copied back", host_loop_us / n);
-  std::printf("%-44s %10.3f\n", "(f) hand-built WHILE node", while_us / n);
-  std::printf("%-44s %10.3f\n", "(g) orch `while kernel`", orch_while_kernel_us / n);
-  std::printf("%-44s %10.3f\n", "(h) orch `while c > 0` (condition kernel)", orch_while_expr_us / n);
-  std::printf("%-44s %10.3f\n", "ratio (g)/(f)", orch_while_kernel_us / while_us);
-  std::printf("%-44s %10.3f\n", "ratio (e)/(g)", host_loop_us / orch_while_kernel_us);
+  // ---- start-up of the n-kernel chain -------------------------------------------------------
+  // Host clock around synchronized work; each run builds everything from nothing and the
+  // teardown is not timed.
+  const int startup_reps = 11;
+  std::vector<double> hand_build, hand_inst, hand_upload, lib_total, orch_load, orch_inst, orch_build, orch_ginst,
+      orch_upload;
+  std::string cubin, symbol, error;
+  const bool have_cubin = orch::bench::first_kernel_cubin(chain_bin, arch, &cubin, &symbol, &error);
+  if (!have_cubin) std::fprintf(stderr, "launch_bench: %s; row (s) is n/a\n", error.c_str());
+  for (int r = 0; r < startup_reps + 1; ++r) {  // the first run is a warm-up
+    const bool keep = r > 0;
+    // By hand: build, instantiate, upload (the kernel is linked into this program).
+    CHECK_CUDA(cudaDeviceSynchronize());
+    Clock::time_point t = Clock::now();
+    cudaGraph_t g;
+    CHECK_CUDA(cudaGraphCreate(&g, 0));
+    void* args[] = {&c};
+    cudaGraphNode_t prev = nullptr;
+    for (int i = 0; i < n; ++i) prev = add_kernel(g, prev, reinterpret_cast<void*>(tick), args);
+    const double built = us_since(t);
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    const double instantiated = us_since(t);
+    CHECK_CUDA(cudaGraphUpload(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    const double uploaded = us_since(t);
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    // By hand from the CUBIN orchc made: load it as a library, then the same.
+    double from_library = -1;
+    if (have_cubin) {
+      CHECK_CUDA(cudaDeviceSynchronize());
+      t = Clock::now();
+      cudaLibrary_t lib;
+      CHECK_CUDA(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+      cudaKernel_t kernel;
+      CHECK_CUDA(cudaLibraryGetKernel(&kernel, lib, symbol.c_str()));
+      CHECK_CUDA(cudaGraphCreate(&g, 0));
+      prev = nullptr;
+      for (int i = 0; i < n; ++i) prev = add_kernel(g, prev, reinterpret_cast<void*>(kernel), args);
+      CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+      CHECK_CUDA(cudaGraphUpload(exec, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      from_library = us_since(t);
+      CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
+      CHECK_CUDA(cudaDeviceSynchronize());
+      CHECK_CUDA(cudaGraphLaunch(exec, s));
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      expect(read_int(c) == n, "chain from the loaded CUBIN: c = " + std::to_string(read_int(c)));
+      CHECK_CUDA(cudaGraphExecDestroy(exec));
+      CHECK_CUDA(cudaGraphDestroy(g));
+      CHECK_CUDA(cudaLibraryUnload(lib));
+    }
+    // orch: load the file, instantiate (which builds, instantiates and uploads).
+    CHECK_CUDA(cudaDeviceSynchronize());
+    t = Clock::now();
+    auto pipeline = orch::Pipeline::load(chain_bin);
+    const double loaded = us_since(t);
+    if (!pipeline) {
+      std::fprintf(stderr, "launch_bench: %s\n", pipeline.error().to_string().c_str());
+      return 1;
+    }
+    orch::Bindings b;
+    b.buffer("c", c, sizeof(int));
+    auto x = pipeline.value()->instantiate(b, s);
+    const double orch_total = us_since(t);
+    if (!x) {
+      std::fprintf(stderr, "launch_bench: %s\n", x.error().to_string().c_str());
+      return 1;
+    }
+    const orch::Executable::InstantiateTimes times = (*x)->instantiate_times();
+    x->reset();
+    pipeline->reset();
+    if (!keep) continue;
+    hand_build.push_back(built);
+    hand_inst.push_back(instantiated);
+    hand_upload.push_back(uploaded);
+    lib_total.push_back(from_library);
+    orch_load.push_back(loaded);
+    orch_inst.push_back(orch_total);
+    orch_build.push_back(times.build_s * 1e6);
+    orch_ginst.push_back(times.instantiate_s * 1e6);
+    orch_upload.push_back(times.upload_s * 1e6);
+  }
 
-  chain_exec.reset();
-  loop_kernel_exec.reset();
-  loop_expr_exec.reset();
-  CHECK_CUDA(cudaGraphExecDestroy(captured_exec));
-  CHECK_CUDA(cudaGraphExecDestroy(hand_exec));
-  CHECK_CUDA(cudaGraphExecDestroy(loop_exec));
-  CHECK_CUDA(cudaGraphDestroy(captured));
-  CHECK_CUDA(cudaGraphDestroy(hand));
-  CHECK_CUDA(cudaGraphDestroy(loop));
+  // ---- the table ----------------------------------------------------------------------------
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::printf("\nlaunch_bench: %s (%s), driver %s, CUDA runtime %d.%d, %s; N = %d, median of %d\n", prop.name,
+              arch.c_str(), driver_version().c_str(), runtime / 1000, (runtime % 1000) / 10, date, n, reps);
+  const double per = n;
+  std::printf("%-60s %9s %9s\n", "chain of N dependent kernels", "us/kernel", "vs (c)");
+  row("(a) stream launches", stream_us / per, hand_us);
+  row("(b) stream capture, graph launch", capture_us / per, hand_us);
+  row("(c) hand-built graph", hand_us / per, hand_us);
+  row("(d) hand-built PDL chain (wait at entry)", pdl_us / per, hand_us);
+  row("(e) hand-built PDL chain (trigger at start, wait)", pdl_trigger_us / per, hand_us);
+  for (size_t o = 0; o < option_sets.size(); ++o)
+    row("(f" + std::to_string(o + 1) + ") orch " + label(option_sets[o]), orch_chain_us[o] < 0 ? -1 : orch_chain_us[o] / per,
+        hand_us, orch_chain_us[o] < 0 ? "orchc refused these options" : "");
+  row("(g) orch, artifact edited: programmatic edges, wait at entry", orch_pdl_us / per, hand_us,
+      "the runtime's half of PDL; vs (d): " + std::to_string(orch_pdl_us / pdl_us).substr(0, 5));
+  row("(h) torch eager, x.add_(1)", torch.ok ? torch.eager_us : -1, hand_us / per,
+      torch.ok ? "torch " + torch.version : torch.why);
+  row("(i) torch.cuda.graph replay", torch.ok ? torch.graph_us : -1, hand_us / per, torch.ok ? "" : torch.why);
+
+  std::printf("%-60s %9s %9s\n", "loop while c > 0 { step }, N iterations", "us/iter", "vs (k)");
+  row("(j) host loop: kernel, copy the flag back, synchronize", host_loop_us / per, while_us);
+  row("(k) hand-built WHILE: step, condition kernel", while_us / per, while_us);
+  row("(l) hand-built WHILE: the step sets the condition", while_self_us / per, while_us);
+  row("(m) hand-built guarded unroll x8", unroll8_us / per, while_us);
+  row("(n) hand-built guarded unroll x16", unroll16_us / per, while_us);
+  row("(o) orch `while kernel`", orch_while_kernel_us / per, while_us);
+  for (size_t o = 0; o < option_sets.size(); ++o)
+    row("(p" + std::to_string(o + 1) + ") orch `while c > 0` " + label(option_sets[o]),
+        orch_while_us[o] < 0 ? -1 : orch_while_us[o] / per, while_us,
+        orch_while_us[o] < 0 ? "orchc refused these options" : "");
+
+  const double hand_total = median(hand_upload), orch_total = median(orch_inst);
+  std::printf("%-60s %9s %9s\n", "start-up of the N-kernel chain (host clock)", "ms", "vs (r)");
+  row("(q) by hand: build + instantiate", median(hand_inst) / 1e3, hand_total / 1e3,
+      "build " + std::to_string(median(hand_build) / 1e3).substr(0, 5) + " ms");
+  row("(r) by hand: build + instantiate + upload", hand_total / 1e3, hand_total / 1e3);
+  row("(s) by hand from orchc's CUBIN: library load + (r)", have_cubin ? median(lib_total) / 1e3 : -1,
+      hand_total / 1e3);
+  {
+    char note[160];
+    std::snprintf(note, sizeof note, "load %.3f, building %.3f, instantiate %.3f, upload %.3f ms",
+                  median(orch_load) / 1e3, median(orch_build) / 1e3, median(orch_ginst) / 1e3,
+                  median(orch_upload) / 1e3);
+    row("(t) orch: Pipeline::load + instantiate (uploads)", orch_total / 1e3, hand_total / 1e3, note);
+  }
+
+  std::printf("targets (issue 11)\n");
+  const double orch_node = orch_chain_us[0] / per;
+  target("orch chain, us per node", orch_node, 0.55, true);
+  target("plain hand-built graph / orch chain", hand_us / orch_chain_us[0], 1.3, false);
+  target("orch chain / hand-built PDL chain (d)", orch_chain_us[0] / pdl_us, 1.02, true);
+  target("orch `while c > 0`, us per iteration", orch_while_us[0] / per, 1.2, true);
+  target("hand-built WHILE (k) / orch `while c > 0`", while_us / orch_while_us[0], 3.5, false);
+  target("torch.cuda.graph replay / orch chain, per op", torch.ok ? torch.graph_us / orch_node : -1, 1.9, false);
+  target("orch load + instantiate / by hand (r)", orch_total / hand_total, 1.1, true);
+
   CHECK_CUDA(cudaFree(c));
   CHECK_CUDA(cudaFree(flag));
   CHECK_CUDA(cudaStreamDestroy(s));
+  if (std::system(("rm -rf " + work_dir).c_str()) != 0) std::fprintf(stderr, "launch_bench: cannot remove %s\n", work_dir.c_str());
   return 0;
 }

@@ -82,7 +82,7 @@ install(TARGETS orchc orch-run orch-inspect
   EXPORT orchTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/orch/runtime.h ${PROJECT_SOURCE_DIR}/runtime/orch/orch.h
-              ${PROJECT_SOURCE_DIR}/runtime/orch/ranks.h
+              ${PROJECT_SOURCE_DIR}/runtime/orch/ranks.h ${PROJECT_SOURCE_DIR}/runtime/orch/observe.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/orch)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/targets/
   DESTINATION ${ORCH_INSTALL_TARGETS_SUBDIR}

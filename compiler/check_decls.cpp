@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -410,6 +411,105 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
                        "` has no launch budget; declare one, e.g. `launches " + p.name +
                        " tail <= 1`");
   }
+  check_cost(k, out);
+}
+
+// `cost bytes <expr>, flops[<precision>] <expr>`: the items, their precision, and the names and
+// operators of their expressions. Each launch checks the expression again with its arguments in
+// place of the parameters (launch_cost), which gives the types.
+void Checker::check_cost(const ast::Kernel& k, ir::Kernel& out) {
+  bool seen_bytes = false, seen_flops = false;
+  for (const ast::CostItem& c : k.costs) {
+    const std::string& what = c.what.name;
+    if (what != "bytes" && what != "flops") {
+      diags_.error("E0117", c.what.loc,
+                   "`" + what + "` is not a cost; a kernel's cost is `bytes` and `flops` (e.g. `cost bytes 12 * n, "
+                   "flops 2 * n`)");
+      out.cost_ok = false;
+      continue;
+    }
+    bool& seen = what == "bytes" ? seen_bytes : seen_flops;
+    if (seen) {
+      diags_.error("E0117", c.loc, "kernel `" + k.name.name + "` declares its `" + what + "` cost twice");
+      out.cost_ok = false;
+      continue;
+    }
+    seen = true;
+    if (c.precision) {
+      const std::optional<ir::ScalarType> t = ir::parse_scalar_type(c.precision->name);
+      if (what == "bytes") {
+        diags_.error("E0117", c.precision->loc,
+                     "`bytes` counts bytes and takes no precision; the precision goes on `flops`, e.g. "
+                     "`flops[f64] 2 * n`");
+        out.cost_ok = false;
+      } else if (!t || (*t != ir::ScalarType::F16 && *t != ir::ScalarType::F32 && *t != ir::ScalarType::F64)) {
+        diags_.error("E0117", c.precision->loc,
+                     "`flops[" + c.precision->name + "]`: the precision of FLOPs is f16, f32 or f64");
+        out.cost_ok = false;
+      } else {
+        out.cost_precision = *t;
+      }
+    }
+    // Names must be value parameters, and the arithmetic plain (orch-run evaluates it in
+    // double precision, so large counts cannot overflow the parameters' types).
+    std::vector<const ast::Expr*> stack{c.value.get()};
+    while (!stack.empty()) {
+      const ast::Expr* e = stack.back();
+      stack.pop_back();
+      if (!e) continue;
+      for (const ast::ExprPtr& o : e->operands) stack.push_back(o.get());
+      const SourceRange at = e->name_loc.valid() ? e->name_loc : e->loc;
+      switch (e->kind) {
+        case ast::ExprKind::Int:
+        case ast::ExprKind::Float:
+          break;
+        case ast::ExprKind::Bool:
+          diags_.error("E0117", e->loc, "a cost is a number of bytes or FLOPs, not a bool");
+          out.cost_ok = false;
+          break;
+        case ast::ExprKind::Name: {
+          const ir::KernelParam* p = nullptr;
+          for (const ir::KernelParam& q : out.params)
+            if (q.name == e->text) p = &q;
+          if (!p) {
+            diags_.error("E0117", e->loc,
+                         "`" + e->text + "` is not a parameter of kernel `" + k.name.name +
+                             "`; a cost is written over the kernel's value parameters");
+            out.cost_ok = false;
+          } else if (p->kind != ir::KernelParamKind::Value) {
+            Diagnostic& d = diags_.error("E0117", e->loc,
+                                         "`" + e->text +
+                                             "` is not a value parameter; a cost is written over the values a "
+                                             "launch passes, such as `n: u32`");
+            diags_.add_note(d, p->loc, "`" + e->text + "` is declared here");
+            out.cost_ok = false;
+          }
+          break;
+        }
+        case ast::ExprKind::Unary:
+          if (e->text != "-" && e->text != "+") {
+            diags_.error("E0117", at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
+            out.cost_ok = false;
+          }
+          break;
+        case ast::ExprKind::Binary: {
+          static const char* const kOps[] = {"+", "-", "*", "/", "%", "<<", ">>"};
+          if (std::find(std::begin(kOps), std::end(kOps), e->text) == std::end(kOps)) {
+            diags_.error("E0117", at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
+            out.cost_ok = false;
+          }
+          break;
+        }
+        case ast::ExprKind::Call:
+          if (e->text != "min" && e->text != "max" && e->text != "ceil_div") {
+            diags_.error("E0117", at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
+            out.cost_ok = false;
+          }
+          break;
+      }
+    }
+  }
+  out.has_cost = seen_bytes || seen_flops;
 }
 
 void Checker::check_graph_headers() {

@@ -88,6 +88,12 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
     }
     case ast::ExprKind::Name: {
       const std::string& name = e.text;
+      if (cost_names_) {
+        // A kernel's cost for one launch: check_cost() allowed only the kernel's value parameters.
+        auto it = cost_names_->find(name);
+        if (it == cost_names_->end()) return std::nullopt;
+        return it->second;
+      }
       if (body && !body->family_index.empty() && name == body->family_index) {
         if (ctx != ExprContext::Host && ctx != ExprContext::Device) {
           diags_.error("E0115", e.loc, "family index `" + name + "` is not a constant");

@@ -523,10 +523,32 @@ void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, Body
     }
   }
   if (shape_ok) check_shape_limits(s, node, ctx);
+  if (k.has_cost && k.cost_ok && node.args.size() == k.params.size() && static_cast<size_t>(sym->index) < module_.kernels.size())
+    launch_cost(module_.kernels[sym->index], k, node, ctx);
   if (!k.budgets.empty())
     device_launch_placement(s.loc, "kernel `" + k.name + "` launches graphs and is launched", ctx);
   if (k.launch_in_source.valid()) kernel_launch_placement(s, k, ctx);
   out.nodes.push_back(std::move(node));
+}
+
+void Checker::launch_cost(const ast::Kernel& decl, const ir::Kernel& k, ir::Node& node, BodyContext& ctx) {
+  std::map<std::string, ir::Expr> names;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].kind == ir::KernelParamKind::Value) names[k.params[i].name] = node.args[i].value;
+  cost_names_ = &names;
+  for (const ast::CostItem& c : decl.costs) {
+    if (!c.value) continue;
+    std::optional<ir::Expr> e = expr(*c.value, ExprContext::Host, &ctx);
+    if (!e) continue;
+    // Literals alone keep i64 or f64; types are not the point (orch-run counts in double).
+    if (e->is_literal && !settle(*e, e->type)) continue;
+    if (e->type == ir::ScalarType::Bool) {
+      diags_.error("E0117", c.value->loc, "a cost is a number of bytes or FLOPs, not a bool");
+      continue;
+    }
+    (c.what.name == "bytes" ? node.cost_bytes : node.cost_flops) = std::move(*e);
+  }
+  cost_names_ = nullptr;
 }
 
 // ---- copies, fills, scalar updates -------------------------------------------------------

@@ -60,6 +60,7 @@ class Checker {
   void check_comms();
   void check_kernels();
   void check_kernel(const ast::Kernel& k, ir::Kernel& out);
+  void check_cost(const ast::Kernel& k, ir::Kernel& out);
   void check_graph_headers();
   const Symbol* lookup(const std::string& name) const;
 
@@ -91,6 +92,8 @@ class Checker {
   bool launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3], SourceRange* loc,
                     BodyContext& ctx);
   void check_shape_limits(const ast::Stmt& s, const ir::Node& node, const BodyContext& ctx);
+  // The kernel's `cost` for one launch: its value parameters replaced by the launch's arguments.
+  void launch_cost(const ast::Kernel& decl, const ir::Kernel& k, ir::Node& node, BodyContext& ctx);
   std::optional<ir::KernelArg> kernel_arg(const ast::Expr& arg, const ir::Kernel& k,
                                           const ir::KernelParam& p, BodyContext& ctx);
   void copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir::Region& out);
@@ -138,6 +141,9 @@ class Checker {
   std::vector<std::vector<bool>> kernel_param_broken_;
   bool profile_ok_ = false;     // limits are checked only against a profile that loaded
   bool in_condition_ = false;
+  // While a kernel's cost is checked for one launch: its value parameters' names, bound to the
+  // launch's arguments (names resolve only here).
+  const std::map<std::string, ir::Expr>* cost_names_ = nullptr;
   bool in_value_arg_ = false;   // E0108 can suggest an `in` parameter only for kernel arguments   // an array in an expression is E0406 in conditions, else E0109
   std::vector<std::vector<int>> reported_cycles_;
   // `while` loops whose body had errors: E0410 would only echo them (missing accesses).

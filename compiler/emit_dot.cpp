@@ -1,6 +1,7 @@
 #include <sstream>
 
 #include "compiler/emit.h"
+#include "support/node_name.h"
 
 namespace orch {
 
@@ -48,12 +49,13 @@ class DotWriter {
     for (const ir::Node& n : r.nodes) {
       std::string id = "n" + std::to_string(next_id_++);
       ids.push_back(id);
-      std::string at = std::to_string(n.loc.begin.line) + ":" + std::to_string(n.loc.begin.col);
+      // The same name orch-run gives the node in its tables and traces.
+      const std::string label = node_name(describe_node(p_, n), n.loc.file ? sources_.path(n.loc.file) : "",
+                                          n.loc.begin.line, n.loc.begin.col);
       const char* shape = n.bodies.empty() ? "box" : "diamond";
       if (n.kind == ir::NodeKind::LaunchGraph || n.kind == ir::NodeKind::Collective)
         shape = "hexagon";
-      out_ << indent << id << " [label=\"" << escape(describe_node(p_, n)) << "\\n" << at
-           << "\", shape=" << shape << "];\n";
+      out_ << indent << id << " [label=\"" << escape(label) << "\", shape=" << shape << "];\n";
       if (n.bodies.empty()) continue;
       for (size_t b = 0; b < n.bodies.size(); ++b) {
         out_ << indent << "subgraph cluster_" << cluster_++ << " {\n"

@@ -146,6 +146,12 @@ struct Kernel {
   SourceRange launch_in_source;
   bool may_launch_kernels = false;
   SourceRange signature_in_source;  // the kernel's `__global__` function in the code, if found
+  // `cost bytes ..., flops[f32] ...`: checked here (E0117); each launch gets its own expressions
+  // (Node::cost_bytes, cost_flops), the kernel's value parameters replaced by the launch's
+  // arguments. orch-run --roofline evaluates them where the GPU's counters cannot be read.
+  bool has_cost = false;
+  bool cost_ok = true;  // false: the clause had errors (reported), so launches get no cost
+  ScalarType cost_precision = ScalarType::F32;
 
   // Set by lowering: kernels orchc writes itself (conditions, scalar updates, fills that a
   // memset cannot do, device launchers). Their compiled code is the lowered program's
@@ -208,6 +214,7 @@ struct Node {
   // Kernel
   int kernel = -1;
   Expr grid[3], block[3];
+  std::optional<Expr> cost_bytes, cost_flops;  // the kernel's `cost` for this launch
   SourceRange grid_loc, block_loc;  // the whole shape, `dim3(...)` included
   Expr shared_bytes;
   std::vector<KernelArg> args;

@@ -1029,6 +1029,71 @@ buffer dyn: f64[n]
   CHECK(c->result.program->bind_checks.empty());
 }
 
+TEST_CASE("E0117: a kernel's cost clause names what it counts, over its value parameters") {
+  const std::string program = R"orch(pipeline p
+param n: u32 = 1024
+buffer x: f32[n]
+kernel scale(n: u32, a: f32, x: inout f32[])
+    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2
+    source """extern "C" __global__ void scale(unsigned n, float a, float* x) { x[threadIdx.x] *= a; }"""
+graph main {
+  scale<<<ceil_div(n, 256), 256>>>(n, 2.0, x)
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:5:16: error[E0117]: `bytes` counts bytes and takes no precision; the precision goes on `flops`, e.g. `flops[f64] 2 * n`
+    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2
+               ^~~
+t.orch:5:25: error[E0117]: `len` is not a parameter of kernel `scale`; a cost is written over the kernel's value parameters
+    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2
+                        ^~~
+t.orch:5:30: error[E0117]: `speed` is not a cost; a kernel's cost is `bytes` and `flops` (e.g. `cost bytes 12 * n, flops 2 * n`)
+    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2
+                             ^~~~~
+t.orch:5:45: error[E0117]: `flops[u32]`: the precision of FLOPs is f16, f32 or f64
+    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2
+                                            ^~~
+t.orch:5:50: error[E0117]: `x` is not a value parameter; a cost is written over the values a launch passes, such as `n: u32`
+    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2
+                                                 ^
+t.orch:4:30: note: `x` is declared here
+kernel scale(n: u32, a: f32, x: inout f32[])
+                             ^~~~~~~~~~~~~~
+t.orch:5:52: error[E0117]: `<` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)
+    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2
+                                                   ^
+6 errors generated.
+)txt");
+  // Each item once.
+  CHECK(check(fix(program, {{"bytes[f64] 8 * len, speed 3, flops[u32] x < 2", "bytes 8 * n, bytes 4 * n"}}))->text() ==
+        R"txt(t.orch:5:23: error[E0117]: kernel `scale` declares its `bytes` cost twice
+    cost bytes 8 * n, bytes 4 * n
+                      ^~~~~~~~~~~
+1 error generated.
+)txt");
+  // Closest valid: bytes and FLOPs over the value parameters; each launch gets its own, with its
+  // arguments in place of the parameters.
+  const std::string good = fix(program, {{"bytes[f64] 8 * len, speed 3, flops[u32] x < 2", "bytes 8 * n, flops[f64] n"},
+                                         {"  scale<<<ceil_div(n, 256), 256>>>(n, 2.0, x)\n",
+                                          "  scale<<<ceil_div(n, 256), 256>>>(n, 2.0, x)\n  scale<<<1, 256>>>(n / 4, 2.0, x)\n"}});
+  auto c = check(good);
+  REQUIRE(c->text() == "");
+  REQUIRE(c->result.program);
+  const ir::Program& p = *c->result.program;
+  CHECK(p.kernels[0].has_cost);
+  CHECK(p.kernels[0].cost_precision == ir::ScalarType::F64);
+  const auto& nodes = p.graphs[p.main_graph].body.nodes;
+  REQUIRE(nodes.size() == 2);
+  REQUIRE(nodes[0].cost_bytes);
+  REQUIRE(nodes[1].cost_flops);
+  CHECK(ir::to_string(*nodes[0].cost_bytes, p) == "8 * n");
+  CHECK(ir::to_string(*nodes[1].cost_bytes, p) == "8 * (n / 4)");
+  CHECK(ir::to_string(*nodes[1].cost_flops, p) == "n / 4");
+  // No cost: nothing on the launches.
+  auto none = check(fix(program, {{"    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2\n", ""}}));
+  REQUIRE(none->text() == "");
+  CHECK_FALSE(none->result.program->graphs[none->result.program->main_graph].body.nodes[0].cost_bytes);
+}
+
 }  // TEST_SUITE("rules")
 // ---- E02xx: launch shapes --------------------------------------------------------------------
 TEST_SUITE("rules") {

@@ -152,6 +152,14 @@ class ProfileReader {
         continue;
       }
       const std::string key = kv.first.Scalar();
+      if (key == "peaks") {
+        if (!seen.insert(key).second) {
+          key_error(key, "is given more than once");
+          continue;
+        }
+        read_peaks(kv.second, p);
+        continue;
+      }
       const Field* field = nullptr;
       for (const Field& f : kFields)
         if (key == f.key) field = &f;
@@ -197,6 +205,68 @@ class ProfileReader {
       uint64_t v[3];
       if (read_triple(key, node, std::numeric_limits<uint64_t>::max(), f.positive, v))
         for (int i = 0; i < 3; ++i) (p.*(*m))[i] = v[i];
+    }
+  }
+
+  // peaks: a list of {match, dram_bytes_per_s, f16/f32/f64_flops_per_s, source}, every key
+  // required, numbers positive.
+  void read_peaks(const YAML::Node& node, TargetProfile& p) {
+    if (!node.IsSequence()) return key_error("peaks", "must be a list of devices");
+    static const char* const kKeys[] = {"match", "dram_bytes_per_s", "f16_flops_per_s", "f32_flops_per_s",
+                                        "f64_flops_per_s", "source"};
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string at = "peaks[" + std::to_string(i) + "]";
+      const YAML::Node& entry = node[i];
+      if (!entry.IsMap()) {
+        key_error(at, "must be a mapping of keys to values");
+        continue;
+      }
+      DevicePeaks d;
+      std::set<std::string> seen;
+      bool ok = true;
+      for (const auto& kv : entry) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+        if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
+          key_error(at, "has an unknown key '" + key + "'");
+          ok = false;
+          continue;
+        }
+        if (!seen.insert(key).second) {
+          key_error(at + "." + key, "is given more than once");
+          ok = false;
+          continue;
+        }
+        if (key == "match" || key == "source") {
+          if (!kv.second.IsScalar() || kv.second.Scalar().empty()) {
+            key_error(at + "." + key, "must be a non-empty string");
+            ok = false;
+          } else {
+            (key == "match" ? d.match : d.source) = kv.second.Scalar();
+          }
+          continue;
+        }
+        uint64_t v = 0;
+        if (!read_unsigned(at + "." + key, kv.second, std::numeric_limits<uint64_t>::max(), true, v)) {
+          ok = false;
+          continue;
+        }
+        (key == "dram_bytes_per_s"  ? d.dram_bytes_per_s
+         : key == "f16_flops_per_s" ? d.f16_flops_per_s
+         : key == "f32_flops_per_s" ? d.f32_flops_per_s
+                                    : d.f64_flops_per_s) = v;
+      }
+      for (const char* k : kKeys)
+        if (!seen.count(k)) {
+          key_error(at, std::string("is missing '") + k + "'");
+          ok = false;
+        }
+      if (!ok) continue;
+      for (const DevicePeaks& other : p.peaks)
+        if (other.match == d.match) {
+          key_error(at + ".match", "'" + d.match + "' is listed twice");
+          ok = false;
+        }
+      if (ok) p.peaks.push_back(std::move(d));
     }
   }
 
@@ -338,6 +408,13 @@ std::optional<TargetProfile> load_file(const std::string& path, SourceRange wher
 }
 
 }  // namespace
+
+const DevicePeaks* find_device_peaks(const TargetProfile& profile, const std::string& device_name) {
+  const DevicePeaks* best = nullptr;
+  for (const DevicePeaks& d : profile.peaks)
+    if (device_name.find(d.match) != std::string::npos && (!best || d.match.size() > best->match.size())) best = &d;
+  return best;
+}
 
 std::vector<std::string> target_search_dirs(const std::string& explicit_dir) {
   std::vector<std::string> dirs;

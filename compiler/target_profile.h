@@ -19,6 +19,18 @@ constexpr uint32_t kCudaMaxFireAndForgetLaunches = 120;
 constexpr uint32_t kCudaMaxTailLaunches = 255;
 constexpr uint32_t kCudaMaxSelfTailLaunches = 1;
 
+// The roofline peaks of one device of an architecture (orch-run --roofline), from its vendor's
+// datasheet or whitepaper: matched against the CUDA device's name (cudaDeviceProp::name contains
+// `match`; the longest match wins, so "H200 NVL" beats "H200").
+struct DevicePeaks {
+  std::string match;                // "H100 80GB HBM3" (an H100 SXM5 calls itself "NVIDIA H100 80GB HBM3")
+  uint64_t dram_bytes_per_s = 0;    // peak DRAM bandwidth
+  uint64_t f16_flops_per_s = 0;     // peak FLOP/s of the CUDA cores (not the tensor cores), FMA = 2
+  uint64_t f32_flops_per_s = 0;
+  uint64_t f64_flops_per_s = 0;
+  std::string source;               // where the numbers come from
+};
+
 struct TargetProfile {
   std::string name;        // "sm_90"
   std::string arch;        // NVRTC arch, "sm_90" (CUBIN) / "compute_90" (PTX) derive from it
@@ -41,7 +53,13 @@ struct TargetProfile {
   bool supports_while = true;
   bool supports_switch = true;
   bool supports_device_launch = true;
+  // Optional (a profile used only to check pipelines need not know its devices): the peaks of
+  // the devices of this architecture.
+  std::vector<DevicePeaks> peaks;
 };
+
+// The entry of `profile.peaks` for a device called `device_name`, or nullptr.
+const DevicePeaks* find_device_peaks(const TargetProfile& profile, const std::string& device_name);
 
 // Where profiles live: the directory given, else $ORCH_TARGETS_DIR, else the install's
 // share/orch/targets, else the source tree's targets/ (compiled in).

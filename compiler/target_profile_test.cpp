@@ -446,6 +446,87 @@ supports_device_launch: false
     CHECK(p->compute_capability == 90);
   }
 
+  TEST_CASE("target profile peaks pick the device by the longest match") {
+    TargetProfile p = load_shipped("sm_90");
+    const DevicePeaks* h200 = find_device_peaks(p, "NVIDIA H200");
+    REQUIRE(h200);
+    CHECK(h200->match == "H200");
+    CHECK(h200->dram_bytes_per_s == 4800000000000ull);
+    CHECK(h200->f32_flops_per_s == 66900000000000ull);
+    const DevicePeaks* nvl = find_device_peaks(p, "NVIDIA H200 NVL");
+    REQUIRE(nvl);
+    CHECK(nvl->match == "H200 NVL");
+    CHECK(nvl->f64_flops_per_s == 30000000000000ull);
+    const DevicePeaks* sxm = find_device_peaks(p, "NVIDIA H100 80GB HBM3");
+    REQUIRE(sxm);
+    CHECK(sxm->dram_bytes_per_s == 3352000000000ull);
+    CHECK(sxm->f64_flops_per_s == 33500000000000ull);
+    const DevicePeaks* pcie = find_device_peaks(p, "NVIDIA H100 PCIe");
+    REQUIRE(pcie);
+    CHECK(pcie->dram_bytes_per_s == 2000000000000ull);
+    CHECK(find_device_peaks(p, "NVIDIA GeForce RTX 4090") == nullptr);
+    const DevicePeaks* a100 = find_device_peaks(load_shipped("sm_80"), "NVIDIA A100-SXM4-80GB");
+    REQUIRE(a100);
+    CHECK(a100->dram_bytes_per_s == 2039000000000ull);
+    CHECK(load_shipped("sm_100").peaks.empty());
+    // Every shipped entry: a source, and the CUDA cores' usual order f16 >= f32 >= f64.
+    for (const char* name : {"sm_80", "sm_90", "sm_100"})
+      for (const DevicePeaks& d : load_shipped(name).peaks) {
+        CAPTURE(d.match);
+        CHECK_FALSE(d.source.empty());
+        CHECK(d.f16_flops_per_s >= d.f32_flops_per_s);
+        CHECK(d.f32_flops_per_s >= d.f64_flops_per_s);
+        CHECK(d.dram_bytes_per_s >= 1000000000000ull);
+      }
+  }
+
+  TEST_CASE("target profile peaks are optional and checked") {
+    const std::string entry = R"(  - match: "X1"
+    dram_bytes_per_s: 1000
+    f16_flops_per_s: 4
+    f32_flops_per_s: 2
+    f64_flops_per_s: 1
+    source: "the X1 datasheet"
+)";
+    DiagnosticEngine diags;
+    auto p = parse_target_profile(std::string(kGood) + "peaks:\n" + entry, "x.yaml", SourceRange{}, diags);
+    INFO(messages(diags));
+    REQUIRE(p.has_value());
+    REQUIRE(p->peaks.size() == 1);
+    CHECK(p->peaks[0].match == "X1");
+    CHECK(p->peaks[0].dram_bytes_per_s == 1000);
+    CHECK(p->peaks[0].f16_flops_per_s == 4);
+    CHECK(p->peaks[0].f32_flops_per_s == 2);
+    CHECK(p->peaks[0].f64_flops_per_s == 1);
+    CHECK(p->peaks[0].source == "the X1 datasheet");
+    CHECK(find_device_peaks(*p, "ACME X1 Pro") == &p->peaks[0]);
+    DiagnosticEngine none;
+    auto q = parse_target_profile(kGood, "x.yaml", SourceRange{}, none);
+    REQUIRE(q.has_value());
+    CHECK(q->peaks.empty());
+
+    CHECK(bad(std::string(kGood) + "peaks: 3\n") == "target profile targets/x.yaml: key 'peaks' must be a list of devices\n");
+    CHECK(bad(std::string(kGood) + "peaks:\n  - 3\n") ==
+          "target profile targets/x.yaml: key 'peaks[0]' must be a mapping of keys to values\n");
+    CHECK(bad(std::string(kGood) + "peaks:\n" + entry + "    colour: red\n") ==
+          "target profile targets/x.yaml: key 'peaks[0]' has an unknown key 'colour'\n");
+    std::string no_source = entry.substr(0, entry.find("    source"));
+    CHECK(bad(std::string(kGood) + "peaks:\n" + no_source) ==
+          "target profile targets/x.yaml: key 'peaks[0]' is missing 'source'\n");
+    std::string zero = entry;
+    zero.replace(zero.find("1000"), 4, "0");
+    CHECK(bad(std::string(kGood) + "peaks:\n" + zero) ==
+          "target profile targets/x.yaml: key 'peaks[0].dram_bytes_per_s' must be greater than 0\n");
+    std::string fractional = entry;
+    fractional.replace(fractional.find("1000"), 4, "3.35e12");
+    CHECK(bad(std::string(kGood) + "peaks:\n" + fractional) ==
+          "target profile targets/x.yaml: key 'peaks[0].dram_bytes_per_s' must be an unsigned integer\n");
+    CHECK(bad(std::string(kGood) + "peaks:\n" + entry + entry) ==
+          "target profile targets/x.yaml: key 'peaks[1].match' 'X1' is listed twice\n");
+    CHECK(bad(std::string(kGood) + "peaks: []\npeaks: []\n") ==
+          "target profile targets/x.yaml: key 'peaks' is given more than once\n");
+  }
+
 }  // TEST_SUITE
 
 }  // namespace orch

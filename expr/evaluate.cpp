@@ -1,4 +1,5 @@
 // The one evaluator of postfix code (the checker with defaults, the runtime with bound values).
+#include <algorithm>
 #include <vector>
 
 #include "expr/expr.h"
@@ -15,11 +16,39 @@ std::string where(size_t pc, const Instr& in) {
   return "instruction " + std::to_string(pc) + " (" + what + ")";
 }
 
+// verify()'s stack of types: in place up to 32 entries, on the heap past that, so verifying the
+// short expressions that launch shapes and arguments are (validate() checks thousands per
+// pipeline) allocates nothing.
+class TypeStack {
+ public:
+  size_t size() const { return size_; }
+  ScalarType back() const { return data_[size_ - 1]; }
+  ScalarType operator[](size_t i) const { return data_[i]; }
+  void resize(size_t n) { size_ = n; }  // verify() only shrinks it this way
+  void push_back(ScalarType t) {
+    if (size_ == capacity_) {
+      std::vector<ScalarType> bigger(2 * capacity_);
+      std::copy(data_, data_ + size_, bigger.begin());
+      heap_.swap(bigger);
+      data_ = heap_.data();
+      capacity_ = heap_.size();
+    }
+    data_[size_++] = t;
+  }
+
+ private:
+  static constexpr size_t kInPlace = 32;
+  ScalarType in_place_[kInPlace];
+  std::vector<ScalarType> heap_;
+  ScalarType* data_ = in_place_;
+  size_t size_ = 0, capacity_ = kInPlace;
+};
+
 }  // namespace
 
 std::string verify(const Instr* code, size_t n) {
   if (code == nullptr || n == 0) return "empty expression";
-  std::vector<ScalarType> stack;
+  TypeStack stack;
   for (size_t pc = 0; pc < n; ++pc) {
     const Instr& in = code[pc];
     if (!valid(in.type)) return where(pc, in) + " has an unknown type";

@@ -32,7 +32,11 @@ kernelClause
   | ENTRY STRING                                   # entryClause
   | FROM STRING                                    # fromClause
   | SOURCE TRIPLE_STRING                           # sourceClause
+  | COST costItem (COMMA costItem)*                # costClause
   ;
+// `cost bytes 12 * n, flops 2 * n`: what one launch moves and computes, over the kernel's value
+// parameters (orch-run --roofline uses it where the GPU's counters cannot be read).
+costItem : ident (LBRACK ident RBRACK)? expr ;
 launchBudget : ident launchMode LE expr ;
 launchMode : TAIL | FIRE_AND_FORGET | SIBLING ;
 
@@ -84,7 +88,7 @@ expr
 // Words that only mean something in one position stay usable as names (`out`, `self`, ...).
 ident
   : ID | IN | OUT | INOUT | HOST | DEVICE | COND | SELF | FROM | SOURCE | ENTRY | LAUNCHES
-  | TAIL | FIRE_AND_FORGET | SIBLING | ON
+  | TAIL | FIRE_AND_FORGET | SIBLING | ON | COST
   ;
 
 PIPELINE : 'pipeline' ;
@@ -122,6 +126,7 @@ FROM : 'from' ;
 SOURCE : 'source' ;
 ENTRY : 'entry' ;
 LAUNCHES : 'launches' ;
+COST : 'cost' ;
 TAIL : 'tail' ;
 FIRE_AND_FORGET : 'fire_and_forget' ;
 SIBLING : 'sibling' ;

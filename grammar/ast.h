@@ -87,10 +87,19 @@ struct LaunchBudget {
   SourceRange loc;
 };
 
+// One item of a `cost` clause: `bytes <expr>`, `flops <expr>` or `flops[f64] <expr>`.
+struct CostItem {
+  Ident what;                      // bytes, flops (checked by the compiler)
+  std::optional<Ident> precision;  // flops[f16|f32|f64]
+  ExprPtr value;
+  SourceRange loc;
+};
+
 struct Kernel {
   Ident name;
   std::vector<KernelParam> params;
   std::vector<LaunchBudget> budgets;
+  std::vector<CostItem> costs;
   std::optional<Ident> entry;  // NVRTC name expression, e.g. "scale<float>"
   // Exactly one of these is set by a valid kernel; both empty is reported by the compiler.
   std::optional<Ident> from_file;  // the path as written, loc on the string

@@ -92,6 +92,10 @@ class AstPrinter {
       line(2, "Launches " + b.param.name + " " + ast::to_string(b.mode), b.loc);
       if (b.limit) expr(3, *b.limit);
     }
+    for (const auto& c : k.costs) {
+      line(2, "Cost " + c.what.name + (c.precision ? "[" + c.precision->name + "]" : std::string()), c.loc);
+      if (c.value) expr(3, *c.value);
+    }
   }
 
   void block(int depth, const ast::Block& b) {

@@ -78,6 +78,17 @@ ast::Kernel Transformer::kernel(OrchParser::KernelDeclContext* ctx) {
         budget.loc = range(b);
         k.budgets.push_back(std::move(budget));
       }
+    } else if (auto* c = dynamic_cast<OrchParser::CostClauseContext*>(clause)) {
+      for (auto* item : c->costItem()) {
+        auto names = item->ident();
+        if (names.empty() || !item->expr()) continue;  // lost to a syntax error, already reported
+        ast::CostItem cost;
+        cost.what = ident(names[0]);
+        if (names.size() > 1) cost.precision = ident(names[1]);
+        cost.value = expr(item->expr());
+        cost.loc = range(item);
+        k.costs.push_back(std::move(cost));
+      }
     } else if (auto* e = dynamic_cast<OrchParser::EntryClauseContext*>(clause)) {
       if (k.entry) k.duplicate_clauses.push_back(range(e));
       k.entry = string_literal(e->STRING());

@@ -112,6 +112,8 @@ class Builder {
         }
         k.shared_bytes = expr(n.shared_bytes);
         for (const ir::KernelArg& a : n.args) k.args.push_back(arg(a));
+        if (n.cost_bytes) k.cost_bytes = expr(*n.cost_bytes);
+        if (n.cost_flops) k.cost_flops = expr(*n.cost_flops);
         return k;
       }
       case ir::NodeKind::Copy:

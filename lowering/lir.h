@@ -113,6 +113,7 @@ struct KernelNode {
   Expr grid[3], block[3];
   Expr shared_bytes;
   std::vector<KernelArg> args;  // one per kernel parameter
+  std::optional<Expr> cost_bytes, cost_flops;  // the kernel's declared `cost` for this launch
 };
 
 // The whole of buffer `src` (its bytes) into `dst`.

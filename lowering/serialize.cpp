@@ -185,6 +185,7 @@ class Serializer {
     b.add_params(params_v);
     b.add_uses_device_runtime(k.uses_device_runtime);
     b.add_launches_kernels(k.launches_kernels);
+    b.add_cost_flops_type(static_cast<fb::ScalarType>(k.cost_precision));
     fb::SourceLoc l = loc(k.loc);
     b.add_loc(&l);
     return b.Finish();
@@ -260,6 +261,8 @@ class Serializer {
               auto grid_v = fbb_.CreateVector(grid);
               auto block_v = fbb_.CreateVector(block);
               auto args_v = fbb_.CreateVector(args);
+              Offset<fb::Expr> cost_bytes = k.cost_bytes ? expr(*k.cost_bytes) : 0;
+              Offset<fb::Expr> cost_flops = k.cost_flops ? expr(*k.cost_flops) : 0;
               fb::NodeBuilder b(fbb_);
               common(b, fb::NodeKind::Kernel);
               b.add_kernel(k.kernel);
@@ -267,6 +270,8 @@ class Serializer {
               b.add_block(block_v);
               b.add_shared_bytes(shared);
               b.add_args(args_v);
+              if (k.cost_bytes) b.add_cost_bytes(cost_bytes);
+              if (k.cost_flops) b.add_cost_flops(cost_flops);
               return b.Finish();
             },
             [&](const lir::MemcpyNode& m) {

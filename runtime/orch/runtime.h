@@ -422,6 +422,18 @@ class Executable {
   };
   Stats stats() const;
 
+  // Where instantiate() spent its time, in seconds of the host clock: building the graphs
+  // (evaluating every node and adding it with the explicit node calls, conditional handles and
+  // captured collectives included), cudaGraphInstantiate, and the uploads (cudaGraphUpload of
+  // every graph, then waiting for them). The rest of instantiate() (bindings, buffers,
+  // communicators) is what remains of its whole time. orch-run --timing prints them.
+  struct InstantiateTimes {
+    double build_s = 0;
+    double instantiate_s = 0;
+    double upload_s = 0;
+  };
+  InstantiateTimes instantiate_times() const;
+
   struct Impl;
   explicit Executable(std::unique_ptr<Impl> impl);
 

@@ -16,11 +16,25 @@
 #include <string>
 #include <unordered_map>
 
+#include "artifact/artifact.h"
+#include "artifact/expr_code.h"
 #include "orch/runtime.h"
+#include "runtime/src/internal.h"
+#include "runtime/src/plan.h"
+
+namespace orch {
+// An artifact verified on the host, with its description (orch_artifact_*): no device involved.
+struct ArtifactInfo {
+  std::unique_ptr<uint64_t[]> storage;  // the bytes, 8-byte aligned
+  const fb::Pipeline* fb = nullptr;     // points into storage
+  std::string name;
+  std::string description;  // JSON
+};
+}  // namespace orch
 
 namespace {
 
-enum class Kind : uintptr_t { Error = 1, Pipeline = 2, Bindings = 3, Executable = 4 };
+enum class Kind : uintptr_t { Error = 1, Pipeline = 2, Bindings = 3, Executable = 4, Artifact = 5 };
 constexpr uintptr_t kKindBits = 3;
 
 const char* kind_name(Kind k) {
@@ -29,6 +43,7 @@ const char* kind_name(Kind k) {
     case Kind::Pipeline: return "orch_pipeline";
     case Kind::Bindings: return "orch_bindings";
     case Kind::Executable: return "orch_executable";
+    case Kind::Artifact: return "orch_artifact";
   }
   return "orch handle";
 }
@@ -50,6 +65,10 @@ struct KindOf<orch::Bindings> {
 template <>
 struct KindOf<orch::Executable> {
   static constexpr Kind value = Kind::Executable;
+};
+template <>
+struct KindOf<orch::ArtifactInfo> {
+  static constexpr Kind value = Kind::Artifact;
 };
 
 // The out-of-memory error: a handle that is always live and never freed, for when even an
@@ -187,6 +206,153 @@ orch_error* bind_param(const char* function, orch_bindings* b, const char* name,
   });
 }
 
+// ---- the artifact's description as JSON (the runtime links no JSON library) ----------------
+
+void json_string(std::string& out, const char* s, size_t n) {
+  static const char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7F) {
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);  // UTF-8 passes through; a reader replaces invalid bytes
+    }
+  }
+  out += '"';
+}
+void json_string(std::string& out, const std::string& s) { json_string(out, s.data(), s.size()); }
+void json_string(std::string& out, const flatbuffers::String* s) {
+  if (s) json_string(out, s->c_str(), s->size());
+  else json_string(out, "", 0);
+}
+
+template <class T>
+uint32_t count_of(const flatbuffers::Vector<T>* v) {
+  return v ? v->size() : 0;
+}
+
+void json_strings(std::string& out, const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v) {
+  out += '[';
+  for (uint32_t i = 0; i < count_of(v); ++i) {
+    if (i) out += ", ";
+    json_string(out, v->Get(i));
+  }
+  out += ']';
+}
+
+std::string type_name(orch::fb::ScalarType t) {
+  if (static_cast<unsigned>(t) > static_cast<unsigned>(orch::fb::ScalarType::MAX))  // validate() refuses it
+    return "type#" + std::to_string(static_cast<unsigned>(t));
+  return orch::expr::to_string(orch::artifact::to_expr(t));
+}
+
+// Called on a pipeline open_pipeline() accepted, so every index and enum is in range.
+std::string describe_json(const orch::fb::Pipeline& p) {
+  namespace fb = orch::fb;
+  std::string o = "{\"name\": ";
+  json_string(o, p.name());
+  o += ", \"compiler_version\": ";
+  json_string(o, p.compiler_version());
+  o += ", \"source_files\": ";
+  json_strings(o, p.source_files());
+  o += ", \"targets\": ";
+  json_strings(o, p.targets());
+  o += ",\n \"params\": [";
+  for (uint32_t i = 0; i < count_of(p.params()); ++i) {
+    const fb::Param* q = p.params()->Get(i);
+    o += i ? ",\n  " : "\n  ";
+    o += "{\"name\": ";
+    json_string(o, q->name());
+    o += ", \"type\": ";
+    json_string(o, type_name(q->type()));
+    o += ", \"default\": ";
+    if (q->has_default()) json_string(o, orch::artifact::default_of(*q).to_string());
+    else o += "null";
+    o += ", \"where\": ";
+    json_string(o, orch::rt::where(p, q->loc()));
+    o += '}';
+  }
+  o += "],\n \"buffers\": [";
+  for (uint32_t i = 0; i < count_of(p.buffers()); ++i) {
+    const fb::Buffer* b = p.buffers()->Get(i);
+    o += i ? ",\n  " : "\n  ";
+    o += "{\"name\": ";
+    json_string(o, b->name());
+    o += ", \"type\": ";
+    json_string(o, type_name(b->type()));
+    o += ", \"element_size\": " + std::to_string(orch::artifact::scalar_size(b->type()));
+    o += ", \"count\": ";
+    json_string(o, b->count() ? orch::artifact::expr_to_string(b->count(), p) : std::string("1"));
+    o += std::string(", \"scalar\": ") + (b->count() ? "false" : "true");
+    o += std::string(", \"host\": ") + (b->host() ? "true" : "false");
+    o += ", \"where\": ";
+    json_string(o, orch::rt::where(p, b->loc()));
+    o += '}';
+  }
+  o += "],\n \"comms\": [";
+  for (uint32_t i = 0; i < count_of(p.comms()); ++i) {
+    o += i ? ", " : "";
+    o += "{\"name\": ";
+    json_string(o, p.comms()->Get(i)->name());
+    o += '}';
+  }
+  o += "],\n \"graphs\": [";
+  for (uint32_t i = 0; i < count_of(p.graphs()); ++i) {
+    const fb::Graph* g = p.graphs()->Get(i);
+    bool segment = p.segments() ? false : static_cast<int>(i) == p.main_graph();
+    for (uint32_t k = 0; k < count_of(p.segments()); ++k) segment = segment || p.segments()->Get(k) == static_cast<int>(i);
+    o += i ? ",\n  " : "\n  ";
+    o += "{\"name\": ";
+    json_string(o, g->name());
+    o += std::string(", \"main\": ") + (static_cast<int>(i) == p.main_graph() ? "true" : "false");
+    o += std::string(", \"device\": ") + (g->device() ? "true" : "false");
+    o += ", \"family_size\": " + std::to_string(g->family_size());
+    o += std::string(", \"segment\": ") + (segment ? "true" : "false");
+    o += '}';
+  }
+  o += "],\n \"kernels\": [";
+  for (uint32_t i = 0; i < count_of(p.kernels()); ++i) {
+    const fb::Kernel* k = p.kernels()->Get(i);
+    o += i ? ",\n  " : "\n  ";
+    o += "{\"name\": ";
+    json_string(o, k->name());
+    o += ", \"archs\": [";
+    for (uint32_t m = 0; m < count_of(k->images()); ++m) {
+      if (m) o += ", ";
+      json_string(o, k->images()->Get(m)->arch());
+    }
+    o += "], \"ptx_arch\": ";
+    json_string(o, k->ptx_arch());
+    o += std::string(", \"generated\": ") + (k->generated() ? "true" : "false");
+    o += ", \"where\": ";
+    json_string(o, orch::rt::where(p, k->loc()));
+    o += '}';
+  }
+  o += "]}\n";
+  return o;
+}
+
+// Verifies `size` bytes in `storage` and makes the artifact handle.
+orch_error* open_artifact(std::unique_ptr<uint64_t[]> storage, size_t size, const std::string& prefix,
+                          orch_artifact** out) {
+  auto info = std::make_shared<orch::ArtifactInfo>();
+  info->storage = std::move(storage);
+  orch::artifact::OpenResult open =
+      orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(info->storage.get()), size);
+  if (!open.ok()) return wrap(orch::Error(orch::ErrorCode::InvalidArtifact, prefix + open.error));
+  info->fb = open.pipeline;
+  info->name = open.pipeline->name()->str();
+  info->description = describe_json(*open.pipeline);
+  *out = reinterpret_cast<orch_artifact*>(registry().add(std::move(info)));
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -279,9 +445,96 @@ const char* orch_pipeline_name(const orch_pipeline* p) {
   }
 }
 
+const char* orch_pipeline_image(const orch_pipeline* p) {
+  try {
+    auto pipeline = registry().find<orch::Pipeline>(p);
+    return pipeline ? pipeline->image().c_str() : "";  // lives as long as the pipeline
+  } catch (...) {
+    return "";
+  }
+}
+
+int orch_pipeline_device(const orch_pipeline* p) {
+  try {
+    auto pipeline = registry().find<orch::Pipeline>(p);
+    return pipeline ? pipeline->device() : -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
 void orch_pipeline_destroy(orch_pipeline* p) {
   try {
     (void)registry().remove<orch::Pipeline>(p);
+  } catch (...) {
+  }
+}
+
+orch_error* orch_artifact_open(const void* bytes, size_t size, orch_artifact** out) {
+  return boundary([&]() -> orch_error* {
+    if (out) *out = nullptr;
+    if (!bytes) return invalid("orch_artifact_open", "`bytes` is NULL");
+    if (!out) return invalid("orch_artifact_open", "`out` is NULL");
+    // Checked before anything is allocated or read, as load_from_memory does.
+    if (size > orch::artifact::kMaxFileSize)
+      return wrap(orch::Error(orch::ErrorCode::InvalidArtifact,
+                              "a pipeline of " + std::to_string(size) + " bytes is larger than any pipeline.bin can be (" +
+                                  std::to_string(orch::artifact::kMaxFileSize) + " bytes)"));
+    std::unique_ptr<uint64_t[]> storage(new (std::nothrow) uint64_t[size / 8 + 1]());
+    if (!storage) return oom();
+    if (size) std::memcpy(storage.get(), bytes, size);
+    return open_artifact(std::move(storage), size, "", out);
+  });
+}
+
+orch_error* orch_artifact_read(const char* path, orch_artifact** out) {
+  return boundary([&]() -> orch_error* {
+    if (out) *out = nullptr;
+    if (!path) return invalid("orch_artifact_read", "`path` is NULL");
+    if (!out) return invalid("orch_artifact_read", "`out` is NULL");
+    orch::artifact::FileBytes file;
+    std::string why;
+    if (!orch::artifact::read_file(path, orch::artifact::kMaxFileSize, &file, &why))
+      return wrap(orch::Error(why.rfind("out of memory", 0) == 0 ? orch::ErrorCode::OutOfMemory : orch::ErrorCode::Io,
+                              std::string(path) + ": " + (why.empty() ? std::string("cannot read") : why)));
+    return open_artifact(std::move(file.storage), file.size, std::string(path) + ": ", out);
+  });
+}
+
+const char* orch_artifact_name(const orch_artifact* a) {
+  try {
+    auto info = registry().find<orch::ArtifactInfo>(a);
+    return info ? info->name.c_str() : "";
+  } catch (...) {
+    return "";
+  }
+}
+
+const char* orch_artifact_describe(const orch_artifact* a) {
+  try {
+    auto info = registry().find<orch::ArtifactInfo>(a);
+    return info ? info->description.c_str() : "";
+  } catch (...) {
+    return "";
+  }
+}
+
+orch_error* orch_artifact_check(const orch_artifact* a, const orch_bindings* b) {
+  return boundary([&]() -> orch_error* {
+    orch_error* err = nullptr;
+    auto info = need<orch::ArtifactInfo>("orch_artifact_check", "artifact", a, &err);
+    if (!info) return err;
+    auto bindings = need<orch::Bindings>("orch_artifact_check", "bindings", b, &err);
+    if (!bindings) return err;
+    if (bindings->incomplete()) return oom();
+    auto plan = orch::rt::make_plan(*info->fb, *bindings);
+    return plan.ok() ? nullptr : wrap(plan.error());
+  });
+}
+
+void orch_artifact_destroy(orch_artifact* a) {
+  try {
+    (void)registry().remove<orch::ArtifactInfo>(a);
   } catch (...) {
   }
 }
@@ -459,6 +712,29 @@ void* orch_executable_buffer(const orch_executable* x, const char* n) {
   }
 }
 
+size_t orch_executable_buffer_bytes(const orch_executable* x, const char* n) {
+  try {
+    auto exec = registry().find<orch::Executable>(x);
+    return exec && n ? exec->buffer_bytes(n) : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+orch_error* orch_executable_stats(const orch_executable* x, orch_stats* out) {
+  return boundary([&]() -> orch_error* {
+    if (out) *out = orch_stats{};
+    orch_error* err = nullptr;
+    auto exec = need<orch::Executable>("orch_executable_stats", "exec", x, &err);
+    if (!exec) return err;
+    if (!out) return invalid("orch_executable_stats", "`out` is NULL");
+    const orch::Executable::Stats s = exec->stats();
+    *out = orch_stats{s.nodes_patched_in_place, s.patches_refused, s.graph_updates, s.device_graph_uploads,
+                      s.segments_rebuilt};
+    return nullptr;
+  });
+}
+
 void* orch_executable_comm(const orch_executable* x, const char* n) {
   try {
     auto exec = registry().find<orch::Executable>(x);
@@ -491,6 +767,51 @@ void orch_executable_destroy(orch_executable* x) {
     (void)registry().remove<orch::Executable>(x);
   } catch (...) {
   }
+}
+
+orch_error* orch_stream_wait(cudaStream_t stream, cudaStream_t producer) {
+  return boundary([&]() -> orch_error* {
+    if (stream == producer) return nullptr;
+    cudaEvent_t event = nullptr;
+    cudaError_t e = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return wrap(e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice ? orch::rt::no_device_error(e)
+                                                                              : orch::rt::cuda_error(e, "cudaEventCreate"));
+    }
+    e = cudaEventRecord(event, producer);
+    const char* what = "cudaEventRecord on the producer's stream";
+    if (e == cudaSuccess) {
+      e = cudaStreamWaitEvent(stream, event, 0);
+      what = "cudaStreamWaitEvent";
+    }
+    (void)cudaEventDestroy(event);  // released once the wait is done
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return wrap(orch::rt::cuda_error(e, what));
+    }
+    return nullptr;
+  });
+}
+
+orch_error* orch_memory_info(const void* ptr, int* type, int* device) {
+  return boundary([&]() -> orch_error* {
+    if (type) *type = 0;
+    if (device) *device = -1;
+    if (!type) return invalid("orch_memory_info", "`type` is NULL");
+    if (!device) return invalid("orch_memory_info", "`device` is NULL");
+    cudaPointerAttributes attr{};
+    cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return wrap(e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice
+                      ? orch::rt::no_device_error(e)
+                      : orch::rt::cuda_error(e, "cudaPointerGetAttributes"));
+    }
+    *type = static_cast<int>(attr.type);
+    *device = attr.type == cudaMemoryTypeUnregistered ? -1 : attr.device;
+    return nullptr;
+  });
 }
 
 }  // extern "C"

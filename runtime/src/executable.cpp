@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "orch/observe.h"
 #include "runtime/src/binding_checks.h"
 #include "runtime/src/communicators.h"
 #include "runtime/src/internal.h"
@@ -77,6 +78,20 @@ std::vector<const fb::Node*> collectives_of(const fb::Pipeline& p) {
 inline cudaError_t destroy_stream(cudaStream_t s) { return cudaStreamDestroy(s); }
 using StreamOwner = rt::Owner<cudaStream_t, destroy_stream>;
 
+// The observation hook (orch/observe.h): a phase of one top-level graph, told on every path.
+struct ObservedPhase {
+  Observer* o;
+  Phase phase;
+  int graph, member;
+  bool ok = false;
+  ObservedPhase(Phase p, int g, int m) : o(observer()), phase(p), graph(g), member(m) {
+    if (o) o->phase_begin(phase, graph, member);
+  }
+  ~ObservedPhase() {
+    if (o) o->phase_end(phase, graph, member, ok);
+  }
+};
+
 }  // namespace
 
 struct Executable::Impl {
@@ -139,7 +154,16 @@ struct Executable::Impl {
   };
   std::vector<NodeRecord> records;
   Executable::Stats stats;
-  std::unordered_map<cudaGraphNode_t, size_t> record_of;
+  std::vector<uint32_t> observe_path;  // build(): the node being made (orch/observe.h NodeSite)
+  Executable::InstantiateTimes times;  // instantiate()'s phases (build_all)
+  // Node handle -> index in `records`, for patches and error messages; built on first use
+  // after the records change (instantiate itself needs it only to name a failing node).
+  std::unordered_map<cudaGraphNode_t, size_t> record_index;
+  bool record_index_stale = true;
+  const std::unordered_map<cudaGraphNode_t, size_t>& record_of() {
+    if (record_index_stale) index_records();
+    return record_index;
+  }
 
   // Recorded after each launch where destroying the Executable under a running launch would
   // free what it uses (memory the runtime allocated, device-launched graphs, communicators):
@@ -169,6 +193,24 @@ struct Executable::Impl {
 
   // Evaluates an integer expression into [lo, hi].
   std::string eval_uint(const fb::Expr* e, const Top& t, uint64_t lo, uint64_t hi, uint64_t* out) const {
+    // A launch shape is most often one integer constant, which validate() proved a value of
+    // its type: taken as it is when in range (anything else goes the general way, for its
+    // message). Every kernel node has six, evaluated at instantiate and at every set_param.
+    static_assert(fb::ScalarType::U8 == fb::ScalarType(0) && fb::ScalarType::U64 == fb::ScalarType(3) &&
+                      fb::ScalarType::I8 == fb::ScalarType(4) && fb::ScalarType::I64 == fb::ScalarType(7),
+                  "the integer types are the first eight, unsigned first");
+    if (e && e->code() && e->code()->size() == 1) {
+      const fb::ExprInstr* in = e->code()->Get(0);
+      const unsigned type = static_cast<unsigned>(in->type());
+      if (in->op() == fb::ExprOp::ConstInt && type <= static_cast<unsigned>(fb::ScalarType::I64) &&
+          (in->i() >= 0 || type <= static_cast<unsigned>(fb::ScalarType::U64))) {
+        const uint64_t v = static_cast<uint64_t>(in->i());
+        if (v >= lo && v <= hi) {
+          *out = v;
+          return {};
+        }
+      }
+    }
     Value v;
     std::string err = rt::evaluate(e, plan.env(t.member), &v);
     if (!err.empty()) return err;
@@ -210,16 +252,18 @@ struct Executable::Impl {
     out->slots.assign(nargs, 0);
     for (uint32_t i = 0; i < nargs; ++i) {
       const fb::KernelArg* a = n.args()->Get(i);
-      const std::string pname = kernel->params() && i < kernel->params()->size()
-                                    ? str(kernel->params()->Get(i)->name())
-                                    : std::to_string(i);
+      // Named only in errors: built then, not for every argument of every node.
+      auto pname = [&] {
+        return kernel->params() && i < kernel->params()->size() ? str(kernel->params()->Get(i)->name())
+                                                                : std::to_string(i);
+      };
       uint64_t& slot = out->slots[i];
       switch (a->kind()) {
         case fb::ArgKind::Value: {
           Value v;
           std::string e = rt::evaluate(a->value(), plan.env(t.member), &v);
           if (e.empty()) e = rt::encode_scalar(v, a->type(), &slot);
-          if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "argument '" + pname + "': " + e);
+          if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "argument '" + pname() + "': " + e);
           break;
         }
         case fb::ArgKind::Buffer:
@@ -228,7 +272,7 @@ struct Executable::Impl {
         case fb::ArgKind::CondHandle:
           if (a->ref() < 0 || static_cast<size_t>(a->ref()) >= handles.size() || !handle_created[a->ref()])
             return node_error(ErrorCode::InvalidArtifact, n, t,
-                              "argument '" + pname + "' names conditional handle " + std::to_string(a->ref()) +
+                              "argument '" + pname() + "' names conditional handle " + std::to_string(a->ref()) +
                                   ", which belongs to no graph being built");
           slot = static_cast<uint64_t>(handles[a->ref()]);
           break;
@@ -357,11 +401,30 @@ struct Executable::Impl {
 
   // ---- building -------------------------------------------------------------------------
 
+  // CUDA's edge data for node `n`'s dependencies, in order, when any of them is programmatic
+  // (Node.dep_kinds); false when every edge is full, which needs no edge data.
+  static bool programmatic_edges(const fb::Node& n, std::vector<cudaGraphEdgeData>* out) {
+    const auto* kinds = n.dep_kinds();
+    if (!kinds || !n.deps() || kinds->size() != n.deps()->size()) return false;
+    bool any = false;
+    out->assign(kinds->size(), cudaGraphEdgeData{});
+    for (uint32_t j = 0; j < kinds->size(); ++j) {
+      if (kinds->Get(j) != fb::EdgeKind::Programmatic) continue;
+      (*out)[j].from_port = cudaGraphKernelNodePortProgrammatic;
+      (*out)[j].type = cudaGraphDependencyTypeProgrammatic;
+      any = true;
+    }
+    return any;
+  }
+
   Status build(cudaGraph_t g, const fb::Graph& graph, int top) {
     Top& t = tops[top];
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
     std::vector<cudaGraphNode_t> deps;
+    std::vector<cudaGraphEdgeData> edges;
+    std::vector<void*> ptrs;
+    records.reserve(records.size() + count);
     // NCCL needs every rank to issue its collectives in one order, and two branches of a CUDA
     // graph that nothing orders may run in either order (or at once): each collective waits
     // for the one before it in the graph's node order, which every rank shares.
@@ -375,6 +438,20 @@ struct Executable::Impl {
           std::find(deps.begin(), deps.end(), last_collective) == deps.end())
         deps.push_back(last_collective);
       const cudaGraphNode_t* dp = deps.empty() ? nullptr : deps.data();
+      // The observer hears which artifact node the CUDA nodes made until node_end belong to.
+      struct ObservedNode {
+        Observer* o;
+        NodeSite site;
+        std::vector<uint32_t>& path;
+        const cudaGraphNode_t& made;
+        ~ObservedNode() {
+          if (o) o->node_end(site, made);
+          path.pop_back();
+        }
+      };
+      observe_path.push_back(i);
+      ObservedNode observed{observer(), NodeSite{t.graph, t.member, &observe_path}, observe_path, made[i]};
+      if (observed.o) observed.o->node_begin(observed.site);
       NodeRecord rec;
       rec.top = top;
       rec.node = &n;
@@ -385,10 +462,28 @@ struct Executable::Impl {
           if (!s.ok()) return s;
           s = pipeline->allow_shared_bytes(n.kernel(), rec.kernel.shared);
           if (!s.ok()) return s;
-          std::vector<void*> ptrs;
           cudaKernelNodeParams kp = rec.kernel.params(ptrs);
-          e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddKernelNode");
+          if (!programmatic_edges(n, &edges)) {
+            e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
+            if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddKernelNode");
+            break;
+          }
+          // Some edge is programmatic (validate() proved both ends kernels and this kernel
+          // waiting at entry): added with CUDA's edge data, which only cudaGraphAddNode takes.
+          if (pipeline->arch < 90)
+            return node_error(ErrorCode::Unsupported, n, t,
+                              "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "
+                              "sm_" + std::to_string(pipeline->arch));
+          cudaGraphNodeParams np = {};
+          np.type = cudaGraphNodeTypeKernel;
+          np.kernel.func = kp.func;
+          np.kernel.gridDim = kp.gridDim;
+          np.kernel.blockDim = kp.blockDim;
+          np.kernel.sharedMemBytes = kp.sharedMemBytes;
+          np.kernel.kernelParams = kp.kernelParams;
+          np.kernel.extra = nullptr;
+          e = cudaGraphAddNode(&made[i], g, dp, edges.data(), deps.size(), &np);
+          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddNode (kernel with programmatic edges)");
           break;
         }
         case fb::NodeKind::Memcpy: {
@@ -428,7 +523,9 @@ struct Executable::Impl {
           // The body graphs belong to the node; fill them in place.
           std::vector<cudaGraph_t> bodies(cp.conditional.phGraph_out, cp.conditional.phGraph_out + nbodies);
           for (uint32_t b = 0; b < nbodies; ++b) {
+            observe_path.push_back(b);
             Status s = build(bodies[b], *n.bodies()->Get(b), top);
+            observe_path.pop_back();
             if (!s.ok()) return s;
           }
           break;
@@ -447,8 +544,8 @@ struct Executable::Impl {
         }
       }
       rec.handle = made[i];
-      record_of[made[i]] = records.size();
       records.push_back(std::move(rec));
+      record_index_stale = true;
     }
     return {};
   }
@@ -458,6 +555,7 @@ struct Executable::Impl {
     cudaGraphInstantiateParams ip = {};
     ip.flags = t.device ? cudaGraphInstantiateFlagDeviceLaunch : 0;
     ip.uploadStream = stream;
+    ObservedPhase observed(Phase::Instantiate, t.graph, t.member);
     cudaError_t e = cudaGraphInstantiateWithParams(t.exec.out(), t.graph_template.get(), &ip);
     if (e != cudaSuccess || ip.result_out != cudaGraphInstantiateSuccess) {
       (void)cudaGetLastError();
@@ -466,13 +564,15 @@ struct Executable::Impl {
       std::string what = "cannot instantiate graph '" + g + "'" + (t.device ? " for device launch" : "") +
                          " (result " + std::to_string(static_cast<int>(ip.result_out)) + ")";
       std::string w;
-      auto it = ip.errNode_out ? record_of.find(ip.errNode_out) : record_of.end();
-      if (it != record_of.end()) {
+      const auto& index = record_of();
+      auto it = ip.errNode_out ? index.find(ip.errNode_out) : index.end();
+      if (it != index.end()) {
         what += " at " + node_name(*records[it->second].node, t);
         w = node_where(*records[it->second].node);
       }
       return rt::cuda_error(e != cudaSuccess ? e : cudaErrorInvalidValue, what, w);
     }
+    observed.ok = true;
     return {};
   }
 
@@ -496,8 +596,10 @@ struct Executable::Impl {
   }
 
   void index_records() {
-    record_of.clear();
-    for (size_t r = 0; r < records.size(); ++r) record_of[records[r].handle] = r;
+    record_index.clear();
+    record_index.reserve(records.size());
+    for (size_t r = 0; r < records.size(); ++r) record_index[records[r].handle] = r;
+    record_index_stale = false;
   }
 
   // What rebuild_top replaced, kept until the refresh it belongs to has succeeded.
@@ -552,13 +654,19 @@ struct Executable::Impl {
       return fail(rt::cuda_error(e, "cudaGraphCreate"));
     }
     Status s = create_handles(top);
-    if (s.ok()) s = build(t.graph_template.get(), *p->graphs()->Get(t.graph), top);
+    if (s.ok()) {
+      ObservedPhase observed(Phase::Build, t.graph, t.member);
+      s = build(t.graph_template.get(), *p->graphs()->Get(t.graph), top);
+      observed.ok = s.ok();
+    }
     if (!s.ok()) return fail(s);
     index_records();
     s = instantiate_top(top, side_stream.get());
     if (s.ok()) {
+      ObservedPhase observed(Phase::Upload, t.graph, t.member);
       e = cudaGraphUpload(t.exec.get(), side_stream.get());
       if (e == cudaSuccess) e = cudaStreamSynchronize(side_stream.get());
+      observed.ok = e == cudaSuccess;
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         s = rt::cuda_error(e, "cannot upload graph '" + str(p->graphs()->Get(t.graph)->name()) + "'");
@@ -653,7 +761,7 @@ struct Executable::Impl {
     // Kernel attributes for more dynamic shared memory: may fail, and patch nothing.
     for (const Change& c : changes) {
       if (rebuild[c.top]) continue;
-      const NodeRecord& rec = records[record_of.at(c.node)];
+      const NodeRecord& rec = records[record_of().at(c.node)];
       if (rec.node->kind() != fb::NodeKind::Kernel) continue;
       Status s = pipeline->allow_shared_bytes(rec.node->kernel(), c.kernel.shared);
       if (!s.ok()) return s;
@@ -681,7 +789,7 @@ struct Executable::Impl {
         if (undo_error.ok()) undo_error = rt::cuda_error(e, what);
       };
       for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
-        NodeRecord& rec = records[record_of.at(it->node)];
+        NodeRecord& rec = records[record_of().at(it->node)];
         Top& t = tops[rec.top];
         const fb::NodeKind kind = rec.node->kind();
         cudaError_t x = cudaSuccess;
@@ -730,7 +838,7 @@ struct Executable::Impl {
     }
     for (Change& c : changes) {
       if (rebuild[c.top]) continue;  // built again from the new plan: its old nodes are gone
-      NodeRecord& rec = records[record_of.at(c.node)];
+      NodeRecord& rec = records[record_of().at(c.node)];
       Top& t = tops[rec.top];
       const fb::Node& n = *rec.node;
       const fb::NodeKind kind = n.kind();
@@ -773,8 +881,9 @@ struct Executable::Impl {
         std::string w;
         std::string what = "cannot update graph '" + str(p->graphs()->Get(t.graph)->name()) + "' in place (result " +
                            std::to_string(static_cast<int>(info.result)) + ")";
-        auto it = info.errorNode ? record_of.find(info.errorNode) : record_of.end();
-        if (it != record_of.end()) {
+        const auto& index = record_of();
+        auto it = info.errorNode ? index.find(info.errorNode) : index.end();
+        if (it != index.end()) {
           what += " at " + node_name(*records[it->second].node, t);
           w = node_where(*records[it->second].node);
         }
@@ -981,11 +1090,23 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// Adds the time since `*since` to `*total` and restarts `*since`.
+void lap(Clock::time_point* since, double* total) {
+  const Clock::time_point now = Clock::now();
+  *total += std::chrono::duration<double>(now - *since).count();
+  *since = now;
+}
+
 // Everything after the buffers: exec tables, templates and handles, device graphs, segments.
 Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   Executable::Impl* x = &xr;
   const fb::Pipeline& p = *x->p;
   Status s;
+  // Everything until the first cudaGraphInstantiate counts as building.
+  Executable::InstantiateTimes& times = x->times;
+  Clock::time_point clock = Clock::now();
 
   // The device status record, which generated kernels take as an argument; only pipelines
   // with such kernels have one (a launch then needs its end marked before the record is freed).
@@ -1068,10 +1189,16 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   auto is_device = [&](int top) { return x->tops[top].device; };
   for (size_t t = 0; t < x->tops.size(); ++t) {
     if (!x->tops[t].device) continue;
-    s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), static_cast<int>(t));
+    {
+      ObservedPhase observed(Phase::Build, x->tops[t].graph, x->tops[t].member);
+      s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), static_cast<int>(t));
+      observed.ok = s.ok();
+    }
     if (!s.ok()) return s.error();
+    lap(&clock, &times.build_s);
     s = x->instantiate_top(static_cast<int>(t), stream);
     if (!s.ok()) return s.error();
+    lap(&clock, &times.instantiate_s);
   }
   for (uint32_t g = 0; g < ngraphs; ++g) {
     if (x->members[g].empty()) continue;
@@ -1087,33 +1214,47 @@ Status build_all(Executable::Impl& xr, cudaStream_t stream) {
   }
   s = x->refresh(is_device);
   if (!s.ok()) return s.error();
+  lap(&clock, &times.build_s);
   for (auto& t : x->tops) {
     if (!t.device) continue;
+    ObservedPhase observed(Phase::Upload, t.graph, t.member);
     cudaError_t e = cudaGraphUpload(t.exec.get(), stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return rt::cuda_error(e, "cannot upload device graph '" + str(p.graphs()->Get(t.graph)->name()) + "'");
     }
+    observed.ok = true;
     t.upload_needed = false;
   }
+  lap(&clock, &times.upload_s);
 
   // The segments, which now see every device exec.
   for (int t : x->segments) {
-    s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), t);
+    {
+      ObservedPhase observed(Phase::Build, x->tops[t].graph, x->tops[t].member);
+      s = x->build(x->tops[t].graph_template.get(), *p.graphs()->Get(x->tops[t].graph), t);
+      observed.ok = s.ok();
+    }
     if (!s.ok()) return s.error();
+    lap(&clock, &times.build_s);
     s = x->instantiate_top(t, stream);
     if (!s.ok()) return s.error();
+    lap(&clock, &times.instantiate_s);
+    ObservedPhase observed(Phase::Upload, x->tops[t].graph, x->tops[t].member);
     cudaError_t e = cudaGraphUpload(x->tops[t].exec.get(), stream);
+    observed.ok = e == cudaSuccess;
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return rt::cuda_error(e, "cannot upload graph '" + str(p.graphs()->Get(x->tops[t].graph)->name()) + "'");
     }
+    lap(&clock, &times.upload_s);
   }
   cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return rt::cuda_error(e, "instantiate: waiting for the uploads");
   }
+  lap(&clock, &times.upload_s);
   return {};
 }
 
@@ -1149,7 +1290,9 @@ Status Executable::launch(cudaStream_t stream) {
       ++x.stats.device_graph_uploads;
     }
     for (int s : x.segments) {
+      ObservedPhase observed(Phase::Launch, x.tops[s].graph, x.tops[s].member);
       cudaError_t e = cudaGraphLaunch(x.tops[s].exec.get(), stream);
+      observed.ok = e == cudaSuccess;
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return rt::cuda_error(e, "cannot launch graph '" + str(x.p->graphs()->Get(x.tops[s].graph)->name()) + "'");
@@ -1247,6 +1390,7 @@ size_t Executable::buffer_bytes(std::string_view name) const {
 }
 
 Executable::Stats Executable::stats() const { return impl_->stats; }
+Executable::InstantiateTimes Executable::instantiate_times() const { return impl_->times; }
 
 Status Executable::device_status() const {
   const Impl& x = *impl_;

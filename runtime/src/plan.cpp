@@ -20,37 +20,66 @@ const char* scalar_type_name(fb::ScalarType t) { return expr::to_string(artifact
 
 std::string evaluate(const fb::ExprInstr* code, size_t length, const EvalEnv& env, Value* out) {
   if (length == 0 || code == nullptr) return "empty expression";
-  std::vector<expr::Instr> instrs;
-  instrs.reserve(length);
-  for (size_t i = 0; i < length; ++i) instrs.push_back(artifact::to_expr(code[i]));
-  bool outside_family = false;
-  bool bad_param = false;
-  int32_t missing_param = -1;
-  expr::Evaluation v = expr::evaluate(instrs, [&](const expr::Instr& in) -> std::optional<Value> {
+  // Most expressions (launch shapes, arguments) are one constant or one param: their value,
+  // with the checks the evaluator makes of such a leaf, and nothing allocated. This runs for
+  // every kernel node at instantiate and at every set_param.
+  if (length == 1) {
+    const expr::Instr in = artifact::to_expr(code[0]);
+    if (in.kind == expr::InstrKind::Const && expr::verify(&in, 1).empty()) {
+      *out = in.value;
+      return {};
+    }
+    if (in.kind == expr::InstrKind::Param && env.params && in.ref >= 0 &&
+        static_cast<size_t>(in.ref) < env.params->size() && (*env.params)[in.ref].type == in.type &&
+        expr::valid(in.type)) {
+      *out = (*env.params)[in.ref];
+      return {};
+    }
+  }
+  // In place for short code (no allocation), else on the heap.
+  constexpr size_t kInPlace = 16;
+  expr::Instr in_place[kInPlace];
+  std::vector<expr::Instr> on_heap;
+  expr::Instr* instrs = in_place;
+  if (length > kInPlace) {
+    on_heap.resize(length);
+    instrs = on_heap.data();
+  }
+  for (size_t i = 0; i < length; ++i) instrs[i] = artifact::to_expr(code[i]);
+  struct Leaves {
+    const EvalEnv* env;
+    bool outside_family = false;
+    bool bad_param = false;
+    int32_t missing_param = -1;
+  } leaves{&env};
+  // One pointer captured, so the std::function holds it in place.
+  Leaves* l = &leaves;
+  expr::Evaluation v = expr::evaluate(instrs, length, [l](const expr::Instr& in) -> std::optional<Value> {
+    const EvalEnv& e = *l->env;
     switch (in.kind) {
       case expr::InstrKind::Param:
-        if (!env.params || in.ref < 0 || static_cast<size_t>(in.ref) >= env.params->size()) {
-          bad_param = true;
-          missing_param = in.ref;
+        if (!e.params || in.ref < 0 || static_cast<size_t>(in.ref) >= e.params->size()) {
+          l->bad_param = true;
+          l->missing_param = in.ref;
           return std::nullopt;
         }
-        return (*env.params)[in.ref];
+        return (*e.params)[in.ref];
       case expr::InstrKind::FamilyIndex:
-        if (env.family_index < 0) {
-          outside_family = true;
+        if (e.family_index < 0) {
+          l->outside_family = true;
           return std::nullopt;
         }
-        return Value::of_uint(expr::ScalarType::U32, static_cast<uint64_t>(env.family_index));
-      case expr::InstrKind::Rank: return Value::of_uint(expr::ScalarType::U32, static_cast<uint64_t>(env.rank));
+        return Value::of_uint(expr::ScalarType::U32, static_cast<uint64_t>(e.family_index));
+      case expr::InstrKind::Rank: return Value::of_uint(expr::ScalarType::U32, static_cast<uint64_t>(e.rank));
       case expr::InstrKind::WorldSize:
-        return Value::of_uint(expr::ScalarType::U32, static_cast<uint64_t>(env.world_size));
+        return Value::of_uint(expr::ScalarType::U32, static_cast<uint64_t>(e.world_size));
       default: return std::nullopt;
     }
   });
   if (v.failed()) return v.message;
   if (!v.known()) {
-    if (bad_param) return "param index " + std::to_string(missing_param) + " is out of range";
-    return outside_family ? "family index used outside a graph family" : "an operand is not known";
+    if (leaves.bad_param) return "param index " + std::to_string(leaves.missing_param) + " is out of range";
+    return leaves.outside_family ? "family index used outside a graph family" : "an operand is not known";
   }
   *out = v.value;
   return {};

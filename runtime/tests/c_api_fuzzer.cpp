@@ -1,5 +1,5 @@
 // libFuzzer target for the C API: each input is a program of up to 96 calls, every orch_*
-// function with arguments drawn from the input: live, destroyed, foreign, NULL and made-up
+// function (orch_artifact_* and the bindings' helpers included) with arguments drawn from the input: live, destroyed, foreign, NULL and made-up
 // handles; names from the pipelines, made-up and NULL; values of every range; pipelines from the
 // input's bytes, the sample artifact, absurd sizes, and paths that are directories, FIFOs,
 // devices and missing files. No GPU is needed: without one, loading stops at "no CUDA device"
@@ -44,6 +44,7 @@ struct State {
   std::vector<orch_pipeline*> pipelines;
   std::vector<orch_bindings*> bindings;
   std::vector<orch_executable*> executables;
+  std::vector<orch_artifact*> artifacts;
   std::vector<orch_error*> errors;  // live and destroyed
   std::vector<orch_error*> live_errors;
   char host[256] = {};  // memory a binding may name (never reached without a GPU)
@@ -107,7 +108,7 @@ void* pointer(FuzzedDataProvider& d, State& s) {
 
 void step(FuzzedDataProvider& d, State& s) {
   std::string k1, k2;
-  switch (d.ConsumeIntegralInRange<int>(0, 31)) {
+  switch (d.ConsumeIntegralInRange<int>(0, 36)) {
     case 0: {
       orch_bindings* b = orch_bindings_create();
       if (b) s.bindings.push_back(b);
@@ -230,6 +231,52 @@ void step(FuzzedDataProvider& d, State& s) {
       take(s, e);
       break;
     }
+    case 31: {  // an artifact, described without a GPU: from the sample, the input's bytes, or a path
+      orch_artifact* a = reinterpret_cast<orch_artifact*>(1);
+      const bool with_out = d.ConsumeIntegralInRange<int>(0, 7) != 0;
+      orch_error* e = nullptr;
+      if (d.ConsumeBool()) {
+        std::vector<uint8_t> bytes(g_sample.begin(), g_sample.end());
+        if (d.ConsumeBool())
+          for (int i = d.ConsumeIntegralInRange<int>(1, 4); i > 0; --i)
+            bytes[d.ConsumeIntegralInRange<size_t>(0, bytes.size() - 1)] ^= d.ConsumeIntegral<uint8_t>();
+        size_t n = d.ConsumeBool() ? bytes.size() : d.ConsumeIntegralInRange<size_t>(0, bytes.size());
+        if (d.ConsumeIntegralInRange<int>(0, 7) == 0) n = orch::artifact::kMaxFileSize + 1;  // refused before reading
+        e = orch_artifact_open(d.ConsumeIntegralInRange<int>(0, 7) ? bytes.data() : nullptr, n, with_out ? &a : nullptr);
+      } else {
+        const char* path = nullptr;
+        if (d.ConsumeIntegralInRange<int>(0, 7) != 0) path = g_paths[d.ConsumeIntegralInRange<size_t>(0, g_paths.size() - 1)].c_str();
+        e = orch_artifact_read(path, with_out ? &a : nullptr);
+      }
+      if (with_out && e && a) fail("out set after an error");
+      if (with_out && !e) s.artifacts.push_back(a);
+      take(s, e);
+      break;
+    }
+    case 32: {
+      orch_artifact* a = pick(d, s.artifacts, s);
+      if (!orch_artifact_name(a) || !orch_artifact_describe(a)) fail("null artifact text");
+      take(s, orch_artifact_check(a, pick(d, s.bindings, s)));
+      break;
+    }
+    case 33: orch_artifact_destroy(pick(d, s.artifacts, s)); break;
+    case 34: {
+      orch_executable* x = pick(d, s.executables, s);
+      (void)orch_executable_buffer_bytes(x, name(d, k1));
+      orch_stats st;
+      orch_error* e = orch_executable_stats(x, d.ConsumeBool() ? &st : nullptr);
+      take(s, e);
+      orch_pipeline* p = pick(d, s.pipelines, s);
+      if (!orch_pipeline_image(p)) fail("null pipeline image");
+      (void)orch_pipeline_device(p);
+      break;
+    }
+    case 35: {  // never a stream CUDA would dereference: only the same one twice, or the null stream
+      take(s, orch_stream_wait(nullptr, nullptr));
+      int type = 0, device = 0;
+      take(s, orch_memory_info(pointer(d, s), d.ConsumeBool() ? &type : nullptr, d.ConsumeBool() ? &device : nullptr));
+      break;
+    }
     default: {
       orch_executable* x = pick(d, s.executables, s);
       orch_executable_destroy(x);
@@ -273,6 +320,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size_in) {
     for (orch_executable* x : s.executables) orch_executable_destroy(x);
     for (orch_pipeline* p : s.pipelines) orch_pipeline_destroy(p);
     for (orch_bindings* b : s.bindings) orch_bindings_destroy(b);
+    for (orch_artifact* a : s.artifacts) orch_artifact_destroy(a);
     for (orch_error* e : s.live_errors) orch_error_destroy(e);
   }
   return 0;

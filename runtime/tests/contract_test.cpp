@@ -374,6 +374,47 @@ TEST_CASE("C API: NULL, destroyed and foreign handles, NULL names and outs, for 
 
   invalid(orch_nccl_unique_id(nullptr), "orch_nccl_unique_id: `out` is NULL");
 
+  // The additions for language bindings: the same rule.
+  CHECK(std::string(orch_pipeline_image(nullptr)).empty());
+  CHECK(std::string(orch_pipeline_image(foreign_pipeline)).empty());
+  CHECK(orch_pipeline_device(nullptr) == -1);
+  CHECK(orch_pipeline_device(foreign_pipeline) == -1);
+  CHECK(orch_executable_buffer_bytes(nullptr, "x") == 0);
+  CHECK(orch_executable_buffer_bytes(foreign_exec, "x") == 0);
+  CHECK(orch_executable_buffer_bytes(made_up, nullptr) == 0);
+  orch_stats stats;
+  std::memset(&stats, 0xFF, sizeof stats);
+  invalid(orch_executable_stats(nullptr, &stats), "orch_executable_stats: `exec` is NULL");
+  CHECK(stats.nodes_patched_in_place == 0);  // zeroed first
+  CHECK(stats.segments_rebuilt == 0);
+  invalid(orch_executable_stats(foreign_exec, &stats),
+          "orch_executable_stats: `exec` is not a live orch_executable" + not_live);
+  invalid(orch_executable_stats(made_up, nullptr), "orch_executable_stats: `exec` is not a live orch_executable" + not_live);
+  int type = 7, device = 7;
+  invalid(orch_memory_info(nullptr, nullptr, &device), "orch_memory_info: `type` is NULL");
+  CHECK(device == -1);
+  invalid(orch_memory_info(nullptr, &type, nullptr), "orch_memory_info: `device` is NULL");
+  CHECK(type == 0);
+  CHECK(orch_stream_wait(nullptr, nullptr) == nullptr);  // the same stream: nothing to do, no CUDA call
+  auto* foreign_artifact = reinterpret_cast<orch_artifact*>(live);
+  orch_artifact* a = reinterpret_cast<orch_artifact*>(8);
+  invalid(orch_artifact_open(nullptr, 0, &a), "orch_artifact_open: `bytes` is NULL");
+  CHECK(a == nullptr);
+  invalid(orch_artifact_open("x", 1, nullptr), "orch_artifact_open: `out` is NULL");
+  a = reinterpret_cast<orch_artifact*>(8);
+  invalid(orch_artifact_read(nullptr, &a), "orch_artifact_read: `path` is NULL");
+  CHECK(a == nullptr);
+  invalid(orch_artifact_read("x.bin", nullptr), "orch_artifact_read: `out` is NULL");
+  CHECK(std::string(orch_artifact_name(nullptr)).empty());
+  CHECK(std::string(orch_artifact_name(foreign_artifact)).empty());
+  CHECK(std::string(orch_artifact_describe(nullptr)).empty());
+  CHECK(std::string(orch_artifact_describe(foreign_artifact)).empty());
+  invalid(orch_artifact_check(nullptr, live), "orch_artifact_check: `artifact` is NULL");
+  invalid(orch_artifact_check(foreign_artifact, live), "orch_artifact_check: `artifact` is not a live orch_artifact" + not_live);
+  orch_artifact_destroy(nullptr);
+  orch_artifact_destroy(foreign_artifact);  // a bindings handle: ignored
+  CHECK(orch_bindings_param_u32(live, "n", 2) == nullptr);
+
   // Errors: NULL is "no error"; a destroyed one is recognized; destroying twice is harmless.
   orch_error* e = orch_launch(nullptr, nullptr);
   CHECK(orch_error_code(e) == ORCH_ERROR_INVALID_ARGUMENT);
@@ -401,6 +442,79 @@ TEST_CASE("C API: NULL, destroyed and foreign handles, NULL names and outs, for 
   CHECK(fresh != live);
   CHECK(fresh != dead);
   orch_bindings_destroy(fresh);
+}
+
+TEST_CASE("C API: an artifact verified and described without a GPU, bindings checked against it") {
+  const std::string bytes = orch::artifact::sample_artifact();
+  orch_artifact* a = nullptr;
+  REQUIRE(orch_artifact_open(bytes.data(), bytes.size(), &a) == nullptr);
+  REQUIRE(a != nullptr);
+  CHECK(std::string(orch_artifact_name(a)) == "sample");
+  const std::string json = orch_artifact_describe(a);
+  CHECK(json.find("\"params\": [") != std::string::npos);
+  CHECK(json.find("{\"name\": \"n\", \"type\": \"u32\", \"default\": \"1048576\", \"where\": \"sample.orch:2:1\"}") !=
+        std::string::npos);
+  CHECK(json.find("{\"name\": \"mode\", \"type\": \"i32\", \"default\": null") != std::string::npos);
+  CHECK(json.find("{\"name\": \"counts\", \"type\": \"i32\", \"element_size\": 4, \"count\": \"ceil_div(n, 256) * 2\", "
+                  "\"scalar\": false, \"host\": false") != std::string::npos);
+  CHECK(json.find("{\"name\": \"flag\", \"type\": \"u32\", \"element_size\": 4, \"count\": \"1\", \"scalar\": true") !=
+        std::string::npos);
+  CHECK(json.find("\"host\": true") != std::string::npos);  // u_host
+  CHECK(json.find("\"comms\": [{\"name\": \"world\"}]") != std::string::npos);
+  CHECK(json.find("\"segment\": true") != std::string::npos);
+
+  // Bindings checked as instantiate checks them before CUDA: params, comms, sizes.
+  orch_bindings* b = orch_bindings_create();
+  orch_error* e = orch_artifact_check(a, b);
+  CHECK(orch_error_code(e) == ORCH_ERROR_UNBOUND);  // mode has no default
+  orch_error_destroy(e);
+  REQUIRE(orch_bindings_param_i32(b, "mode", 1) == nullptr);
+  REQUIRE(orch_bindings_comm(b, "world", nullptr, 0, 1) == nullptr);
+  CHECK(orch_artifact_check(a, b) == nullptr);
+  REQUIRE(orch_bindings_param_u32(b, "n", 100) == nullptr);  // not a multiple of 256: the bind check
+  e = orch_artifact_check(a, b);
+  CHECK(orch_error_code(e) == ORCH_ERROR_BIND_CHECK_FAILED);
+  CHECK(std::string(orch_error_where(e)) == "sample.orch:4:1");
+  orch_error_destroy(e);
+  REQUIRE(orch_bindings_param_u32(b, "n", 512) == nullptr);
+  char memory[16];
+  REQUIRE(orch_bindings_buffer(b, "u", memory, 512 * 4 - 1) == nullptr);
+  e = orch_artifact_check(a, b);
+  CHECK(orch_error_code(e) == ORCH_ERROR_BUFFER_TOO_SMALL);
+  CHECK(std::string(orch_error_message(e)).find("buffer 'u'") == 0);
+  CHECK(std::string(orch_error_where(e)) == "sample.orch:6:1");
+  orch_error_destroy(e);
+  REQUIRE(orch_bindings_buffer(b, "u", memory, 512 * 4) == nullptr);  // pointers are not looked at
+  CHECK(orch_artifact_check(a, b) == nullptr);
+  REQUIRE(orch_bindings_buffer(b, "nope", memory, 16) == nullptr);
+  e = orch_artifact_check(a, b);
+  CHECK(orch_error_code(e) == ORCH_ERROR_UNKNOWN_NAME);
+  orch_error_destroy(e);
+  orch_bindings_destroy(b);
+
+  // Bad bytes and files: the verifier's line; sizes refused before anything is read.
+  orch_artifact* bad = reinterpret_cast<orch_artifact*>(8);
+  e = orch_artifact_open(bytes.data(), bytes.size() - 1, &bad);
+  CHECK(orch_error_code(e) == ORCH_ERROR_INVALID_ARTIFACT);
+  CHECK(bad == nullptr);
+  orch_error_destroy(e);
+  e = orch_artifact_open(bytes.data(), orch::artifact::kMaxFileSize + 1, &bad);
+  CHECK(orch_error_code(e) == ORCH_ERROR_INVALID_ARTIFACT);
+  orch_error_destroy(e);
+  e = orch_artifact_read("/nonexistent/p.bin", &bad);
+  CHECK(orch_error_code(e) == ORCH_ERROR_IO);
+  CHECK(std::string(orch_error_message(e)).find("/nonexistent/p.bin: ") == 0);
+  orch_error_destroy(e);
+  e = orch_artifact_read("/tmp", &bad);
+  CHECK(orch_error_code(e) == ORCH_ERROR_IO);
+  orch_error_destroy(e);
+
+  orch_artifact_destroy(a);
+  orch_artifact_destroy(a);
+  CHECK(std::string(orch_artifact_name(a)).empty());
+  e = orch_artifact_check(a, nullptr);
+  CHECK(std::string(orch_error_message(e)) == "orch_artifact_check: `artifact` is not a live orch_artifact (destroyed already, or never one)");
+  orch_error_destroy(e);
 }
 
 }  // TEST_SUITE("contract")

@@ -31,11 +31,21 @@ default written in the pipeline. --list shows both.
 Timing: each launch is bracketed by CUDA events on the launch stream; orch-run prints the
 median, p90, min and max time per launch, after the warm-up launches. --nodes then runs
 --repeat more launches under CUPTI's activity tracing (libcupti from the CUDA toolkit,
-loaded at run time) and prints each graph node's GPU time per launch, matched to the .orch
-statements that can have produced it; the graph itself is launched unchanged.
+loaded at run time) and prints each graph node's GPU time per launch, each named by the .orch
+statement it was built for (through CUDA's graph node ids); the graph itself is launched
+unchanged. --trace FILE writes those launches and the host-side phases (load, build,
+instantiate, upload, launch) as a Chrome trace: open it in ui.perfetto.dev or chrome://tracing.
+--roofline FILE.svg places each kernel node on the device's roofline (bytes and FLOPs from
+CUPTI's range profiler, or the `cost` declared on the kernel) and says whether it is memory- or
+compute-bound; the peaks come from the target profile (targets/*.yaml). Pipelines that launch
+graphs from the device cannot be traced by CUPTI today: --trace then shows the host side only.
+--timing prints the host-clock time of loading the pipeline, instantiating it (split into
+building the graphs, cudaGraphInstantiate, uploading them, and the rest) and the first launch,
+with the device synchronized before and after each.
 
 --dump NAME=FILE writes the buffer's raw bytes after the last launch (warm-up launches
-count: use --warmup 0 --repeat 1 to dump the result of exactly one run).
+count, and so do the profiled launches of --nodes, --trace and --roofline: use --warmup 0
+--repeat 1 without them to dump the result of exactly one run).
 
 Several GPUs (a pipeline with a `comm`): --ranks N starts N processes on this host, rank r on
 device r, and orch makes the NCCL communicator; rank 0 prints every rank's times and the
@@ -134,6 +144,18 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
                "ignore the CUBINs and JIT-compile the pipeline's PTX");
   app.add_flag("--nodes", o->nodes,
                "also time each graph node (CUPTI), over --repeat more launches");
+  app.add_option("--trace", o->trace,
+                 "write a Chrome/Perfetto trace (JSON) of the run: host phases and, over --repeat more launches, "
+                 "every node's GPU work named by its statement")
+      ->type_name("FILE");
+  app.add_option("--roofline", o->roofline,
+                 "write an SVG roofline of the kernel nodes (bytes and FLOPs measured by CUPTI, else as declared "
+                 "with `cost`) and print a report")
+      ->type_name("FILE");
+  app.add_flag("--declared-costs", o->declared_costs,
+               "--roofline: use the costs declared in the .orch file even where CUPTI can measure");
+  app.add_flag("--timing", o->timing,
+               "print the host time of load, instantiate (build, instantiate, upload) and the first launch");
   app.add_flag("--list", o->list,
                "print the pipeline's params and buffers and exit (no GPU needed)");
   app.add_option("--ranks", o->ranks, "run on N GPUs of this host, one process per rank")
@@ -172,6 +194,8 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
     err << "orch-run: " << message << "\n";
     return ParseOutcome{false, kExitUsage};
   };
+  if (o->declared_costs && o->roofline.empty()) return usage("--declared-costs needs --roofline FILE");
+  if (!o->trace.empty() && o->trace == o->roofline) return usage("--trace and --roofline name the same file");
   std::string error, name, value;
   std::set<std::string> seen;
   for (const std::string& p : params) {

@@ -55,6 +55,14 @@ struct Options {
   bool force_ptx = false;
   bool list = false;
   bool nodes = false;  // per-node times (CUPTI) over --repeat more launches
+  // --trace FILE: a Chrome/Perfetto trace of the run (host phases, and the GPU work of --repeat
+  // more launches, each node named by its statement). --roofline FILE: an SVG roofline of the
+  // kernel nodes, and a report. --declared-costs: the roofline uses the costs declared in the
+  // .orch file even where CUPTI could measure bytes and FLOPs.
+  std::string trace;
+  std::string roofline;
+  bool declared_costs = false;
+  bool timing = false;  // host time of load, instantiate and the first launch
   // --timeout: seconds for the whole run (0: none). On expiry orch-run reports what it was
   // doing and ends the process (exit 3): CUDA cannot cancel a kernel that never finishes.
   double timeout = 0;

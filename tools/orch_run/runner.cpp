@@ -19,7 +19,14 @@
 #include "artifact/artifact.h"
 #include "orch/ranks.h"
 #include "orch/runtime.h"
-#include "tools/orch_run/nodes.h"
+#include "compiler/target_profile.h"
+#include "tools/orch_run/attribution.h"
+#include "tools/orch_run/costs.h"
+#include "tools/orch_run/cupti.h"
+#include "tools/orch_run/metrics.h"
+#include "tools/orch_run/roofline.h"
+#include "tools/orch_run/sites.h"
+#include "tools/orch_run/trace.h"
 #include "tools/orch_run/watchdog.h"
 
 namespace orch::run {
@@ -104,11 +111,24 @@ class Runner {
                     "rank can read");
       orch::ranks::default_nccl_environment();  // before NCCL is loaded
     }
-    if (o_.nodes && uses_device_graphs(fb))
-      return fail("--nodes: pipeline " + fb.name()->str() +
-                  " launches graphs from the device, and its launches fail while CUPTI traces "
-                  "them (seen with driver 580, CUDA 13.0); per-node times are not available "
-                  "for it, run without --nodes");
+    // CUPTI's activity tracing makes device graph launches fail (seen with driver 580, CUDA
+    // 13.0). ORCH_RUN_TRACE_DEVICE_GRAPHS=1 traces them anyway, to see whether it still does.
+    const char* force = std::getenv("ORCH_RUN_TRACE_DEVICE_GRAPHS");
+    const bool device_graphs = uses_device_graphs(fb) && !(force && std::string(force) == "1");
+    for (const auto& [flag, on] : {std::pair<const char*, bool>{"--nodes", o_.nodes}, {"--roofline", !o_.roofline.empty()}})
+      if (on && device_graphs)
+        return fail(std::string(flag) + ": pipeline " + fb.name()->str() +
+                    " launches graphs from the device, and its launches fail while CUPTI traces "
+                    "them (seen with driver 580, CUDA 13.0); per-node times are not available "
+                    "for it, run without " + flag + " (--trace shows its host side)");
+    if (observing()) {
+      sites_ = std::make_unique<SiteTable>(fb);
+      trace_gpu_ = !device_graphs;
+      if (device_graphs)
+        notes_.push_back("pipeline " + fb.name()->str() +
+                         " launches graphs from the device, and CUPTI's activity tracing makes such launches fail "
+                         "(seen with driver 580, CUDA 13.0): its GPU work is not traced, only the host side");
+    }
     // Refuse a --dump destination that could not be written before any GPU work is done.
     for (const DumpArg& d : o_.dumps) {
       const std::string path = me_.world_size > 1 ? d.path + ".rank" + std::to_string(me_.rank) : d.path;
@@ -142,12 +162,25 @@ class Runner {
       return fail("cannot read the properties of CUDA device " + std::to_string(o_.device) +
                   ": " + cuda_text(e));
 
+    // CUPTI hears about every node from here on (it must be there before the graphs are built).
+    if (observing()) {
+      cupti_ = Cupti::open(&error);
+      if (!cupti_) return fail(observe_flag() + ": " + error);
+      if (!cupti_->observe(*sites_, trace_gpu_, &error)) return fail(observe_flag() + ": " + error);
+    }
+
     // 4. Load, bind, instantiate.
     orch::LoadOptions load_options;
     load_options.force_ptx = o_.force_ptx;
     phase_ = "loading the pipeline";
-    auto pipeline = orch::Pipeline::load(o_.pipeline, load_options);
+    if (o_.timing && (e = sync_for_timing()) != cudaSuccess) return fail("cudaDeviceSynchronize: " + cuda_text(e));
+    auto pipeline = [&] {
+      HostPhase h(this, "load", "load " + o_.pipeline);
+      return orch::Pipeline::load(o_.pipeline, load_options);
+    }();
     if (!pipeline) return fail(pipeline.error());
+    if (o_.timing && (e = sync_for_timing(&load_ms_)) != cudaSuccess)
+      return fail("cudaDeviceSynchronize: " + cuda_text(e));
     StreamOwner stream;
     if ((e = cudaStreamCreateWithFlags(&stream.s, cudaStreamNonBlocking)) != cudaSuccess)
       return fail("cannot create a stream: " + cuda_text(e));
@@ -176,8 +209,14 @@ class Runner {
       }
     }
     phase_ = "instantiating the pipeline";
-    auto exec = (*pipeline)->instantiate(bindings, stream.s);
+    if (o_.timing && (e = sync_for_timing()) != cudaSuccess) return fail("cudaDeviceSynchronize: " + cuda_text(e));
+    auto exec = [&] {
+      HostPhase h(this, "instantiate", "instantiate " + fb.name()->str());
+      return (*pipeline)->instantiate(bindings, stream.s);
+    }();
     if (!exec) return fail(exec.error());
+    if (o_.timing && (e = sync_for_timing(&instantiate_ms_)) != cudaSuccess)
+      return fail("cudaDeviceSynchronize: " + cuda_text(e));
     orch::Executable& x = *exec.value();
     SyncOnExit sync_on_exit{stream.s};
     // Every rank has read the ids (the communicators exist): rank 0 removes them, so that a
@@ -207,6 +246,7 @@ class Runner {
     // 5. Fill.
     phase_ = "filling the buffers";
     for (const FillArg& f : o_.fills) {
+      HostPhase h(this, "fill", "--fill " + f.name + "=" + f.spec);
       const int rc = fill(x, f);
       if (rc != kExitOk) return rc;
     }
@@ -217,13 +257,18 @@ class Runner {
 
     // 6. Warm up, then time each launch with a pair of events.
     phase_ = "the warm-up launches";
+    // The host path of the warm-up and timed launches carries no observation of its own.
+    if (cupti_) cupti_->record_launches(false);
+    std::optional<HostPhase> warmup_phase;
+    warmup_phase.emplace(this, "launch", std::to_string(o_.warmup) + " warm-up launches");
     for (unsigned i = 0; i < o_.warmup; ++i) {
-      orch::Status s = x.launch(stream.s);
+      orch::Status s = launch(x, stream.s);
       if (!s) return fail(s.error());
     }
     if ((e = cudaStreamSynchronize(stream.s)) != cudaSuccess)
       return fail("a warm-up launch failed on the GPU: " + cuda_text(e));
     if (orch::Status d = x.device_status(); !d) return fail(d.error());
+    warmup_phase.reset();
 
     std::vector<double> ms;
     ms.reserve(o_.repeat);
@@ -234,12 +279,14 @@ class Runner {
           (e = cudaEventCreate(&stops[i].e)) != cudaSuccess)
         return fail("cannot create CUDA events: " + cuda_text(e));
     phase_ = "the timed launches";
+    std::optional<HostPhase> timed_phase;
+    timed_phase.emplace(this, "launch", std::to_string(o_.repeat) + " timed launches (CUDA events)");
     const auto wall_start = std::chrono::steady_clock::now();
     for (unsigned done = 0; done < o_.repeat;) {
       const unsigned n = std::min(o_.repeat - done, kBatch);
       for (unsigned i = 0; i < n; ++i) {
         cudaEventRecord(starts[i].e, stream.s);
-        orch::Status s = x.launch(stream.s);
+        orch::Status s = launch(x, stream.s);
         if (!s) return fail(s.error());
         cudaEventRecord(stops[i].e, stream.s);
       }
@@ -258,6 +305,7 @@ class Runner {
     const double wall_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start)
             .count();
+    timed_phase.reset();
 
     const Summary s = summarize(ms);
     std::vector<std::vector<double>> per_rank;
@@ -278,9 +326,10 @@ class Runner {
          << "wall clock: " << format_ms(wall_ms) << " for " << o_.repeat << " launches ("
          << format_ms(wall_ms / o_.repeat) << " per launch, event records included)\n";
     if (!per_rank.empty()) print_ranks(per_rank);
+    if (o_.timing) print_timing(x.instantiate_times());
     out().flush();
-    if (o_.nodes) {
-      const int rc = profile_nodes(x, fb, stream.s, s);
+    if (observing()) {
+      const int rc = observe(x, fb, stream.s, s, prop);
       if (rc != kExitOk) return rc;
     }
 
@@ -308,6 +357,39 @@ class Runner {
                                 "process, which ends that work";
     if (o_.on_timeout) o_.on_timeout(message);
     else report_and_exit(message, kExitTimeout);
+  }
+
+  // --timing: waits for the whole device, then adds the time since the last such wait to
+  // `*phase` (when given). Each phase is timed from a synchronized device to a synchronized
+  // device, so work it leaves running is counted in it.
+  cudaError_t sync_for_timing(double* phase = nullptr) {
+    const cudaError_t e = cudaDeviceSynchronize();
+    const auto now = std::chrono::steady_clock::now();
+    if (phase) *phase = std::chrono::duration<double, std::milli>(now - timing_mark_).count();
+    timing_mark_ = now;
+    return e;
+  }
+
+  // A launch; with --timing the first one is timed on the host clock, device synchronized.
+  orch::Status launch(orch::Executable& x, cudaStream_t stream) {
+    if (!o_.timing || first_launch_ms_ >= 0) return x.launch(stream);
+    cudaError_t e = sync_for_timing();
+    if (e != cudaSuccess) return orch::Error(orch::ErrorCode::Cuda, "cudaDeviceSynchronize: " + cuda_text(e));
+    orch::Status s = x.launch(stream);
+    if (!s) return s;
+    e = sync_for_timing(&first_launch_ms_);
+    if (e != cudaSuccess) return orch::Error(orch::ErrorCode::Cuda, "the first launch failed on the GPU: " + cuda_text(e));
+    return s;
+  }
+
+  void print_timing(const orch::Executable::InstantiateTimes& t) {
+    const double build = t.build_s * 1e3, inst = t.instantiate_s * 1e3, upload = t.upload_s * 1e3;
+    const double rest = instantiate_ms_ - build - inst - upload;
+    out() << "timing (host clock, device synchronized around each phase): load " << format_ms(load_ms_)
+          << ", instantiate " << format_ms(instantiate_ms_) << " (building " << format_ms(build)
+          << ", cudaGraphInstantiate " << format_ms(inst) << ", upload " << format_ms(upload) << ", other "
+          << format_ms(rest > 0 ? rest : 0) << "), first launch "
+          << (first_launch_ms_ >= 0 ? format_ms(first_launch_ms_) : std::string("none")) << "\n";
   }
 
   int fail(const std::string& message) {
@@ -368,27 +450,306 @@ class Runner {
   }
   int fail(const orch::Error& error) { return fail(error.to_string()); }
 
-  // --nodes: --repeat more launches, each synchronized and its CUPTI records taken.
-  int profile_nodes(orch::Executable& x, const orch::fb::Pipeline& fb, cudaStream_t stream,
-                    const Summary& launch) {
-    std::string error;
-    auto profiler = NodeProfiler::create(&error);
-    if (!profiler) return fail("--nodes: " + error);
-    phase_ = "the per-node profiling launches (--nodes)";
-    std::vector<std::vector<NodeRecord>> launches;
-    for (unsigned i = 0; i < o_.repeat; ++i) {
-      orch::Status s = x.launch(stream);
-      if (!s) return fail(s.error());
-      cudaError_t e = cudaStreamSynchronize(stream);
-      if (e != cudaSuccess) return fail("a launch failed on the GPU: " + cuda_text(e));
-      if (orch::Status d = x.device_status(); !d) return fail(d.error());
-      launches.push_back(profiler->take(&error));
-      if (!error.empty()) return fail("--nodes: " + error);
+  bool observing() const { return o_.nodes || !o_.trace.empty() || !o_.roofline.empty(); }
+  // The flag to name in a message about CUPTI.
+  std::string observe_flag() const {
+    return o_.nodes ? "--nodes" : !o_.trace.empty() ? "--trace" : "--roofline";
+  }
+  // A file written for this rank: FILE, or FILE.rank<r> when there are several ranks.
+  std::string rank_path(const std::string& path) const {
+    return me_.world_size > 1 ? path + ".rank" + std::to_string(me_.rank) : path;
+  }
+
+  // A host-side phase for --trace, on CUPTI's clock.
+  struct HostPhase {
+    Runner* r;
+    HostSlice s;
+    HostPhase(Runner* runner, std::string category, std::string name) : r(runner) {
+      if (!r->cupti_) return;
+      s.category = std::move(category);
+      s.name = std::move(name);
+      s.start_ns = r->cupti_->now_ns();
     }
-    const auto rows = aggregate_nodes(launches);
-    out() << format_node_table(fb, rows, [&](const std::string& name) { return x.buffer_bytes(name); },
-                              launch, launches.size());
+    ~HostPhase() {
+      if (!r->cupti_) return;
+      s.end_ns = r->cupti_->now_ns();
+      r->cupti_->add_host_slice(std::move(s));
+    }
+    HostPhase(const HostPhase&) = delete;
+    HostPhase& operator=(const HostPhase&) = delete;
+  };
+
+  // --nodes, --trace, --roofline: --repeat more launches under CUPTI's activity tracing, each
+  // synchronized and its records taken; then the table, the trace and the roofline.
+  int observe(orch::Executable& x, const orch::fb::Pipeline& fb, cudaStream_t stream, const Summary& launch,
+              const cudaDeviceProp& prop) {
+    std::string error;
+    const std::string flag = observe_flag();
+    std::vector<std::vector<NodeRecord>> launches;
+    auto launch_and_wait = [&](std::string* why) {
+      orch::Status s = x.launch(stream);
+      if (!s) {
+        *why = s.error().to_string();
+        return false;
+      }
+      cudaError_t e = cudaStreamSynchronize(stream);
+      if (e != cudaSuccess) {
+        *why = "a launch failed on the GPU: " + cuda_text(e);
+        return false;
+      }
+      if (orch::Status d = x.device_status(); !d) {
+        *why = d.error().to_string();
+        return false;
+      }
+      return true;
+    };
+    cupti_->record_launches(true);
+    if (trace_gpu_) {
+      phase_ = "the profiled launches (--nodes, --trace, --roofline)";
+      if (!cupti_->enable_activity(&error)) return fail(flag + ": " + error);
+      for (unsigned i = 0; i < o_.repeat; ++i) {
+        HostPhase h(this, "launch", "profiled launch " + std::to_string(i + 1));
+        if (!launch_and_wait(&error)) return fail(error);
+        launches.push_back(cupti_->take(&error));
+        if (!error.empty()) return fail(flag + ": " + error);
+      }
+    }
+    const Attribution attribution = attribute(launches, cupti_->ids());
+    if (o_.nodes)
+      out() << format_node_table(*sites_, node_rows(attribution), launch, launches.size());
+
+    if (!o_.roofline.empty()) {
+      RooflineReport report;
+      // Measured counters: one more launch under the range profiler, with the activity records
+      // of the same launch to tell which node each range (each kernel, in the order they ran) is.
+      std::map<int, std::pair<KernelCounters, size_t>> measured;  // site: summed counters, runs
+      if (o_.declared_costs) {
+        report.note = "counts as declared with `cost` (--declared-costs)";
+      } else {
+        size_t kernels = 0;
+        for (const auto& l : launches) {
+          size_t k = 0;
+          for (const NodeRecord& r : l) k += r.kind == NodeRecord::Kind::Kernel;
+          kernels = std::max(kernels, k);
+        }
+        phase_ = "the range profiler's launch (--roofline)";
+        HostPhase h(this, "launch", "range profiler launch (--roofline)");
+        // A launch that fails is an error of the run, not of the profiler.
+        std::string launch_error;
+        auto profiled_launch = [&](std::string* why) {
+          if (launch_and_wait(why)) return true;
+          launch_error = *why;
+          return false;
+        };
+        // With the activity records of the same launch, which say which node each range is.
+        std::string why;
+        std::vector<KernelCounters> ranges;
+        bool profiled = false;
+        {
+          auto profiler = RangeProfiler::open(*cupti_, o_.device, kernels + 64, &why);
+          profiled = profiler && profiler->profile(profiled_launch, &ranges, &why);
+        }
+        if (!launch_error.empty()) return fail("--roofline: " + launch_error);
+        std::vector<NodeRecord> records = cupti_->take(&error);
+        bool ok = profiled && error.empty();
+        if (profiled && !error.empty()) why = error;
+        error.clear();
+        if (ok) {
+          ok = match_ranges(records, ranges, &measured, &why);
+        } else if (!profiled) {
+          // CUPTI may refuse to profile while it traces. Without the records, a launch of one
+          // kernel node is still unambiguous: every profiled launch ran the same single kernel.
+          int only = -2;
+          for (uint32_t l = 0; l < launches.size() && only != -1; ++l) {
+            int site = -2, count = 0;
+            for (const Attributed& a : attribution.records)
+              if (a.launch == l && a.record.kind == NodeRecord::Kind::Kernel) {
+                ++count;
+                site = a.site;
+              }
+            only = count == 1 && site >= 0 && (only == -2 || only == site) ? site : -1;
+          }
+          if (only >= 0) {
+            cupti_->disable_activity();
+            std::string again;
+            auto profiler = RangeProfiler::open(*cupti_, o_.device, 64, &again);
+            std::vector<KernelCounters> alone;
+            if (profiler && profiler->profile(profiled_launch, &alone, &again) && alone.size() == 1) {
+              measured[only] = {alone[0], 1};
+              ok = true;
+            } else if (profiler && again.empty()) {
+              again = std::to_string(alone.size()) + " ranges for a launch of one kernel";
+            }
+            if (!launch_error.empty()) return fail("--roofline: " + launch_error);
+            if (!ok) why += "; without tracing: " + again;
+          }
+        }
+        report.note = ok ? "bytes and FLOPs measured by CUPTI's range profiler (one more launch, kernels replayed)"
+                         : "CUPTI could not measure bytes and FLOPs (" + why + "): counts as declared with `cost`";
+        // The launch may have failed in ways that leave the GPU unusable: check before going on.
+        if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
+          return fail("--roofline: the range profiler's launch failed on the GPU: " + cuda_text(e));
+        (void)cudaGetLastError();
+      }
+      report.peaks = peaks_for(prop);
+      CostLeaf params = [&](const expr::Instr& in) -> std::optional<double> {
+        switch (in.kind) {
+          case expr::InstrKind::Param:
+            if (fb.params() && in.ref >= 0 && static_cast<uint32_t>(in.ref) < fb.params()->size())
+              if (auto v = x.param_as_double(fb.params()->Get(static_cast<uint32_t>(in.ref))->name()->string_view()))
+                return *v;
+            return std::nullopt;
+          case expr::InstrKind::Rank: return static_cast<double>(me_.rank);
+          case expr::InstrKind::WorldSize: return static_cast<double>(me_.world_size);
+          default: return std::nullopt;
+        }
+      };
+      build_points(fb, attribution, measured, params, &report);
+      out() << format_roofline(report);
+      const std::string path = rank_path(o_.roofline);
+      if (!orch::artifact::write_file_atomically(path, roofline_svg(report), &error))
+        return fail("--roofline " + path + ": " + error);
+      out() << "wrote the roofline (" << report.points.size() << " point" << (report.points.size() == 1 ? "" : "s")
+            << ") to " << path << "\n";
+    }
+    cupti_->disable_activity();
+
+    if (!o_.trace.empty()) {
+      TraceInput in;
+      in.sites = sites_.get();
+      in.pipeline = fb.name()->str();
+      in.device = std::string(prop.name) + " (device " + std::to_string(o_.device) + ")";
+      in.rank = me_.rank;
+      in.world_size = me_.world_size;
+      in.gpu = trace_gpu_ ? &attribution : nullptr;
+      in.host = cupti_->host_slices();
+      in.notes = notes_;
+      in.notes.push_back("timed launches (CUDA events, not traced): median " + format_ms(launch.median) + ", p90 " +
+                         format_ms(launch.p90) + " over " + std::to_string(launch.count));
+      const std::string path = rank_path(o_.trace);
+      if (!orch::artifact::write_file_atomically(path, trace_json(in), &error))
+        return fail("--trace " + path + ": " + error);
+      out() << "wrote the trace (" << launches.size() << " profiled launch" << (launches.size() == 1 ? "" : "es") << ", "
+            << attribution.records.size() << " GPU records, " << in.host.size() << " host phases) to " << path
+            << (trace_gpu_ ? "" : " (host side only: " + notes_.front() + ")") << "\n";
+    }
     return kExitOk;
+  }
+
+  // The ranges of the range profiler's launch, in the order the kernels ran, against the kernel
+  // records of the same launch in start order. Only when the counts agree is each range given to
+  // a node; CUDA's memset kernels (fills) may or may not be ranges, so both are tried.
+  bool match_ranges(const std::vector<NodeRecord>& records, const std::vector<KernelCounters>& ranges,
+                    std::map<int, std::pair<KernelCounters, size_t>>* measured, std::string* error) const {
+    std::vector<const NodeRecord*> all, without_memsets;
+    for (const NodeRecord& r : records)
+      if (r.kind == NodeRecord::Kind::Kernel && r.end_ns > r.start_ns) all.push_back(&r);
+    std::stable_sort(all.begin(), all.end(),
+                     [](const NodeRecord* a, const NodeRecord* b) { return a->start_ns < b->start_ns; });
+    for (const NodeRecord* r : all)
+      if (r->name != "memset8" && r->name != "memset16" && r->name != "memset32") without_memsets.push_back(r);
+    const std::vector<const NodeRecord*>* chosen = ranges.size() == all.size()               ? &all
+                                                   : ranges.size() == without_memsets.size() ? &without_memsets
+                                                                                             : nullptr;
+    if (!chosen || ranges.empty()) {
+      *error = "its range profiler reported " + std::to_string(ranges.size()) +
+               " kernels and its trace of the same launch " + std::to_string(all.size()) +
+               ", so which kernel each measurement belongs to is not known";
+      return false;
+    }
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const int site = cupti_->ids().site_of((*chosen)[i]->node_id);
+      if (site < 0) continue;
+      auto& [sum, runs] = (*measured)[site];
+      sum.dram_bytes += ranges[i].dram_bytes;
+      for (int p = 0; p < 3; ++p) sum.flops[p] += ranges[i].flops[p];
+      sum.duration_ns += ranges[i].duration_ns;
+      ++runs;
+    }
+    return true;
+  }
+
+  Peaks peaks_for(const cudaDeviceProp& prop) {
+    Peaks p;
+    p.device = prop.name;
+    const std::string target = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+    DiagnosticEngine diags;
+    auto profile = load_target_profile(target, target_search_dirs(), SourceRange{}, diags);
+    if (!profile) {
+      p.source = "no target profile " + target;
+      return p;
+    }
+    const DevicePeaks* d = find_device_peaks(*profile, prop.name);
+    if (!d) {
+      p.source = "targets/" + target + ".yaml lists no peaks for " + std::string(prop.name);
+      return p;
+    }
+    p.dram_bytes_per_s = static_cast<double>(d->dram_bytes_per_s);
+    p.flops[0] = static_cast<double>(d->f16_flops_per_s);
+    p.flops[1] = static_cast<double>(d->f32_flops_per_s);
+    p.flops[2] = static_cast<double>(d->f64_flops_per_s);
+    p.source = "targets/" + target + ".yaml: " + d->source;
+    return p;
+  }
+
+  // One point per kernel node of the .orch file (kernels orchc writes are left out) that ran.
+  void build_points(const orch::fb::Pipeline& fb, const Attribution& a,
+                    const std::map<int, std::pair<KernelCounters, size_t>>& measured, const CostLeaf& params,
+                    RooflineReport* r) const {
+    const SiteTable& t = *sites_;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const Site& site = t[static_cast<int>(i)];
+      if (site.node->kind() != orch::fb::NodeKind::Kernel || site.generated) continue;
+      std::vector<double> runs;
+      for (const Attributed& x : a.records)
+        if (x.site == static_cast<int>(i)) runs.push_back(static_cast<double>(x.record.end_ns - x.record.start_ns) / 1e9);
+      const std::string kernel = fb.kernels()->Get(site.node->kernel())->name()->str();
+      if (runs.empty()) {
+        r->skipped.push_back(site.name + ": did not run in the profiled launches");
+        continue;
+      }
+      RooflinePoint p;
+      p.name = site.name;
+      p.place = site.place;
+      p.kernel = kernel;
+      p.seconds = summarize(runs).median;
+      p.runs = a.launches ? (runs.size() + a.launches - 1) / a.launches : 1;
+      auto m = measured.find(static_cast<int>(i));
+      if (m != measured.end() && m->second.second > 0) {
+        const double n = static_cast<double>(m->second.second);
+        p.source = RooflinePoint::Source::Measured;
+        p.bytes = m->second.first.dram_bytes / n;
+        int best = 1;  // f32 unless another precision did more
+        for (int q = 0; q < 3; ++q)
+          if (m->second.first.flops[q] > m->second.first.flops[best]) best = q;
+        p.precision = static_cast<Precision>(best);
+        p.flops = m->second.first.flops[best] / n;
+        r->points.push_back(std::move(p));
+        continue;
+      }
+      CostLeaf leaf = [&](const expr::Instr& in) -> std::optional<double> {
+        if (in.kind == expr::InstrKind::FamilyIndex) return site.member >= 0 ? std::optional<double>(site.member) : std::nullopt;
+        return params(in);
+      };
+      const DeclaredCost c = declared_cost(fb, *site.node, leaf);
+      if (!c.error.empty()) {
+        r->skipped.push_back(site.name + ": " + c.error);
+        continue;
+      }
+      if (!c.has_bytes || !c.has_flops) {
+        r->skipped.push_back(site.name + ": no measured counters, and kernel `" + kernel + "` declares " +
+                             (c.has_bytes ? "no `flops`" : c.has_flops ? "no `bytes`" : "no `cost`") +
+                             " (e.g. `cost bytes 12 * n, flops 2 * n` on its declaration)");
+        continue;
+      }
+      p.source = RooflinePoint::Source::Declared;
+      p.bytes = c.bytes;
+      p.flops = c.flops;
+      p.precision = c.flops_type == orch::fb::ScalarType::F64   ? Precision::F64
+                    : c.flops_type == orch::fb::ScalarType::F16 ? Precision::F16
+                                                                : Precision::F32;
+      r->points.push_back(std::move(p));
+    }
   }
 
   int fill(orch::Executable& x, const FillArg& f) {
@@ -459,8 +820,16 @@ class Runner {
   orch::ranks::Rank me_;  // rank 0 of 1 unless the pipeline has comms and a launcher says more
   orch::artifact::FileBytes pipeline_file_;
   std::map<std::string, orch::artifact::FileBytes> file_data_;
+  // --nodes, --trace, --roofline.
+  std::unique_ptr<SiteTable> sites_;
+  std::unique_ptr<Cupti> cupti_;
+  bool trace_gpu_ = true;  // the GPU work can be traced (no device-launched graphs)
+  std::vector<std::string> notes_;
   // What the run is doing, for --timeout's message (read by the watchdog's thread).
   std::atomic<const char*> phase_{"reading the pipeline"};
+  // --timing.
+  std::chrono::steady_clock::time_point timing_mark_;
+  double load_ms_ = 0, instantiate_ms_ = 0, first_launch_ms_ = -1;
 };
 
 }  // namespace

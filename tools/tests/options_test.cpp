@@ -98,6 +98,10 @@ TEST_CASE("defaults, --flag=value, and options before the pipeline") {
   CHECK(p.options.device == 0);
   CHECK_FALSE(p.options.force_ptx);
   CHECK(p.options.timeout == 0);
+  CHECK_FALSE(p.options.timing);
+  p = parse({"p.bin", "--timing"});
+  REQUIRE(p.outcome.run);
+  CHECK(p.options.timing);
   p = parse({"p.bin", "--timeout", "2.5"});
   REQUIRE(p.outcome.run);
   CHECK(p.options.timeout == 2.5);
@@ -114,6 +118,7 @@ TEST_CASE("--help prints the usage, the fills and the exit codes, and exits 0") 
   CHECK(p.out.find("--param NAME=VALUE") != std::string::npos);
   CHECK(p.out.find("random:LO:HI") != std::string::npos);
   CHECK(p.out.find("--nodes") != std::string::npos);
+  CHECK(p.out.find("--timing") != std::string::npos);
   CHECK(p.out.find("Exit codes") != std::string::npos);
   CHECK(p.out.find("3 --timeout passed") != std::string::npos);
 }

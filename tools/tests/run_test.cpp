@@ -22,19 +22,6 @@ using namespace orch::tools_test;
 
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& bytes) {
-  const std::string path = temp_dir() + "/" + name;
-  std::ofstream(path, std::ios::binary) << bytes;
-  return path;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string saxpy_or_fail() {
   std::string log;
   const std::string bin = compiled_saxpy(&log);
@@ -264,6 +251,20 @@ TEST_CASE("--nodes times each graph node and names its statement") {
   CHECK(r.out.find("per node (CUPTI activity records of 5 more launches") != std::string::npos);
   CHECK(r.out.find("       1  saxpy<<<ceil_div(n, 256), 256>>>  saxpy.orch:21:3\n") != std::string::npos);
   CHECK(r.out.find("1 nodes; their medians sum to ") != std::string::npos);
+}
+
+TEST_CASE("--timing prints load, instantiate and the first launch") {
+  const std::string saxpy = saxpy_or_fail();
+  RunOutput r = orch_run({saxpy, "--param", "n=1000", "--repeat", "2", "--warmup", "0", "--timing"});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("timing (host clock, device synchronized around each phase): load ") != std::string::npos);
+  CHECK(r.out.find(", instantiate ") != std::string::npos);
+  CHECK(r.out.find("(building ") != std::string::npos);
+  CHECK(r.out.find(", cudaGraphInstantiate ") != std::string::npos);
+  CHECK(r.out.find(", upload ") != std::string::npos);
+  CHECK(r.out.find("), first launch ") != std::string::npos);
+  CHECK(r.out.find("first launch none") == std::string::npos);  // the first timed launch, with --warmup 0
 }
 
 }  // TEST_SUITE("gpu")

@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "artifact/artifact.h"
 #include "tools/orch_run/options.h"
 #include "tools/orch_run/runner.h"
 #include "runtime/tests/device_check.h"
@@ -66,6 +67,73 @@ std::string compiled_saxpy(std::string* log) {
   // $ORCH_TOOLS_SAXPY: the example's path on a machine without this checkout's layout.
   const char* env = std::getenv("ORCH_TOOLS_SAXPY");
   return compiled(env && *env ? env : ORCH_TOOLS_SAXPY, log);
+}
+
+// A top-level fill of 16 KiB (what CUDA may run as its memset32 kernel) and a fill of the same
+// size inside a while body: the case issue 13 reported attributed to no statement, or to the
+// loop's fill. Also runs on the GPU (gpu_observe_test.cpp): acc = rounds * src after a launch.
+const char* fills_orch() {
+  return R"(// Fills in and out of a loop.
+pipeline fills
+target sm_90
+
+param n: u32 = 4096
+param rounds: u32 = 3
+
+buffer src: f32[n]
+buffer tmp: f32[n]
+buffer acc: f32[n]
+buffer i: u32
+
+kernel step(n: u32, src: in f32[], tmp: inout f32[], acc: inout f32[]) source """
+extern "C" __global__ void step(unsigned n, const float* src, float* tmp, float* acc) {
+  unsigned k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < n) {
+    tmp[k] += src[k];
+    acc[k] += tmp[k];
+  }
+}
+"""
+
+graph main {
+  fill acc = 0
+  fill i = 0
+  while i < rounds {
+    fill tmp = 0
+    step<<<ceil_div(n, 256), 256>>>(n, src, tmp, acc)
+    i += 1
+  }
+}
+)";
+}
+
+LoadedPipeline load_pipeline(const std::string& bin) {
+  LoadedPipeline l;
+  const std::string bytes = read_all(bin);
+  l.storage.assign((bytes.size() + 7) / 8, 0);
+  if (!bytes.empty()) std::memcpy(l.storage.data(), bytes.data(), bytes.size());
+  auto opened = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(l.storage.data()), bytes.size());
+  if (opened.ok()) l.pipeline = opened.pipeline;
+  else l.error = opened.error;
+  return l;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = temp_dir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string test_out_dir() {
+  const char* env = std::getenv("ORCH_TEST_OUT");
+  return env && *env ? env : "";
 }
 
 RunOutput orch_run(const std::vector<std::string>& args) {

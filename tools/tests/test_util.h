@@ -1,8 +1,11 @@
 // Helpers shared by orch_tools_tests.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "artifact/pipeline_generated.h"
 
 namespace orch::tools_test {
 
@@ -17,6 +20,24 @@ std::string compiled_saxpy(std::string* log);
 std::string compiled(const std::string& orch_file, std::string* log);
 // The acceptance examples' folder ($ORCH_SPEC_DIR, else the build's ORCH_SPEC_DIR).
 std::string spec_dir();
+
+// A compiled pipeline read into memory (8-byte aligned for the FlatBuffers reader) and opened
+// as the runtime opens it; `pipeline` is null (and `error` says why) when it cannot be.
+struct LoadedPipeline {
+  std::vector<uint64_t> storage;
+  const orch::fb::Pipeline* pipeline = nullptr;
+  std::string error;
+};
+LoadedPipeline load_pipeline(const std::string& bin);
+// Writes `text` to a file in the temporary folder and returns its path.
+std::string write_temp(const std::string& name, const std::string& text);
+std::string read_all(const std::string& path);
+// $ORCH_TEST_OUT (a folder for the pictures a GPU run brings back), or "" when unset.
+std::string test_out_dir();
+
+// A pipeline with a top-level 16 KiB fill and a fill of the same size inside a while loop (the
+// misattribution of issue 13), as .orch text: src in, acc = rounds * src out.
+const char* fills_orch();
 
 struct RunOutput {
   int exit_code = -1;

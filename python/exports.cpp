@@ -1,0 +1,5 @@
+// The shared libraries' only source: their contents come whole from static libraries
+// (python/CMakeLists.txt), and a library needs at least one source file.
+namespace {
+int orch_python_exports_unused;
+}

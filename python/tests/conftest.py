@@ -1,0 +1,87 @@
+"""Shared fixtures. Paths come from the environment so the tests run against a build tree
+(ORCH_LIBRARY_DIR=build/python, PYTHONPATH=python) or an installed wheel alike:
+  ORCH_SPEC_DIR   the acceptance pipelines (examples/, errors/); default .spec/ in the checkout,
+                  else ../shared/spec
+  ORCH_ORCHC      the orchc binary, to compare CompileError's text with (tests skip without it)
+  ORCH_WHEEL      a built wheel, for the fresh-venv install test
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import pytest
+
+import orch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def spec_dir() -> pathlib.Path:
+    env = os.environ.get("ORCH_SPEC_DIR")
+    if env:
+        return pathlib.Path(env)
+    if (ROOT / ".spec" / "examples").is_dir():
+        return ROOT / ".spec"
+    return ROOT.parent / "shared" / "spec"
+
+
+SPEC = spec_dir()
+EXAMPLES = SPEC / "examples"
+ERRORS = SPEC / "errors"
+EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.orch")) if EXAMPLES.is_dir() else []
+
+
+@pytest.fixture(scope="session")
+def spec() -> pathlib.Path:
+    if not EXAMPLES.is_dir():
+        pytest.skip(f"no spec examples at {SPEC} (set ORCH_SPEC_DIR)")
+    return SPEC
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> str:
+    """One kernel cache for the session (tests compile the same kernels many times)."""
+    return str(tmp_path_factory.mktemp("kernel-cache"))
+
+
+_artifacts: dict = {}
+
+
+@pytest.fixture(scope="session")
+def compiled(spec, cache_dir):
+    """compiled(name) -> the artifact of spec example `name`, compiled once per session."""
+
+    def get(name: str) -> bytes:
+        if name not in _artifacts:
+            _artifacts[name] = orch.compile(EXAMPLES / f"{name}.orch", cache_dir=cache_dir)
+        return _artifacts[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def orchc() -> str:
+    for candidate in (os.environ.get("ORCH_ORCHC"), str(ROOT / "build" / "compiler" / "orchc"), shutil.which("orchc")):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip("no orchc binary (set ORCH_ORCHC)")
+
+
+def _gpu_unavailable_reason(artifact: bytes) -> str:
+    try:
+        orch.load(artifact).load_kernels()
+    except orch.Error as e:
+        return str(e)
+    return ""
+
+
+@pytest.fixture(scope="session")
+def gpu(compiled):
+    """Skips (visibly, with CUDA's reason) where no GPU can run the sm_90 examples."""
+    reason = _gpu_unavailable_reason(compiled("saxpy"))
+    if reason:
+        pytest.skip(f"no usable GPU: {reason}")
+    return True

@@ -1,0 +1,406 @@
+#include "tools/orch_run/cupti.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "tools/orch_run/cupti_api.h"
+
+namespace orch::run {
+
+namespace {
+
+// CUPTI delivers activity records to plain callbacks on its own thread: they land here.
+std::mutex g_mutex;
+std::vector<NodeRecord> g_records;
+uint64_t g_dropped = 0;
+const Cupti::Api* g_api = nullptr;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  constexpr size_t kBufferSize = 8u << 20;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferSize));
+  *size = *buffer ? kBufferSize : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* buffer, size_t, size_t valid_size) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (buffer && g_api) {
+    CUpti_Activity* record = nullptr;
+    while (g_api->next_record(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+      NodeRecord r;
+      switch (record->kind) {
+        case CUPTI_ACTIVITY_KIND_KERNEL:
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+          const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+          r.kind = NodeRecord::Kind::Kernel;
+          r.name = k->name ? k->name : "";
+          r.graph_id = k->graphId;
+          r.node_id = k->graphNodeId;
+          r.start_ns = k->start;
+          r.end_ns = k->end;
+          r.device_launched = k->isDeviceLaunched != 0;
+          r.device_id = k->deviceId;
+          r.stream_id = k->streamId;
+          r.correlation_id = k->correlationId;
+          break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY: {
+          const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+          r.kind = NodeRecord::Kind::Memcpy;
+          r.bytes = m->bytes;
+          r.copy_kind = m->copyKind;
+          r.graph_id = m->graphId;
+          r.node_id = m->graphNodeId;
+          r.start_ns = m->start;
+          r.end_ns = m->end;
+          r.device_launched = m->isDeviceLaunched != 0;
+          r.device_id = m->deviceId;
+          r.stream_id = m->streamId;
+          r.correlation_id = m->correlationId;
+          break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMSET: {
+          const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+          r.kind = NodeRecord::Kind::Memset;
+          r.bytes = m->bytes;
+          r.graph_id = m->graphId;
+          r.node_id = m->graphNodeId;
+          r.start_ns = m->start;
+          r.end_ns = m->end;
+          r.device_launched = m->isDeviceLaunched != 0;
+          r.device_id = m->deviceId;
+          r.stream_id = m->streamId;
+          r.correlation_id = m->correlationId;
+          break;
+        }
+        default:
+          continue;
+      }
+      g_records.push_back(std::move(r));
+    }
+    size_t dropped = 0;
+    if (g_api->dropped_records && g_api->dropped_records(context, stream_id, &dropped) == CUPTI_SUCCESS)
+      g_dropped += dropped;
+  }
+  std::free(buffer);
+}
+
+}  // namespace
+
+// The runtime's observer: node ids through CUPTI, host phases through CUPTI's clock.
+class Cupti::Observer : public orch::Observer {
+ public:
+  Observer(Cupti& c, const SiteTable& sites, bool node_ids) : c_(c), sites_(sites), node_ids_(node_ids) {}
+
+  void node_begin(const NodeSite& site) override {
+    if (!node_ids_) return;
+    ids_.begin(site.path ? sites_.find(site.graph, site.member, *site.path) : -1);
+  }
+  void node_end(const NodeSite& site, cudaGraphNode_t made) override {
+    if (!node_ids_) return;
+    const int s = site.path ? sites_.find(site.graph, site.member, *site.path) : -1;
+    uint64_t id = 0;
+    if (made && c_.api_->graph_node_id(reinterpret_cast<CUgraphNode>(made), &id) != CUPTI_SUCCESS) id = 0;
+    // A child graph node (a collective's NCCL capture): its nodes are the originals of what
+    // instantiation clones, whether or not CUDA reported them made during the capture.
+    if (made && s >= 0) map_child_nodes(made, s, 0);
+    ids_.end(s, id);
+  }
+
+  void map_child_nodes(cudaGraphNode_t node, int site, int depth) {
+    cudaGraphNodeType type;
+    if (depth > 8 || cudaGraphNodeGetType(node, &type) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    if (type != cudaGraphNodeTypeGraph) return;
+    cudaGraph_t child = nullptr;
+    size_t count = 0;
+    if (cudaGraphChildGraphNodeGetGraph(node, &child) != cudaSuccess || !child ||
+        cudaGraphGetNodes(child, nullptr, &count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    std::vector<cudaGraphNode_t> nodes(count);
+    if (count && cudaGraphGetNodes(child, nodes.data(), &count) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    for (cudaGraphNode_t n : nodes) {
+      uint64_t id = 0;
+      if (c_.api_->graph_node_id(reinterpret_cast<CUgraphNode>(n), &id) == CUPTI_SUCCESS) ids_.add(id, site);
+      map_child_nodes(n, site, depth + 1);
+    }
+  }
+  void phase_begin(Phase phase, int graph, int member) override {
+    if (phase == Phase::Launch && !launches_.load()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_[{phase, graph, member}] = c_.now_ns();
+  }
+  void phase_end(Phase phase, int graph, int member, bool ok) override {
+    if (phase == Phase::Launch && !launches_.load()) return;
+    const uint64_t end = c_.now_ns();
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = open_.find({phase, graph, member});
+    if (it == open_.end()) return;
+    HostSlice s;
+    const auto* graphs = sites_.pipeline().graphs();
+    std::string g = graphs && graph >= 0 && static_cast<uint32_t>(graph) < graphs->size() && graphs->Get(graph)->name()
+                        ? graphs->Get(graph)->name()->str()
+                        : "graph " + std::to_string(graph);
+    if (member >= 0) g += "[" + std::to_string(member) + "]";
+    s.category = phase_name(phase);
+    s.name = std::string(phase_name(phase)) + " " + g;
+    s.start_ns = it->second;
+    s.end_ns = end;
+    s.ok = ok;
+    open_.erase(it);
+    slices_.push_back(std::move(s));
+  }
+
+  NodeIds ids_;
+  std::mutex mutex_;
+  std::map<std::tuple<Phase, int, int>, uint64_t> open_;
+  std::vector<HostSlice> slices_;
+  std::atomic<bool> launches_{true};
+
+ private:
+  Cupti& c_;
+  const SiteTable& sites_;
+  bool node_ids_;
+};
+
+namespace {
+
+// CUDA calls this on the thread that makes or clones a graph node.
+void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || !userdata || !cbdata) return;
+  auto* self = static_cast<std::pair<const Cupti::Api*, NodeIds*>*>(userdata);
+  if (!self->first || !self->second) return;
+  const auto* resource = static_cast<const CUpti_ResourceData*>(cbdata);
+  const auto* graph = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
+  if (!graph) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && graph->node) {
+    uint64_t id = 0;
+    if (self->first->graph_node_id(graph->node, &id) == CUPTI_SUCCESS) self->second->created(id);
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && graph->node && graph->originalNode) {
+    uint64_t clone = 0, original = 0;
+    if (self->first->graph_node_id(graph->node, &clone) == CUPTI_SUCCESS &&
+        self->first->graph_node_id(graph->originalNode, &original) == CUPTI_SUCCESS)
+      self->second->cloned(original, clone);
+  }
+}
+
+// The callback's user data: the entry points and where the ids go (lives as long as libcupti:
+// CUPTI may call back until it is unsubscribed, and the library is never unloaded).
+std::pair<const Cupti::Api*, NodeIds*>* g_callback_data = nullptr;
+
+}  // namespace
+
+std::unique_ptr<Cupti> Cupti::open(std::string* error) {
+  auto api = std::make_unique<Api>();
+  std::vector<std::string> candidates = {"libcupti.so.13", "libcupti.so"};
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = std::getenv(var)) {
+      candidates.push_back(std::string(root) + "/lib64/libcupti.so");
+      candidates.push_back(std::string(root) + "/extras/CUPTI/lib64/libcupti.so");
+    }
+  candidates.push_back("/usr/local/cuda/lib64/libcupti.so");
+  candidates.push_back("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so");
+  std::string first_error;
+  for (const std::string& c : candidates) {
+    api->handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (api->handle) break;
+    if (first_error.empty()) first_error = dlerror();
+  }
+  if (!api->handle) {
+    *error = "CUPTI (libcupti.so, part of the CUDA toolkit) could not be loaded: " + first_error +
+             " (set CUDA_HOME, or add its lib64 to LD_LIBRARY_PATH)";
+    return nullptr;
+  }
+  auto sym = [&](auto* fn, const char* name) {
+    *fn = reinterpret_cast<std::remove_pointer_t<decltype(fn)>>(dlsym(api->handle, name));
+    return *fn != nullptr;
+  };
+  if (!sym(&api->get_version, "cuptiGetVersion") || !sym(&api->result_string, "cuptiGetResultString") ||
+      !sym(&api->get_timestamp, "cuptiGetTimestamp") || !sym(&api->enable, "cuptiActivityEnable") ||
+      !sym(&api->disable, "cuptiActivityDisable") ||
+      !sym(&api->register_callbacks, "cuptiActivityRegisterCallbacks") ||
+      !sym(&api->flush_all, "cuptiActivityFlushAll") || !sym(&api->next_record, "cuptiActivityGetNextRecord") ||
+      !sym(&api->subscribe, "cuptiSubscribe") || !sym(&api->unsubscribe, "cuptiUnsubscribe") ||
+      !sym(&api->enable_callback, "cuptiEnableCallback") || !sym(&api->graph_node_id, "cuptiGetGraphNodeId")) {
+    *error = "the libcupti that was loaded lacks the activity or callback API";
+    return nullptr;
+  }
+  sym(&api->dropped_records, "cuptiActivityGetNumDroppedRecords");
+  sym(&api->profiler_initialize, "cuptiProfilerInitialize");
+  sym(&api->profiler_deinitialize, "cuptiProfilerDeInitialize");
+  sym(&api->chip_name, "cuptiDeviceGetChipName");
+  sym(&api->counter_availability, "cuptiProfilerGetCounterAvailability");
+  sym(&api->host_initialize, "cuptiProfilerHostInitialize");
+  sym(&api->host_deinitialize, "cuptiProfilerHostDeinitialize");
+  sym(&api->host_add_metrics, "cuptiProfilerHostConfigAddMetrics");
+  sym(&api->host_config_size, "cuptiProfilerHostGetConfigImageSize");
+  sym(&api->host_config_image, "cuptiProfilerHostGetConfigImage");
+  sym(&api->host_evaluate, "cuptiProfilerHostEvaluateToGpuValues");
+  sym(&api->range_enable, "cuptiRangeProfilerEnable");
+  sym(&api->range_disable, "cuptiRangeProfilerDisable");
+  sym(&api->range_counter_data_size, "cuptiRangeProfilerGetCounterDataSize");
+  sym(&api->range_counter_data_init, "cuptiRangeProfilerCounterDataImageInitialize");
+  sym(&api->range_set_config, "cuptiRangeProfilerSetConfig");
+  sym(&api->range_start, "cuptiRangeProfilerStart");
+  sym(&api->range_stop, "cuptiRangeProfilerStop");
+  sym(&api->range_decode, "cuptiRangeProfilerDecodeData");
+  sym(&api->range_counter_data_info, "cuptiRangeProfilerGetCounterDataInfo");
+  // The record layouts (CUpti_ActivityKernel10, ...) are those of the headers orch-run was
+  // built with; they hold within one major CUDA version.
+  uint32_t version = 0;
+  if (api->get_version(&version) != CUPTI_SUCCESS || version / 10000 != CUPTI_API_VERSION / 10000) {
+    *error = "the libcupti that was loaded has API version " + std::to_string(version) + "; orch-run was built with " +
+             std::to_string(CUPTI_API_VERSION) + " (use the CUPTI of the same CUDA major version)";
+    return nullptr;
+  }
+  return std::unique_ptr<Cupti>(new Cupti(std::move(api)));
+}
+
+Cupti::Cupti(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+
+Cupti::~Cupti() {
+  if (observer_ && orch::observer() == observer_.get()) orch::set_observer(nullptr);
+  disable_activity();
+  if (api_->subscriber) {
+    api_->unsubscribe(api_->subscriber);
+    api_->subscriber = nullptr;
+  }
+  // g_callback_data stays: it points at observer_->ids_ only while subscribed.
+  if (g_callback_data) g_callback_data->second = nullptr;
+  // libcupti stays loaded: its threads may outlive this object. The observer goes last.
+}
+
+std::string Cupti::result_text(int r) const {
+  const char* s = nullptr;
+  if (api_->result_string) api_->result_string(static_cast<CUptiResult>(r), &s);
+  return s ? s : "CUPTI error " + std::to_string(r);
+}
+
+bool Cupti::observe(const SiteTable& sites, bool node_ids, std::string* error) {
+  observer_ = std::make_unique<Observer>(*this, sites, node_ids);
+  if (node_ids) {
+    if (!g_callback_data) g_callback_data = new std::pair<const Api*, NodeIds*>(api_.get(), nullptr);
+    g_callback_data->first = api_.get();
+    g_callback_data->second = &observer_->ids_;
+    CUptiResult r = api_->subscribe(&api_->subscriber, on_callback, g_callback_data);
+    if (r != CUPTI_SUCCESS) {
+      api_->subscriber = nullptr;
+      *error = "CUPTI refused a subscriber: " + result_text(r) +
+               (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                    ? " (another tool, such as Nsight Systems or Nsight Compute, is attached)"
+                    : "");
+      return false;
+    }
+    for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED}) {
+      r = api_->enable_callback(1, api_->subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+      if (r != CUPTI_SUCCESS) {
+        *error = "CUPTI refused the graph node callbacks: " + result_text(r);
+        return false;
+      }
+    }
+  }
+  orch::set_observer(observer_.get());
+  return true;
+}
+
+const NodeIds& Cupti::ids() const {
+  static const NodeIds none;
+  return observer_ ? observer_->ids_ : none;
+}
+
+uint64_t Cupti::now_ns() const {
+  uint64_t t = 0;
+  if (api_->get_timestamp(&t) != CUPTI_SUCCESS)
+    t = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch())
+                                  .count());
+  return t;
+}
+
+void Cupti::add_host_slice(HostSlice s) {
+  if (!observer_) return;
+  std::lock_guard<std::mutex> lock(observer_->mutex_);
+  observer_->slices_.push_back(std::move(s));
+}
+
+std::vector<HostSlice> Cupti::host_slices() const {
+  if (!observer_) return {};
+  std::lock_guard<std::mutex> lock(observer_->mutex_);
+  std::vector<HostSlice> out = observer_->slices_;
+  std::stable_sort(out.begin(), out.end(), [](const HostSlice& a, const HostSlice& b) { return a.start_ns < b.start_ns; });
+  return out;
+}
+
+void Cupti::record_launches(bool on) {
+  if (observer_) observer_->launches_ = on;
+}
+
+bool Cupti::enable_activity(std::string* error) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_records.clear();
+    g_dropped = 0;
+    g_api = api_.get();
+  }
+  CUptiResult r = api_->register_callbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    *error = "CUPTI refused its activity callbacks: " + result_text(r);
+    return false;
+  }
+  for (CUpti_ActivityKind kind :
+       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET}) {
+    r = api_->enable(kind);
+    if (r != CUPTI_SUCCESS) {
+      *error = "CUPTI refused to trace activity kind " + std::to_string(static_cast<int>(kind)) + ": " +
+               result_text(r) +
+               (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ? " (the driver restricts profiling to admin users)" : "");
+      disable_activity();
+      return false;
+    }
+    api_->enabled.push_back(kind);
+  }
+  return true;
+}
+
+void Cupti::disable_activity() {
+  if (api_->enabled.empty()) return;
+  for (CUpti_ActivityKind k : api_->enabled) api_->disable(k);
+  api_->enabled.clear();
+  api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_records.clear();
+  g_api = nullptr;  // a buffer CUPTI completes later is only freed
+}
+
+std::vector<NodeRecord> Cupti::take(std::string* error) {
+  CUptiResult r = api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (r != CUPTI_SUCCESS) {
+    *error = "CUPTI could not flush its records: " + result_text(r);
+    return {};
+  }
+  if (g_dropped > 0) {
+    *error = "CUPTI dropped " + std::to_string(g_dropped) + " activity records";
+    return {};
+  }
+  std::vector<NodeRecord> out;
+  out.swap(g_records);
+  return out;
+}
+
+}  // namespace orch::run
