@@ -1193,14 +1193,13 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
     node.comm = comm->index;
   }
   if (n.kind == ast::CollectiveKind::AllReduce || n.kind == ast::CollectiveKind::ReduceScatter) {
-    static const char* ops[] = {"sum", "prod", "min", "max", "avg"};
-    if (std::find_if(std::begin(ops), std::end(ops), [&](const char* o) { return n.op.name == o; }) ==
-        std::end(ops)) {
+    if (std::optional<ir::ReduceOp> op = ir::parse_reduce_op(n.op.name)) {
+      node.reduce_op = *op;
+    } else {
       diags_.error("E0704", n.op.loc,
                    "unknown reduction `" + n.op.name + "`; use sum, prod, min, max or avg");
       ok = false;
     }
-    node.reduce_op = n.op.name;
   }
   int src = buffer_ref(n.src, ("`" + kind + "` source").c_str());
   int dst = n.dst ? buffer_ref(*n.dst, ("`" + kind + "` destination").c_str()) : src;

@@ -144,7 +144,7 @@ std::string describe_node(const ir::Program& p, const ir::Node& n) {
     }
     case ir::NodeKind::Collective: {
       std::string s = ir::to_string(n.collective);
-      if (!n.reduce_op.empty()) s += " " + n.reduce_op;
+      if (n.reduce_op != ir::ReduceOp::None) s += std::string(" ") + ir::to_string(n.reduce_op);
       s += " " + p.buffers[n.src].name;
       if (n.dst != n.src) s += " -> " + p.buffers[n.dst].name;
       return s + " on " + p.comms[n.comm].name;

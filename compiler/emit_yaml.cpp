@@ -64,10 +64,6 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
     out << YAML::EndSeq;
   }
   if (n.handle >= 0) out << YAML::Key << "handle" << YAML::Value << n.handle;
-  if (n.memset_element_size)
-    out << YAML::Key << "memset" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
-        << "value" << YAML::Value << n.memset_value << YAML::Key << "element_size" << YAML::Value
-        << static_cast<int>(n.memset_element_size) << YAML::EndMap;
   if (n.kind == ir::NodeKind::Switch) {
     out << YAML::Key << "cases" << YAML::Value << YAML::Flow << n.case_values;
     out << YAML::Key << "default" << YAML::Value << n.has_default;
@@ -133,13 +129,6 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
         << (k.inline_source ? std::string("inline") : k.source_path) << YAML::Key
         << "device_runtime" << YAML::Value << k.uses_device_runtime;
     if (k.generated) out << YAML::Key << "generated" << YAML::Value << true;
-    if (k.module >= 0) out << YAML::Key << "module" << YAML::Value << k.module;
-    if (!k.cubins.empty()) {
-      out << YAML::Key << "images" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto& [arch, cubin] : k.cubins) out << YAML::Key << arch << YAML::Value << cubin.size();
-      if (!k.ptx.empty()) out << YAML::Key << k.ptx_arch << YAML::Value << k.ptx.size();
-      out << YAML::EndMap;
-    }
     out << YAML::Key << "params" << YAML::Value << YAML::BeginSeq;
     for (const ir::KernelParam& q : k.params) {
       std::string type;

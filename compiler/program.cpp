@@ -35,6 +35,24 @@ const char* to_string(CollectiveKind k) {
   return "?";
 }
 
+const char* to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::None: return "";
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
+    case ReduceOp::Min: return "min";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Avg: return "avg";
+  }
+  return "?";
+}
+
+std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg})
+    if (name == to_string(op)) return op;
+  return std::nullopt;
+}
+
 const char* to_string(DepKind k) {
   switch (k) {
     case DepKind::RAW: return "raw";

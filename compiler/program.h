@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/target_profile.h"
@@ -140,8 +141,8 @@ struct Kernel {
   // checker: `launch_in_source` is the first `<<<` or cudaLaunchDevice call inside the
   // kernel's own body (a certain launch; invalid when none), `may_launch_kernels` is any
   // mention in the whole code (helpers, other kernels of the file) and only steers the
-  // lowering. The compiled PTX is the authority: lowering/inspect_ptx.cpp sets
-  // `launches_kernels` from it.
+  // lowering. The compiled PTX is the authority: lowering/inspect_ptx.cpp tells
+  // check_compiled_kernels (lir::Kernel::launches_kernels).
   SourceRange launch_in_source;
   bool may_launch_kernels = false;
   SourceRange signature_in_source;  // the kernel's `__global__` function in the code, if found
@@ -153,21 +154,9 @@ struct Kernel {
   ScalarType cost_precision = ScalarType::F32;
 
   // Set by lowering: kernels orchc writes itself (conditions, scalar updates, fills that a
-  // memset cannot do, device launchers), and the compiled images of every kernel.
+  // memset cannot do, device launchers). Their compiled code is the lowered program's
+  // (lowering/lir.h).
   bool generated = false;
-  std::string lowered_name;
-  std::vector<std::pair<std::string, std::string>> cubins;  // (arch, ELF bytes)
-  std::string ptx;
-  std::string ptx_arch;
-  bool launches_kernels = false;  // its PTX calls the device runtime's kernel launch
-  int module = -1;  // >= 0: the code is Program::modules[module] (cubins and ptx stay empty)
-};
-
-// Compiled code several kernels share (lowering puts every generated kernel in one).
-struct Module {
-  std::vector<std::pair<std::string, std::string>> cubins;  // (arch, ELF bytes)
-  std::string ptx;
-  std::string ptx_arch;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------
@@ -211,6 +200,10 @@ struct Region;
 
 enum class CollectiveKind : uint8_t { AllReduce, Broadcast, AllGather, ReduceScatter };
 const char* to_string(CollectiveKind k);
+// The reduction of an allreduce or reduce_scatter; None for the other collectives.
+enum class ReduceOp : uint8_t { None, Sum, Prod, Min, Max, Avg };
+const char* to_string(ReduceOp op);  // "sum", ...; "" for None
+std::optional<ReduceOp> parse_reduce_op(std::string_view name);
 
 struct Node {
   NodeKind kind = NodeKind::Kernel;
@@ -238,16 +231,13 @@ struct Node {
   // ScalarUpdate and SetCondition after fusion: device scalar updates run first, in order,
   // by the same generated kernel. A ScalarUpdate's own update is the first entry.
   std::vector<std::pair<int, Expr>> fused_updates;
-  // Fill lowered to a memset node: the pattern and its width (1, 2 or 4 bytes).
-  uint32_t memset_value = 0;
-  uint8_t memset_element_size = 0;
   // LaunchGraph
   int graph = -1;
   std::optional<Expr> family_member;
   LaunchMode mode = LaunchMode::Tail;
   // Collective (src, dst, comm, op, root)
   CollectiveKind collective = CollectiveKind::AllReduce;
-  std::string reduce_op;
+  ReduceOp reduce_op = ReduceOp::None;
   int comm = -1;
   std::optional<Expr> root;
 };
@@ -321,12 +311,11 @@ struct Program {
   std::vector<BindCheck> bind_checks;
   bool uses_rank = false;
 
-  // Set by lowering.
+  // Set by lowering's passes on this IR (lowering/passes.h); the lowered program
+  // (lowering/lir.h) takes them from here.
   std::vector<ConditionalHandle> handles;
   std::vector<int> segments;  // host graphs launched in order; {main_graph} unless split
   std::vector<StatusSite> status_sites;
-  uint64_t collective_hash = 0;
-  std::vector<Module> modules;
 };
 
 }  // namespace orch::ir

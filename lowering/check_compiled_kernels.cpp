@@ -25,25 +25,25 @@ struct Declared {
   std::string text;
 };
 
-Declared declared(const ir::KernelParam& p) {
+Declared declared(const lir::KernelParam& p) {
   switch (p.kind) {
-    case ir::KernelParamKind::Value: {
+    case lir::KernelParamKind::Value: {
       const uint32_t size = ir::size_of(p.elem);
       const bool f = ir::is_float(p.elem);
       return {size, f ? 'f' : 'i',
               std::string(ir::to_string(p.elem)) + ", " + sized(size) +
                   (f ? "floating-point value" : "integer")};
     }
-    case ir::KernelParamKind::Scalar:
-    case ir::KernelParamKind::Array:
+    case lir::KernelParamKind::Scalar:
+    case lir::KernelParamKind::Array:
       return {8, 'p', "a buffer, passed as an 8-byte pointer"};
-    case ir::KernelParamKind::Cond:
+    case lir::KernelParamKind::Cond:
       return {8, 'p', "a `cond`, passed as an 8-byte cudaGraphConditionalHandle"};
-    case ir::KernelParamKind::Graph:
+    case lir::KernelParamKind::Graph:
       return {8, 'p', "a `graph`, passed as an 8-byte cudaGraphExec_t"};
-    case ir::KernelParamKind::GraphFamily:
+    case lir::KernelParamKind::GraphFamily:
       return {8, 'p', "a graph family, passed as an 8-byte pointer"};
-    case ir::KernelParamKind::Status:  // generated kernels only, which are not checked here
+    case lir::KernelParamKind::Status:  // generated kernels only, which are not checked here
       return {8, 'p', "the device status record, passed as an 8-byte pointer"};
   }
   return {0, 'i', "?"};
@@ -71,13 +71,13 @@ bool matches(const Declared& d, const PtxParam& q) {
 
 class Checker {
  public:
-  Checker(ir::Program& p, DiagnosticEngine& diags) : p_(p), diags_(diags) {}
+  Checker(lir::Program& p, DiagnosticEngine& diags) : p_(p), diags_(diags) {}
 
   bool run() {
-    for (ir::Kernel& k : p_.kernels) {
+    for (lir::Kernel& k : p_.kernels) {
       // Not generated kernels: orchc wrote their parameters from the declaration it checks
       // against, they launch graphs only through their `graph` parameters and never kernels, and
-      // their code is the module's (Program::modules, k.ptx empty), shared by all of them.
+      // their code is the module's (lir::Program::modules, k.ptx empty), shared by all of them.
       if (k.generated || k.ptx.empty() || k.lowered_name.empty()) continue;
       PtxModule m = parse_ptx(k.ptx);
       auto it = m.functions.find(k.lowered_name);
@@ -86,9 +86,9 @@ class Checker {
       if (k.launches_kernels) k.uses_device_runtime = true;  // it was linked with cudadevrt
       check_params(k, it->second);
       bool has_graph_params = false;
-      for (const ir::KernelParam& q : k.params)
+      for (const lir::KernelParam& q : k.params)
         has_graph_params |=
-            q.kind == ir::KernelParamKind::Graph || q.kind == ir::KernelParamKind::GraphFamily;
+            q.kind == lir::KernelParamKind::Graph || q.kind == lir::KernelParamKind::GraphFamily;
       if (!has_graph_params && ptx_reaches(m, k.lowered_name, ptx_graph_launch_calls())) {
         Diagnostic& d = diags_.error(
             "E0508", k.loc,
@@ -101,7 +101,7 @@ class Checker {
       }
     }
     for (size_t g = 0; g < p_.graphs.size(); ++g) {
-      const ir::Graph& graph = p_.graphs[g];
+      const lir::Graph& graph = p_.graphs[g];
       walk(graph, graph.body, nullptr);
       if (!graph.device) beside_conditionals(graph);
     }
@@ -109,12 +109,12 @@ class Checker {
   }
 
  private:
-  void note_source(Diagnostic& d, const ir::Kernel& k) {
+  void note_source(Diagnostic& d, const lir::Kernel& k) {
     if (k.signature_in_source.valid())
       diags_.add_note(d, k.signature_in_source, "`" + k.name + "` is defined here");
   }
 
-  void check_params(const ir::Kernel& k, const PtxFunction& entry) {
+  void check_params(const lir::Kernel& k, const PtxFunction& entry) {
     if (entry.params.size() != k.params.size()) {
       Diagnostic& d =
           diags_.error("E0120", k.loc,
@@ -126,7 +126,7 @@ class Checker {
       return;
     }
     for (size_t i = 0; i < k.params.size(); ++i) {
-      const ir::KernelParam& q = k.params[i];
+      const lir::KernelParam& q = k.params[i];
       const Declared d = declared(q);
       const PtxParam& c = entry.params[i];
       if (matches(d, c)) continue;
@@ -144,11 +144,13 @@ class Checker {
   // conditional body (Programming Guide, "Conditional Node Body Graph Requirements"). The
   // checker already refused the launches it saw in the kernel's own body; these are the ones
   // only the PTX shows (in helper functions, headers, macros).
-  void walk(const ir::Graph& g, const ir::Region& r, const ir::Node* conditional) {
-    for (const ir::Node& n : r.nodes) {
-      for (const ir::Region& body : n.bodies) walk(g, body, &n);
-      if (n.kind != ir::NodeKind::Kernel || n.kernel < 0) continue;
-      const ir::Kernel& k = p_.kernels[n.kernel];
+  void walk(const lir::Graph& g, const lir::Body& r, const lir::Node* conditional) {
+    for (const lir::Node& n : r.nodes) {
+      if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
+        for (const lir::Body& body : c->bodies) walk(g, body, &n);
+      const auto* kn = std::get_if<lir::KernelNode>(&n.op);
+      if (!kn || kn->kernel < 0) continue;
+      const lir::Kernel& k = p_.kernels[kn->kernel];
       if (!k.launches_kernels || k.launch_in_source.valid()) continue;
       const std::string what = "kernel `" + k.name +
                                "` launches kernels from the device (CUDA dynamic parallelism: its "
@@ -171,14 +173,15 @@ class Checker {
   // split_segments keeps kernels whose source mentions a device-side launch apart from
   // conditional nodes; one whose launch only the PTX shows (made in an included file) may have
   // stayed beside one, which pipeline.bin's loader refuses: say so here instead.
-  void beside_conditionals(const ir::Graph& g) {
-    const ir::Node* conditional = nullptr;
-    for (const ir::Node& n : g.body.nodes)
-      if (!n.bodies.empty() && !conditional) conditional = &n;
+  void beside_conditionals(const lir::Graph& g) {
+    const lir::Node* conditional = nullptr;
+    for (const lir::Node& n : g.body.nodes)
+      if (std::holds_alternative<lir::ConditionalNode>(n.op) && !conditional) conditional = &n;
     if (!conditional) return;
-    for (const ir::Node& n : g.body.nodes) {
-      if (n.kind != ir::NodeKind::Kernel || n.kernel < 0) continue;
-      const ir::Kernel& k = p_.kernels[n.kernel];
+    for (const lir::Node& n : g.body.nodes) {
+      const auto* kn = std::get_if<lir::KernelNode>(&n.op);
+      if (!kn || kn->kernel < 0) continue;
+      const lir::Kernel& k = p_.kernels[kn->kernel];
       if (!k.launches_kernels || k.may_launch_kernels) continue;
       Diagnostic& d = diags_.error(
           "E0507", n.loc,
@@ -194,14 +197,14 @@ class Checker {
     }
   }
 
-  ir::Program& p_;
+  lir::Program& p_;
   DiagnosticEngine& diags_;
   bool ok_ = true;
 };
 
 }  // namespace
 
-bool check_compiled_kernels(ir::Program& program, DiagnosticEngine& diags) {
+bool check_compiled_kernels(lir::Program& program, DiagnosticEngine& diags) {
   Checker c(program, diags);
   bool ok = c.run();
   return ok && !diags.has_errors();

@@ -36,24 +36,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)views;
   if (diags.has_errors()) return 0;
 
-  orch::lower_graphs(*r.program);
-  std::string cuda = orch::emit_cuda(*r.program, sources);
+  orch::lir::Program lowered = orch::lower_to_lir(*r.program);
+  std::string cuda = orch::emit_cuda(lowered, sources) + orch::lir::print(lowered, sources);
   (void)cuda;
   orch::DiagnosticEngine verify;
-  if (!orch::lowering::verify_ordering(*r.program, verify)) {
+  if (!orch::lowering::verify_ordering(lowered, verify)) {
     std::fprintf(
         stderr, "check_fuzzer: the ordering verifier refused a checked pipeline:\n%s\n%s\n",
         orch::format_diagnostics(verify.sorted(), sources, orch::DiagnosticFormat::Text).c_str(),
         text.c_str());
     std::abort();
   }
-  for (orch::ir::Kernel& k : r.program->kernels) {
+  for (orch::lir::Kernel& k : lowered.kernels) {
     k.lowered_name = k.name;
-    k.cubins = {{"sm_90", std::string("\x7f"
+    k.images = {{"sm_90", std::string("\x7f"
                                       "ELF stand-in",
                                       12)}};
   }
-  const std::string bytes = orch::lowering::serialize(*r.program, sources);
+  const std::string bytes = orch::lowering::serialize(lowered, sources);
   std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
   std::memcpy(aligned.data(), bytes.data(), bytes.size());
   auto opened =

@@ -16,7 +16,7 @@ struct Definition {
   bool status = false;
 };
 
-std::optional<Definition> generated_definition(const ir::Kernel& k, const std::string& plain,
+std::optional<Definition> generated_definition(const lir::Kernel& k, const std::string& plain,
                                                const std::string& with_status) {
   const std::string head = "extern \"C\" __global__ void " + k.name + "(";
   for (bool status : {true, false}) {
@@ -40,7 +40,7 @@ struct JoinedCode {
   std::vector<KernelSource::Segment> segments;
 };
 
-JoinedCode join_generated(const ir::Program& p, const std::vector<size_t>& members,
+JoinedCode join_generated(const lir::Program& p, const std::vector<size_t>& members,
                           const std::vector<Definition>& definitions) {
   JoinedCode out;
   bool status = false;
@@ -56,7 +56,7 @@ JoinedCode join_generated(const ir::Program& p, const std::vector<size_t>& membe
 
 }  // namespace
 
-bool compile_all_kernels(ir::Program& p, const CompileOptions& given, SourceManager& sources,
+bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceManager& sources,
                          DiagnosticEngine& diags) {
   CompileOptions options = given;
   if (options.archs.empty()) options.archs = p.targets;
@@ -70,7 +70,7 @@ bool compile_all_kernels(ir::Program& p, const CompileOptions& given, SourceMana
   std::vector<size_t> joined;
   std::vector<Definition> definitions;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
-    const ir::Kernel& k = p.kernels[i];
+    const lir::Kernel& k = p.kernels[i];
     if (k.generated) {
       if (std::optional<Definition> d = generated_definition(k, plain, with_status)) {
         joined.push_back(i);
@@ -122,23 +122,23 @@ bool compile_all_kernels(ir::Program& p, const CompileOptions& given, SourceMana
     inputs.push_back(std::move(s));
   }
   std::vector<std::optional<CompiledKernel>> compiled = compile_kernels(inputs, options, diags);
-  auto take_code = [](CompiledKernel& c, std::vector<std::pair<std::string, std::string>>& cubins,
-                      std::string& ptx, std::string& ptx_arch) {
-    cubins.clear();
-    for (KernelImage& image : c.cubins) cubins.push_back({image.arch, std::move(image.cubin)});
+  auto take_code = [](CompiledKernel& c, std::vector<lir::Image>& images, std::string& ptx,
+                      std::string& ptx_arch) {
+    images.clear();
+    for (KernelImage& image : c.cubins) images.push_back({image.arch, std::move(image.cubin)});
     ptx = std::move(c.ptx);
     ptx_arch = c.ptx_arch;
   };
   bool ok = true;
   if (!joined.empty()) {
     if (module_input < compiled.size() && compiled[module_input]) {
-      ir::Module& m = p.modules.emplace_back();
-      take_code(*compiled[module_input], m.cubins, m.ptx, m.ptx_arch);
+      lir::Module& m = p.modules.emplace_back();
+      take_code(*compiled[module_input], m.images, m.ptx, m.ptx_arch);
       for (size_t i : joined) {
-        ir::Kernel& k = p.kernels[i];
+        lir::Kernel& k = p.kernels[i];
         k.module = static_cast<int>(p.modules.size() - 1);
         k.lowered_name = k.name;  // extern "C"
-        k.cubins.clear();
+        k.images.clear();
         k.ptx.clear();
         k.ptx_arch.clear();
       }
@@ -154,10 +154,10 @@ bool compile_all_kernels(ir::Program& p, const CompileOptions& given, SourceMana
       ok = false;
       continue;
     }
-    ir::Kernel& k = p.kernels[i];
+    lir::Kernel& k = p.kernels[i];
     CompiledKernel& c = *compiled[input_of[i]];
     k.lowered_name = c.lowered_name;
-    take_code(c, k.cubins, k.ptx, k.ptx_arch);
+    take_code(c, k.images, k.ptx, k.ptx_arch);
   }
   return ok;
 }

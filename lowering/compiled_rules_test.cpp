@@ -43,10 +43,11 @@ std::string compile(const std::string& text, std::vector<bool>* launches = nullp
   if (diags.has_errors()) return "--check: " + format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text);
   LowerOptions options;
   options.compile.cache_dir = cache.string();
-  auto bytes = lower_to_artifact(*r.program, sources, options, diags);
+  lir::Program lowered;
+  auto bytes = lower_to_artifact(*r.program, sources, options, diags, &lowered);
   if (launches)
-    for (const ir::Kernel& k : r.program->kernels) launches->push_back(k.launches_kernels);
-  if (segments) *segments = r.program->segments;
+    for (const lir::Kernel& k : lowered.kernels) launches->push_back(k.launches_kernels);
+  if (segments) *segments = lowered.segments;
   std::string out = format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text);
   if (bytes && out.empty()) {
     std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
@@ -387,12 +388,12 @@ std::string check_and_load(const std::string& text, std::string* check_codes) {
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   for (const Diagnostic& d : diags.sorted()) *check_codes += (check_codes->empty() ? "" : " ") + d.code;
   if (!r.program || diags.has_errors()) return "not loaded";
-  lower_graphs(*r.program);
-  for (ir::Kernel& k : r.program->kernels) {
+  lir::Program lowered = lower_to_lir(*r.program);
+  for (lir::Kernel& k : lowered.kernels) {
     k.lowered_name = k.name;
-    k.cubins = {{"sm_90", std::string("\x7f" "ELF stand-in", 12)}};
+    k.images = {{"sm_90", std::string("\x7f" "ELF stand-in", 12)}};
   }
-  std::string bytes = lowering::serialize(*r.program, sources);
+  std::string bytes = lowering::serialize(lowered, sources);
   std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
   std::memcpy(aligned.data(), bytes.data(), bytes.size());
   return artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size()).error;
@@ -493,12 +494,12 @@ TEST_CASE("what the checker accepts in the spec examples and bundled pipelines, 
       DiagnosticEngine diags;
       CheckResult r = check_file(entry.path().string(), sources, {}, diags);
       REQUIRE_FALSE(diags.has_errors());
-      lower_graphs(*r.program);
-      for (ir::Kernel& k : r.program->kernels) {
+      lir::Program lowered = lower_to_lir(*r.program);
+      for (lir::Kernel& k : lowered.kernels) {
         k.lowered_name = k.name;
-        k.cubins = {{"sm_90", "stand-in"}};
+        k.images = {{"sm_90", "stand-in"}};
       }
-      std::string bytes = lowering::serialize(*r.program, sources);
+      std::string bytes = lowering::serialize(lowered, sources);
       std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
       std::memcpy(aligned.data(), bytes.data(), bytes.size());
       CHECK(artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size()).error == "");
@@ -528,10 +529,10 @@ graph main {
   DiagnosticEngine diags;
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   REQUIRE_FALSE(diags.has_errors());
-  lower_graphs(*r.program);
-  ir::Region& main = r.program->graphs[r.program->main_graph].body;
+  lir::Program lowered = lower_to_lir(*r.program);
+  lir::Body& main = lowered.graphs[lowered.main_graph].body;
   DiagnosticEngine ok;
-  REQUIRE(lowering::verify_ordering(*r.program, ok));
+  REQUIRE(lowering::verify_ordering(lowered, ok));
   // Nodes: 0 k (reads x, writes y), 1 fill x, 2 fill y, 3 k, 4 condition kernel, 5 if.
   REQUIRE(main.nodes.size() == 6);
   const struct {
@@ -547,13 +548,14 @@ graph main {
   for (const auto& d : drops) {
     const std::string kind = d.kind;
     CAPTURE(kind);
-    ir::Region copy = main;
-    auto it = std::find_if(main.edges.begin(), main.edges.end(),
-                           [&](const ir::Edge& e) { return e.from == d.from && e.to == d.to; });
-    REQUIRE(it != main.edges.end());
-    main.edges.erase(it);
+    lir::Body copy = main;
+    std::vector<lir::Dep>& deps = main.nodes[d.to].deps;
+    auto it = std::find_if(deps.begin(), deps.end(),
+                           [&](const lir::Dep& e) { return static_cast<int>(e.from) == d.from; });
+    REQUIRE(it != deps.end());
+    deps.erase(it);
     DiagnosticEngine bad;
-    CHECK_FALSE(lowering::verify_ordering(*r.program, bad));
+    CHECK_FALSE(lowering::verify_ordering(lowered, bad));
     REQUIRE(bad.has_errors());
     CHECK(bad.all()[0].code == "E0899");
     INFO(bad.all()[0].message);

@@ -13,8 +13,8 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/emit.h"
 #include "lowering/codegen.h"
+#include "lowering/lir.h"
 
 namespace orch {
 
@@ -150,42 +150,42 @@ std::string float_literal(double d) {
 }
 
 // A param's default (a value of its type) as an initializer of its C++ type.
-std::string literal(const ir::Value& v, ir::ScalarType t) {
+std::string literal(const expr::Value& v, lir::ScalarType t) {
   switch (t) {
-    case ir::ScalarType::F32:
+    case lir::ScalarType::F32:
       return float_literal(v.as_double());
-    case ir::ScalarType::F64:
+    case lir::ScalarType::F64:
       return double_literal(v.as_double());
-    case ir::ScalarType::F16:
+    case lir::ScalarType::F16:
       return "__half(" + float_literal(v.as_double()) + ")";
-    case ir::ScalarType::BF16:
+    case lir::ScalarType::BF16:
       return "__nv_bfloat16(" + float_literal(v.as_double()) + ")";
     default:
       return expr::literal(v);  // exact, with the type's suffix
   }
 }
 
-const char* nccl_type(ir::ScalarType t) {
+const char* nccl_type(lir::ScalarType t) {
   switch (t) {
-    case ir::ScalarType::U8:
+    case lir::ScalarType::U8:
       return "ncclUint8";
-    case ir::ScalarType::I8:
+    case lir::ScalarType::I8:
       return "ncclInt8";
-    case ir::ScalarType::U32:
+    case lir::ScalarType::U32:
       return "ncclUint32";
-    case ir::ScalarType::I32:
+    case lir::ScalarType::I32:
       return "ncclInt32";
-    case ir::ScalarType::U64:
+    case lir::ScalarType::U64:
       return "ncclUint64";
-    case ir::ScalarType::I64:
+    case lir::ScalarType::I64:
       return "ncclInt64";
-    case ir::ScalarType::F16:
+    case lir::ScalarType::F16:
       return "ncclFloat16";
-    case ir::ScalarType::BF16:
+    case lir::ScalarType::BF16:
       return "ncclBfloat16";
-    case ir::ScalarType::F32:
+    case lir::ScalarType::F32:
       return "ncclFloat32";
-    case ir::ScalarType::F64:
+    case lir::ScalarType::F64:
       return "ncclFloat64";
     default:
       break;  // u16, i16 and bool are rejected by the checker (E0701)
@@ -193,29 +193,29 @@ const char* nccl_type(ir::ScalarType t) {
   return "ncclUint8";
 }
 
-const char* nccl_op(const std::string& op) {
-  if (op == "prod") return "ncclProd";
-  if (op == "min") return "ncclMin";
-  if (op == "max") return "ncclMax";
-  if (op == "avg") return "ncclAvg";
+const char* nccl_op(lir::ReduceOp op) {
+  switch (op) {
+    case lir::ReduceOp::None:
+    case lir::ReduceOp::Sum: break;
+    case lir::ReduceOp::Prod: return "ncclProd";
+    case lir::ReduceOp::Min: return "ncclMin";
+    case lir::ReduceOp::Max: return "ncclMax";
+    case lir::ReduceOp::Avg: return "ncclAvg";
+  }
   return "ncclSum";
 }
 
-bool is_conditional(const ir::Node& n) {
-  return n.kind == ir::NodeKind::If || n.kind == ir::NodeKind::While ||
-         n.kind == ir::NodeKind::Switch;
-}
-
-// Node indices in an order that puts every edge's source first: program order, unless an
-// edge says otherwise.
-std::vector<int> topological_order(const ir::Region& r) {
+// Node indices in an order that puts every dependency first: program order, unless a
+// dependency says otherwise.
+std::vector<int> topological_order(const lir::Body& r) {
   size_t n = r.nodes.size();
   std::vector<int> indegree(n, 0);
   std::vector<std::vector<int>> next(n);
-  for (const ir::Edge& e : r.edges) {
-    next[e.from].push_back(e.to);
-    ++indegree[e.to];
-  }
+  for (size_t to = 0; to < n; ++to)
+    for (const lir::Dep& d : r.nodes[to].deps) {
+      next[d.from].push_back(static_cast<int>(to));
+      ++indegree[to];
+    }
   std::set<int> ready;
   for (size_t i = 0; i < n; ++i)
     if (indegree[i] == 0) ready.insert(static_cast<int>(i));
@@ -237,7 +237,7 @@ std::vector<int> topological_order(const ir::Region& r) {
 
 class Emitter {
  public:
-  Emitter(const ir::Program& p, const SourceManager& sources) : p_(p), sources_(sources) {}
+  Emitter(const lir::Program& p, const SourceManager& sources) : p_(p), sources_(sources) {}
 
   std::string run() {
     name_things();
@@ -323,18 +323,18 @@ class Emitter {
   std::string where(const SourceRange& r, const std::string& what) const {
     return c_string(at(r) + ": " + what);
   }
-  void node_comment(const ir::Node& n) {
+  void node_comment(const lir::Node& n) {
     std::string text = statement(n.loc);
     line("// " + at(n.loc) + (text.empty() ? "" : "  " + text));
     for (auto it = n.call_stack.rbegin(); it != n.call_stack.rend(); ++it)
       line("//   inlined by `" + statement(*it) + "` at " + at(*it));
-    if (n.kind == ir::NodeKind::Kernel && p_.kernels[n.kernel].generated)
-      line("//   runs " + p_.kernels[n.kernel].name + ", a kernel orchc wrote (above)");
+    if (const auto* k = std::get_if<lir::KernelNode>(&n.op); k && p_.kernels[k->kernel].generated)
+      line("//   runs " + p_.kernels[k->kernel].name + ", a kernel orchc wrote (above)");
   }
 
   // ---- naming ----
   void name_things() {
-    for (const ir::Kernel& k : p_.kernels) {
+    for (const lir::Kernel& k : p_.kernels) {
       std::istringstream in(k.source);
       for (std::string l; std::getline(in, l);) {
         size_t hash = l.find_first_not_of(" \t");
@@ -350,13 +350,13 @@ class Emitter {
     }
     type_ = camel(p_.name);
     fn_ = ident(p_.name);
-    for (const ir::Param& x : p_.params) param_names_.push_back(param_scope_.take(x.name));
-    for (const ir::Comm& c : p_.comms) comm_names_.push_back(param_scope_.take(c.name));
+    for (const lir::Param& x : p_.params) param_names_.push_back(param_scope_.take(x.name));
+    for (const lir::Comm& c : p_.comms) comm_names_.push_back(param_scope_.take(c.name));
     if (!p_.comms.empty() || p_.uses_rank) {
       rank_ = param_scope_.take("rank");
       world_size_ = param_scope_.take("world_size");
     }
-    for (const ir::Buffer& b : p_.buffers) buffer_names_.push_back(buffer_scope_.take(b.name));
+    for (const lir::Buffer& b : p_.buffers) buffer_names_.push_back(buffer_scope_.take(b.name));
     for (size_t i = 0; i < p_.buffers.size(); ++i)
       host_names_.push_back(p_.buffers[i].host ? buffer_scope_.take(p_.buffers[i].name + "_hostptr")
                                                : "");
@@ -397,17 +397,14 @@ class Emitter {
 
     // Generated kernels of the graphs built here (graphs only ever inlined by `call` have their
     // own copies, unused).
-    std::function<void(const ir::Region&)> use = [&](const ir::Region& r) {
-      for (const ir::Node& n : r.nodes) {
-        if (n.kind == ir::NodeKind::Kernel) used_kernels_.insert(n.kernel);
-        for (const ir::Region& b : n.bodies) use(b);
-      }
-    };
     for (size_t g = 0; g < p_.graphs.size(); ++g)
-      if (built(static_cast<int>(g))) use(p_.graphs[g].body);
+      if (built(static_cast<int>(g)))
+        lir::for_each_node(p_.graphs[g].body, [&](const lir::Node& n) {
+          if (const auto* k = std::get_if<lir::KernelNode>(&n.op)) used_kernels_.insert(k->kernel);
+        });
     for (int k : used_kernels_)
-      for (const ir::KernelParam& q : p_.kernels[k].params)
-        uses_status_ |= q.kind == ir::KernelParamKind::Status;
+      for (const lir::KernelParam& q : p_.kernels[k].params)
+        uses_status_ |= q.kind == lir::KernelParamKind::Status;
 
     // Which conditional each handle belongs to, for comments and error locations.
     handle_nodes_.assign(p_.handles.size(), nullptr);
@@ -420,39 +417,36 @@ class Emitter {
   }
 
   // Graphs taken as single `graph` arguments by the kernels of a region (recursively).
-  std::vector<int> graph_args(const ir::Region& r) const {
+  std::vector<int> graph_args(const lir::Body& r) const {
     std::vector<int> out;
-    for (const ir::Node& n : r.nodes) {
-      if (n.kind == ir::NodeKind::Kernel)
-        for (const ir::KernelArg& a : n.args)
-          if (a.kind == ir::ArgKind::Graph && a.ref >= 0) out.push_back(a.ref);
-      for (const ir::Region& b : n.bodies)
-        for (int t : graph_args(b)) out.push_back(t);
-    }
+    lir::for_each_node(r, [&](const lir::Node& n) {
+      if (const auto* k = std::get_if<lir::KernelNode>(&n.op))
+        for (const lir::KernelArg& a : k->args)
+          if (a.kind == lir::ArgKind::GraphExec && a.ref >= 0) out.push_back(a.ref);
+    });
     return out;
   }
 
-  bool is_late(const ir::Node& n, int graph, const std::set<int>& ready) const {
-    if (n.kind != ir::NodeKind::Kernel) return false;
-    for (const ir::KernelArg& a : n.args)
-      if (a.kind == ir::ArgKind::Graph && (a.ref == graph || !ready.count(a.ref))) return true;
+  bool is_late(const lir::Node& n, int graph, const std::set<int>& ready) const {
+    const auto* k = std::get_if<lir::KernelNode>(&n.op);
+    if (!k) return false;
+    for (const lir::KernelArg& a : k->args)
+      if (a.kind == lir::ArgKind::GraphExec && (a.ref == graph || !ready.count(a.ref))) return true;
     return false;
   }
 
-  void collect_late(const ir::Region& r, int graph, const std::set<int>& ready) {
-    for (const ir::Node& n : r.nodes) {
+  void collect_late(const lir::Body& r, int graph, const std::set<int>& ready) {
+    lir::for_each_node(r, [&](const lir::Node& n) {
       if (is_late(n, graph, ready)) late_nodes_[graph].push_back(&n);
-      for (const ir::Region& b : n.bodies) collect_late(b, graph, ready);
-    }
+    });
   }
 
-  void find_handles(const ir::Region& r) {
-    for (const ir::Node& n : r.nodes) {
-      if (is_conditional(n) && n.handle >= 0 &&
-          static_cast<size_t>(n.handle) < handle_nodes_.size())
-        handle_nodes_[n.handle] = &n;
-      for (const ir::Region& b : n.bodies) find_handles(b);
-    }
+  void find_handles(const lir::Body& r) {
+    lir::for_each_node(r, [&](const lir::Node& n) {
+      const auto* c = std::get_if<lir::ConditionalNode>(&n.op);
+      if (c && c->handle >= 0 && static_cast<size_t>(c->handle) < handle_nodes_.size())
+        handle_nodes_[c->handle] = &n;
+    });
   }
 
   bool has_collectives() const { return !p_.comms.empty(); }
@@ -468,8 +462,8 @@ class Emitter {
     switch (in.kind) {
       case expr::InstrKind::Param: {
         std::string name = "p." + param_names_[in.ref];
-        if (in.type == ir::ScalarType::F16) return "__half2float(" + name + ")";
-        if (in.type == ir::ScalarType::BF16) return "__bfloat162float(" + name + ")";
+        if (in.type == lir::ScalarType::F16) return "__half2float(" + name + ")";
+        if (in.type == lir::ScalarType::BF16) return "__bfloat162float(" + name + ")";
         return name;
       }
       case expr::InstrKind::FamilyIndex:
@@ -485,42 +479,46 @@ class Emitter {
 
   // Emits a line that evaluates `e` converted to `t` (as the runtime converts values) and
   // returns from the function on an error; returns the C++ that holds the value.
-  std::string eval(const ir::Expr& e, ir::ScalarType t, const std::string& where) {
+  std::string eval(const lir::Expr& e, lir::ScalarType t, const std::string& where) {
     std::string var = "orch_x" + std::to_string(evals_++);
-    std::string code = expr::print(ir::to_postfix(e), [&](const expr::Instr& in) { return leaf_code(in); });
+    std::string code = expr::print(e.code, [&](const expr::Instr& in) { return leaf_code(in); });
     line("ORCH_EVAL(" + var + ", " + expr::type_code(t) + ", " + where + ", " +
-         expr::print_convert(code, e.type, t) + ");");
+         expr::print_convert(code, e.type(), t) + ");");
     return var + ".v";
   }
 
   // A value argument of a kernel orchc wrote: the storage of type t (f16 and bf16 as bits).
-  std::string generated_arg(const ir::Expr& e, ir::ScalarType t, const std::string& where) {
+  std::string generated_arg(const lir::Expr& e, lir::ScalarType t, const std::string& where) {
     return "orch_to_storage<" + std::string(expr::type_code(t)) + ">(" + eval(e, t, where) + ")";
   }
 
   // `e` as a value of C++ type cuda_type(t); a plain param of that very type is written as it is.
-  std::string host_as(const ir::Expr& e, ir::ScalarType t, const std::string& where) {
-    if (e.kind == ir::ExprKind::Param && p_.params[e.ref].type == t) return "p." + param_names_[e.ref];
+  std::string host_as(const lir::Expr& e, lir::ScalarType t, const std::string& where) {
+    if (const expr::Instr* leaf = e.leaf();
+        leaf && leaf->kind == expr::InstrKind::Param && p_.params[leaf->ref].type == t)
+      return "p." + param_names_[leaf->ref];
     std::string v = eval(e, t, where);
-    if (t == ir::ScalarType::F16) return "__float2half(" + v + ")";  // exact: v is an f16
-    if (t == ir::ScalarType::BF16) return "__float2bfloat16(" + v + ")";
+    if (t == lir::ScalarType::F16) return "__float2half(" + v + ")";  // exact: v is an f16
+    if (t == lir::ScalarType::BF16) return "__float2bfloat16(" + v + ")";
     return v;
   }
 
-  std::string dim(const ir::Expr& e, const std::string& where) {
-    if (e.kind == ir::ExprKind::Const && !e.value.is_float() && !e.value.negative() &&
-        e.value.magnitude() <= UINT32_MAX)
-      return e.value.to_string();
-    return eval(e, ir::ScalarType::U32, where);
+  std::string dim(const lir::Expr& e, const std::string& where) {
+    if (const expr::Instr* leaf = e.leaf(); leaf && leaf->kind == expr::InstrKind::Const &&
+                                            !leaf->value.is_float() && !leaf->value.negative() &&
+                                            leaf->value.magnitude() <= UINT32_MAX)
+      return leaf->value.to_string();
+    return eval(e, lir::ScalarType::U32, where);
   }
 
   // Elements of a buffer, as a size_t expression (may emit the line that computes it).
   std::string count_of(int buffer, const std::string& where) {
-    const ir::Buffer& b = p_.buffers[buffer];
+    const lir::Buffer& b = p_.buffers[buffer];
     if (!b.count) return "1";
-    if (b.count->kind == ir::ExprKind::Const && !b.count->value.is_float())
-      return b.count->value.to_string();
-    return "static_cast<size_t>(" + eval(*b.count, ir::ScalarType::U64, where) + ")";
+    if (const expr::Instr* leaf = b.count->leaf();
+        leaf && leaf->kind == expr::InstrKind::Const && !leaf->value.is_float())
+      return leaf->value.to_string();
+    return "static_cast<size_t>(" + eval(*b.count, lir::ScalarType::U64, where) + ")";
   }
   std::string bytes_of(int buffer, const std::string& where) {
     return count_of(buffer, where) + " * sizeof(" + cuda_type(p_.buffers[buffer].elem) + ")";
@@ -540,6 +538,8 @@ class Emitter {
     line("//");
     line("//   nvcc -arch=" + arch + " -rdc=true " + stem + ".cu -lcudadevrt" +
          (has_collectives() ? " -lnccl" : "") + " -o " + stem);
+    line("//");
+    line("//   ./" + stem + " --in DIR --out DIR --launches N   (main: a harness, at the end of the file)");
     line("//");
     line("// Build with -DORCH_EJECT_NO_MAIN to use it as a library: allocate_" + fn_ +
          "() (or your own");
@@ -576,7 +576,7 @@ class Emitter {
     // Generated kernels start with expr/'s preamble, which the file holds once (above).
     std::vector<std::string> generated_bodies(p_.kernels.size());
     for (size_t i = 0; i < p_.kernels.size(); ++i) {
-      const ir::Kernel& k = p_.kernels[i];
+      const lir::Kernel& k = p_.kernels[i];
       if (!k.generated || !used_kernels_.count(static_cast<int>(i))) continue;
       size_t cut = k.source.find("extern \"C\"");
       if (cut == std::string::npos) cut = 0;
@@ -587,7 +587,7 @@ class Emitter {
     std::map<std::string, std::vector<size_t>> by_text;  // source text -> kernels
     std::vector<std::string> order;
     for (size_t i = 0; i < p_.kernels.size(); ++i) {
-      const ir::Kernel& k = p_.kernels[i];
+      const lir::Kernel& k = p_.kernels[i];
       if (k.generated) continue;
       auto [it, inserted] = by_text.emplace(k.source, std::vector<size_t>{});
       if (inserted) order.push_back(k.source);
@@ -595,7 +595,7 @@ class Emitter {
     }
     for (const std::string& text : order) {
       const std::vector<size_t>& ks = by_text[text];
-      const ir::Kernel& first = p_.kernels[ks.front()];
+      const lir::Kernel& first = p_.kernels[ks.front()];
       std::string names;
       for (size_t i : ks) names += (names.empty() ? "" : ", ") + p_.kernels[i].name;
       line();
@@ -620,7 +620,7 @@ class Emitter {
       line();
       line("// ---- kernels orchc wrote: conditions, scalar updates, fills and graph launches");
       for (size_t i = 0; i < p_.kernels.size(); ++i) {
-        const ir::Kernel& k = p_.kernels[i];
+        const lir::Kernel& k = p_.kernels[i];
         if (!k.generated || !used_kernels_.count(static_cast<int>(i))) continue;
         line();
         line("// " + generated_role(k) + " (" + at(k.loc) + ")");
@@ -631,7 +631,7 @@ class Emitter {
     line();
   }
 
-  std::string generated_role(const ir::Kernel& k) const {
+  std::string generated_role(const lir::Kernel& k) const {
     std::string s = statement(k.loc);
     if (k.name.rfind("orch_condition_", 0) == 0)
       return k.name + ": evaluates the condition of `" + s + "`";
@@ -725,11 +725,11 @@ class Emitter {
     line("// Host-set values (the .orch `param`s, with their defaults).");
     open("struct " + params_type() + " {");
     for (size_t i = 0; i < p_.params.size(); ++i) {
-      const ir::Param& x = p_.params[i];
-      std::string init = x.default_evaluated ? literal(*x.default_evaluated, x.type) : "{}";
-      std::string what = "param " + x.name + ": " + ir::to_string(x.type);
-      if (x.default_value)
-        what += " = " + ir::to_string(*x.default_value, p_);
+      const lir::Param& x = p_.params[i];
+      std::string init = x.default_value ? literal(*x.default_value, x.type) : "{}";
+      std::string what = "param " + x.name + ": " + expr::to_string(x.type);
+      if (!x.default_text.empty())
+        what += " = " + x.default_text;
       else
         what += "  (no default: set it)";
       line(std::string(cuda_type(x.type)) + " " + param_names_[i] + " = " + init + ";  // " +
@@ -750,10 +750,10 @@ class Emitter {
          "() fills them, or point them at your own memory.");
     open("struct " + buffers_type() + " {");
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
-      const ir::Buffer& b = p_.buffers[i];
+      const lir::Buffer& b = p_.buffers[i];
       std::string type = std::string(cuda_type(b.elem)) + "*";
-      std::string what = "buffer " + b.name + ": " + ir::to_string(b.elem) +
-                         (b.count ? "[" + ir::to_string(*b.count, p_) + "]" : "") +
+      std::string what = "buffer " + b.name + ": " + expr::to_string(b.elem) +
+                         (b.count ? "[" + b.count->text + "]" : "") +
                          (b.host ? " host" : "");
       std::string note = b.is_scalar() ? ", a device scalar" : "";
       if (b.host) note = ", pinned mapped host memory (device address)";
@@ -770,7 +770,7 @@ class Emitter {
          "() releases them.");
     open("struct " + graphs_type() + " {");
     for (int g : device_order_) {
-      const ir::Graph& x = p_.graphs[g];
+      const lir::Graph& x = p_.graphs[g];
       std::string n = graph_names_[g];
       if (x.family_size > 0) {
         std::string size = std::to_string(x.family_size);
@@ -813,7 +813,7 @@ class Emitter {
 
   void allocate() {
     bool any_device = false, any_host = false;
-    for (const ir::Buffer& b : p_.buffers) (b.host ? any_host : any_device) = true;
+    for (const lir::Buffer& b : p_.buffers) (b.host ? any_host : any_device) = true;
     if (any_device) alloc_device_helper();
     if (any_host) alloc_mapped_helper();
     allocate_function();
@@ -854,14 +854,31 @@ class Emitter {
   }
 
   void allocate_function() {
+    const std::string n = std::to_string(p_.buffers.size());
+    line("// Elements of every buffer (in declaration order), computed from the params; a device");
+    line("// scalar has one.");
+    open("cudaError_t buffer_counts_" + fn_ + "(const " + params_type() +
+         "& p, unsigned long long* count) {");
+    unused_guard();
+    if (p_.buffers.empty()) line("(void)count;");
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      const lir::Buffer& b = p_.buffers[i];
+      line("count[" + std::to_string(i) + "] = " +
+           count_of(static_cast<int>(i), where(b.loc, "buffer " + b.name)) + ";");
+    }
+    line("return cudaSuccess;");
+    close();
+    line();
     line("// Allocates every buffer, sized with the params, and zeroes it.");
     open("cudaError_t allocate_" + fn_ + "(const " + params_type() + "& p, " + buffers_type() +
          "* b) {");
-    unused_guard();
+    if (p_.buffers.empty()) line("(void)b;");
+    line("unsigned long long count[" + std::string(p_.buffers.empty() ? "1" : n) + "] = {};");
+    line("ORCH_TRY(buffer_counts_" + fn_ + "(p, count));");
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
-      const ir::Buffer& b = p_.buffers[i];
+      const lir::Buffer& b = p_.buffers[i];
       std::string w = where(b.loc, "buffer " + b.name);
-      std::string count = count_of(static_cast<int>(i), w);
+      std::string count = "count[" + std::to_string(i) + "]";
       std::string size = "sizeof(" + std::string(cuda_type(b.elem)) + ")";
       if (b.host)
         line("ORCH_TRY(orch_alloc_mapped((void**)&b->" + buffer_names_[i] + ", (void**)&b->" +
@@ -891,22 +908,19 @@ class Emitter {
     line("// What the compiler proved with the defaults, checked again with the params you set.");
     open("static cudaError_t orch_check_params(const " + params_type() + "& p) {");
     unused_guard();
-    for (const ir::BindCheck& c : p_.bind_checks) {
-      const ir::Expr& e = c.condition;
-      if (e.kind == ir::ExprKind::Binary && e.op == expr::Op::Eq &&
-          ir::same_expr(e.operands[0], e.operands[1]))
-        continue;  // true whatever the params: nothing to check
+    for (const lir::BindCheck& c : p_.bind_checks) {
+      if (c.always_holds) continue;  // true whatever the params: nothing to check
       // A check that uses a family's index holds for every member.
       if (c.family_size > 0) {
         open("for (int member = 0; member < " + std::to_string(c.family_size) + "; ++member) {");
         in_family_ = true;
       }
-      std::string holds = eval(c.condition, ir::ScalarType::Bool,
+      std::string holds = eval(c.condition, lir::ScalarType::Bool,
                                c_string(at(c.loc) + ": " + c.code + " (" + c.message + ")"));
       open("if (!" + holds + ") {");
       line("std::fprintf(stderr, \"%s\\n\", " +
            c_string(at(c.loc) + ": error[" + c.code + "]: " + c.message + " (" +
-                    ir::to_string(c.condition, p_) + ")") +
+                    c.condition.text + ")") +
            ");");
       line("return cudaErrorInvalidValue;");
       close();
@@ -939,7 +953,7 @@ class Emitter {
   std::string member_index(int g) const { return p_.graphs[g].family_size > 0 ? "[member]" : ""; }
 
   void device_builder(int g) {
-    const ir::Graph& x = p_.graphs[g];
+    const lir::Graph& x = p_.graphs[g];
     bool family = x.family_size > 0;
     in_family_ = family;
     line("// graph " + x.name +
@@ -971,7 +985,7 @@ class Emitter {
   }
 
   void patcher(int g) {
-    const ir::Graph& x = p_.graphs[g];
+    const lir::Graph& x = p_.graphs[g];
     bool family = x.family_size > 0;
     in_family_ = family;
     line("// Graph arguments of " + x.name +
@@ -986,13 +1000,13 @@ class Emitter {
     s.device = true;
     patching_ = true;
     for (size_t k = 0; k < late_nodes_[g].size(); ++k) {
-      const ir::Node& n = *late_nodes_[g][k];
+      const lir::Node& n = *late_nodes_[g][k];
       node_comment(n);
       open("{");
-      kernel_params(n, s);
+      kernel_params(n, std::get<lir::KernelNode>(n.op), s);
       line("ORCH_CHECK(cudaGraphExecKernelNodeSetParams(out->" + exec_names_[g] + member_index(g) +
            ", out->" + patch_names_[g] + "[" + (family ? "member" : "0") + "][" +
-           std::to_string(k) + "], &kernel), " + where(n.loc, describe_node(p_, n)) + ");");
+           std::to_string(k) + "], &kernel), " + where(n.loc, n.what) + ");");
       close();
     }
     patching_ = false;
@@ -1003,7 +1017,7 @@ class Emitter {
   }
 
   void host_builder(int g) {
-    const ir::Graph& x = p_.graphs[g];
+    const lir::Graph& x = p_.graphs[g];
     line("// graph " + x.name + "  (" + at(x.loc) + ")");
     open("static cudaError_t orch_build_" + graph_names_[g] + "(const " + params_type() +
          "& p, const " + buffers_type() + "& b, " + graphs_type() + "* out) {");
@@ -1021,10 +1035,10 @@ class Emitter {
           "runs.");
       line("cudaGraphConditionalHandle handle[" + std::to_string(p_.handles.size()) + "] = {};");
       for (size_t h : handles) {
-        const ir::ConditionalHandle& ch = p_.handles[h];
-        const ir::Node* n = handle_nodes_[h];
+        const lir::ConditionalHandle& ch = p_.handles[h];
+        const lir::Node* n = handle_nodes_[h];
         SourceRange loc = n ? n->loc : x.loc;
-        std::string what = n ? describe_node(p_, *n) : "handle " + std::to_string(h);
+        std::string what = n ? n->what : "handle " + std::to_string(h);
         if (ch.set_default)
           line("// handle " + std::to_string(h) + ": `" + comment_text(what) + "`, reset to " +
                std::to_string(ch.default_value) + " at every launch (the body runs at least once)");
@@ -1048,22 +1062,21 @@ class Emitter {
     line();
   }
 
-  void region(const ir::Region& r, const Scope& s) {
+  void region(const lir::Body& r, const Scope& s) {
     std::string nodes = s.depth == 0 ? "node" : "node" + std::to_string(s.depth);
     if (r.nodes.empty()) {
       line("// (empty)");
       return;
     }
     line("cudaGraphNode_t " + nodes + "[" + std::to_string(r.nodes.size()) + "] = {};");
-    std::vector<std::vector<int>> deps(r.nodes.size());
-    for (const ir::Edge& e : r.edges) deps[e.to].push_back(e.from);
     for (int i : topological_order(r)) {
-      const ir::Node& n = r.nodes[i];
+      const lir::Node& n = r.nodes[i];
       line();
       node_comment(n);
       open("{");
       std::string dep_args = "nullptr, 0";
-      std::vector<int> d = deps[i];
+      std::vector<int> d;
+      for (const lir::Dep& dep : n.deps) d.push_back(static_cast<int>(dep.from));
       std::sort(d.begin(), d.end());
       d.erase(std::unique(d.begin(), d.end()), d.end());
       if (!d.empty()) {
@@ -1077,87 +1090,76 @@ class Emitter {
     }
   }
 
-  void node(const ir::Node& n, const Scope& s, const std::string& slot, const std::string& deps) {
-    std::string w = where(n.loc, describe_node(p_, n));
+  void node(const lir::Node& n, const Scope& s, const std::string& slot, const std::string& deps) {
+    std::string w = where(n.loc, n.what);
     std::string g = s.graph_var;
-    switch (n.kind) {
-      case ir::NodeKind::Kernel: {
-        kernel_params(n, s);
-        line("ORCH_CHECK(cudaGraphAddKernelNode(&" + slot + ", " + g + ", " + deps +
-             ", &kernel), " + w + ");");
-        auto& late = late_nodes_[s.graph];
-        auto it = std::find(late.begin(), late.end(), &n);
-        if (s.device && it != late.end())
-          line("out->" + patch_names_[s.graph] + "[" + (in_family_ ? "member" : "0") + "][" +
-               std::to_string(it - late.begin()) + "] = " + slot + ";");
-        return;
-      }
-      case ir::NodeKind::Copy: {
-        line("ORCH_CHECK(cudaGraphAddMemcpyNode1D(&" + slot + ", " + g + ", " + deps + ", b." +
-             buffer_names_[n.dst] + ", b." + buffer_names_[n.src] + ", " + bytes_of(n.src, w) +
-             ", cudaMemcpyDefault), " + w + ");");
-        return;
-      }
-      case ir::NodeKind::Fill: {
-        if (n.memset_element_size == 0) break;  // lowered to a kernel: never here
-        uint32_t elem = ir::size_of(p_.buffers[n.dst].elem);
-        uint32_t per = elem / n.memset_element_size;
-        char value[16];
-        std::snprintf(value, sizeof value, "0x%x", n.memset_value);
-        line("cudaMemsetParams fill = {};");
-        line("fill.dst = b." + buffer_names_[n.dst] + ";");
-        line("fill.value = " + std::string(value) + "u;  // the fill value's bytes, " +
-             std::to_string(n.memset_element_size) + "-byte pattern");
-        line("fill.elementSize = " + std::to_string(n.memset_element_size) + ";");
-        line("fill.width = " + count_of(n.dst, w) + (per > 1 ? " * " + std::to_string(per) : "") +
-             ";  // elements of the pattern");
-        line("fill.height = 1;");
-        line("ORCH_CHECK(cudaGraphAddMemsetNode(&" + slot + ", " + g + ", " + deps + ", &fill), " +
-             w + ");");
-        return;
-      }
-      case ir::NodeKind::If:
-      case ir::NodeKind::While:
-      case ir::NodeKind::Switch: {
-        conditional(n, s, slot, deps, w);
-        return;
-      }
-      case ir::NodeKind::Collective: {
-        collective(n, s, slot, deps, w);
-        return;
-      }
-      default:
-        break;
-    }
-    // Not expected after lowering; an empty node keeps the dependencies.
-    line("// (" + std::string(ir::to_string(n.kind)) + ": nothing to do here)");
-    line("ORCH_CHECK(cudaGraphAddEmptyNode(&" + slot + ", " + g + ", " + deps + "), " + w + ");");
+    std::visit(
+        lir::overloaded{
+            [&](const lir::KernelNode& k) {
+              kernel_params(n, k, s);
+              line("ORCH_CHECK(cudaGraphAddKernelNode(&" + slot + ", " + g + ", " + deps +
+                   ", &kernel), " + w + ");");
+              auto& late = late_nodes_[s.graph];
+              auto it = std::find(late.begin(), late.end(), &n);
+              if (s.device && it != late.end())
+                line("out->" + patch_names_[s.graph] + "[" + (in_family_ ? "member" : "0") + "][" +
+                     std::to_string(it - late.begin()) + "] = " + slot + ";");
+            },
+            [&](const lir::MemcpyNode& m) {
+              line("ORCH_CHECK(cudaGraphAddMemcpyNode1D(&" + slot + ", " + g + ", " + deps + ", b." +
+                   buffer_names_[m.dst] + ", b." + buffer_names_[m.src] + ", " + bytes_of(m.src, w) +
+                   ", cudaMemcpyDefault), " + w + ");");
+            },
+            [&](const lir::MemsetNode& m) {
+              uint32_t elem = expr::size_of(p_.buffers[m.dst].elem);
+              uint32_t per = elem / m.element_size;
+              char value[16];
+              std::snprintf(value, sizeof value, "0x%x", m.value);
+              line("cudaMemsetParams fill = {};");
+              line("fill.dst = b." + buffer_names_[m.dst] + ";");
+              line("fill.value = " + std::string(value) + "u;  // the fill value's bytes, " +
+                   std::to_string(m.element_size) + "-byte pattern");
+              line("fill.elementSize = " + std::to_string(m.element_size) + ";");
+              line("fill.width = " + count_of(m.dst, w) + (per > 1 ? " * " + std::to_string(per) : "") +
+                   ";  // elements of the pattern");
+              line("fill.height = 1;");
+              line("ORCH_CHECK(cudaGraphAddMemsetNode(&" + slot + ", " + g + ", " + deps + ", &fill), " +
+                   w + ");");
+            },
+            [&](const lir::EmptyNode&) {
+              // Not expected after lowering; an empty node keeps the dependencies.
+              line("// (" + n.what + ": nothing to do here)");
+              line("ORCH_CHECK(cudaGraphAddEmptyNode(&" + slot + ", " + g + ", " + deps + "), " + w + ");");
+            },
+            [&](const lir::ConditionalNode& c) { conditional(c, s, slot, deps, w); },
+            [&](const lir::CollectiveNode& c) { collective(c, s, slot, deps, w); },
+        },
+        n.op);
   }
 
-  void kernel_params(const ir::Node& n, const Scope& s) {
-    const ir::Kernel& k = p_.kernels[n.kernel];
-    const std::string w = where(n.loc, describe_node(p_, n));
+  void kernel_params(const lir::Node& n, const lir::KernelNode& kn, const Scope& s) {
+    const lir::Kernel& k = p_.kernels[kn.kernel];
+    const std::string w = where(n.loc, n.what);
     std::vector<std::string> pointers;
-    for (size_t i = 0; i < n.args.size(); ++i) {
-      const ir::KernelArg& a = n.args[i];
-      const ir::KernelParam& q = k.params[i];
+    for (size_t i = 0; i < kn.args.size(); ++i) {
+      const lir::KernelArg& a = kn.args[i];
+      const lir::KernelParam& q = k.params[i];
       std::string var = "arg" + std::to_string(i);
       switch (a.kind) {
-        case ir::ArgKind::Value:
+        case lir::ArgKind::Value:
           line(std::string(k.generated ? expr::storage_type(q.elem) : cuda_type(q.elem)) + " " + var + " = " +
                (k.generated ? generated_arg(a.value, q.elem, w) : host_as(a.value, q.elem, w)) +
-               ";  // " + comment_text(q.name + " = " + ir::to_string(a.value, p_)));
+               ";  // " + comment_text(q.name + " = " + a.value.text));
           pointers.push_back("&" + var);
           break;
-        case ir::ArgKind::Buffer:
+        case lir::ArgKind::Buffer:
           pointers.push_back("(void*)&b." + buffer_names_[a.ref]);
           break;
-        case ir::ArgKind::Cond:
-        case ir::ArgKind::CondHandle:
+        case lir::ArgKind::CondHandle:
           pointers.push_back("&handle[" + std::to_string(a.ref) + "]");
           break;
-        case ir::ArgKind::Graph: {
-          const ir::Graph& t = p_.graphs[a.ref];
+        case lir::ArgKind::GraphExec: {
+          const lir::Graph& t = p_.graphs[a.ref];
           std::string exec = "out->" + exec_names_[a.ref] + (t.family_size > 0 ? "[member]" : "");
           bool late =
               s.device && (a.ref == s.graph ||
@@ -1173,10 +1175,10 @@ class Emitter {
           pointers.push_back("&" + var);
           break;
         }
-        case ir::ArgKind::GraphFamily:
+        case lir::ArgKind::GraphTable:
           pointers.push_back("(void*)&out->" + table_names_[a.ref]);
           break;
-        case ir::ArgKind::Status:
+        case lir::ArgKind::Status:
           pointers.push_back("(void*)&out->orch_status");
           break;
       }
@@ -1193,22 +1195,22 @@ class Emitter {
          ";");
     std::string grid[3], block[3];
     for (int d = 0; d < 3; ++d) {
-      grid[d] = dim(n.grid[d], w);
-      block[d] = dim(n.block[d], w);
+      grid[d] = dim(kn.grid[d], w);
+      block[d] = dim(kn.block[d], w);
     }
-    std::string shared = dim(n.shared_bytes, w);
+    std::string shared = dim(kn.shared_bytes, w);
     line("kernel.gridDim = dim3(" + grid[0] + ", " + grid[1] + ", " + grid[2] + ");");
     line("kernel.blockDim = dim3(" + block[0] + ", " + block[1] + ", " + block[2] + ");");
     line("kernel.sharedMemBytes = " + shared + ";");
     line(std::string("kernel.kernelParams = ") + (pointers.empty() ? "nullptr;" : "args;"));
   }
 
-  void conditional(const ir::Node& n, const Scope& s, const std::string& slot,
+  void conditional(const lir::ConditionalNode& n, const Scope& s, const std::string& slot,
                    const std::string& deps, const std::string& w) {
     std::string cond = "cond" + (s.depth ? std::to_string(s.depth) : "");
-    const char* type = n.kind == ir::NodeKind::If      ? "cudaGraphCondTypeIf"
-                       : n.kind == ir::NodeKind::While ? "cudaGraphCondTypeWhile"
-                                                       : "cudaGraphCondTypeSwitch";
+    const char* type = n.type == lir::ConditionalType::If      ? "cudaGraphCondTypeIf"
+                       : n.type == lir::ConditionalType::While ? "cudaGraphCondTypeWhile"
+                                                               : "cudaGraphCondTypeSwitch";
     line("cudaGraphNodeParams " + cond + " = {};");
     line(cond + ".type = cudaGraphNodeTypeConditional;");
     line(cond + ".conditional.handle = handle[" + std::to_string(n.handle) + "];");
@@ -1221,18 +1223,21 @@ class Emitter {
          ", &" + cond + "), " + w + ");");
     for (size_t i = 0; i < n.bodies.size(); ++i) {
       std::string what;
-      if (n.kind == ir::NodeKind::While)
-        what = n.cond
-                   ? "the loop body, run while the condition holds (it ends by evaluating it again)"
-                   : "the loop body, run until its kernel sets the handle to 0";
-      else if (n.kind == ir::NodeKind::If)
-        what = i == 0 ? "then: run when the condition is non-zero" : "else: run when it is zero";
-      else if (i < n.case_values.size())
-        what = "case " +
-               expr::Value{n.cond ? n.cond->type : ir::ScalarType::I64, static_cast<uint64_t>(n.case_values[i])}.to_string() +
-               " (body " + std::to_string(i) + ")";
-      else
-        what = "default (body " + std::to_string(i) + "): any other value";
+      switch (n.type) {
+        case lir::ConditionalType::While:
+          what = n.set_by_kernel
+                     ? "the loop body, run until its kernel sets the handle to 0"
+                     : "the loop body, run while the condition holds (it ends by evaluating it again)";
+          break;
+        case lir::ConditionalType::If:
+          what = i == 0 ? "then: run when the condition is non-zero" : "else: run when it is zero";
+          break;
+        case lir::ConditionalType::Switch:
+          what = i < n.cases.size()
+                     ? "case " + n.cases[i].to_string() + " (body " + std::to_string(i) + ")"
+                     : "default (body " + std::to_string(i) + "): any other value";
+          break;
+      }
       line("// " + what);
       open("{");
       Scope inner = s;
@@ -1245,32 +1250,32 @@ class Emitter {
     }
   }
 
-  void collective(const ir::Node& n, const Scope& s, const std::string& slot,
+  void collective(const lir::CollectiveNode& n, const Scope& s, const std::string& slot,
                   const std::string& deps, const std::string& w) {
-    const ir::Buffer& src = p_.buffers[n.src];
+    const lir::Buffer& src = p_.buffers[n.src];
     std::string type = nccl_type(src.elem);
     std::string comm = "p." + comm_names_[n.comm];
     std::string send = "b." + buffer_names_[n.src], recv = "b." + buffer_names_[n.dst];
     const std::string src_count = count_of(n.src, w), dst_count = count_of(n.dst, w);
-    const std::string root = n.root ? "static_cast<int>(" + eval(*n.root, ir::ScalarType::U32, w) + ")" : "0";
+    const std::string root = n.root ? "static_cast<int>(" + eval(*n.root, lir::ScalarType::U32, w) + ")" : "0";
     std::string call;
-    switch (n.collective) {
-      case ir::CollectiveKind::AllReduce:
+    switch (n.kind) {
+      case lir::CollectiveKind::AllReduce:
         call = "ncclAllReduce(" + send + ", " + recv + ", " + src_count + ", " + type + ", " +
-               nccl_op(n.reduce_op) + ", " + comm + ", capture)";
+               nccl_op(n.op) + ", " + comm + ", capture)";
         break;
-      case ir::CollectiveKind::Broadcast:
+      case lir::CollectiveKind::Broadcast:
         call = "ncclBroadcast(" + send + ", " + recv + ", " + src_count + ", " + type + ", " +
                root + ", " +
                comm + ", capture)";
         break;
-      case ir::CollectiveKind::AllGather:
+      case lir::CollectiveKind::AllGather:
         call = "ncclAllGather(" + send + ", " + recv + ", " + src_count + ", " + type + ", " +
                comm + ", capture)";
         break;
-      case ir::CollectiveKind::ReduceScatter:
+      case lir::CollectiveKind::ReduceScatter:
         call = "ncclReduceScatter(" + send + ", " + recv + ", " + dst_count + ", " + type +
-               ", " + nccl_op(n.reduce_op) + ", " + comm + ", capture)";
+               ", " + nccl_op(n.op) + ", " + comm + ", capture)";
         break;
     }
     line("// NCCL work is recorded by stream capture into a child graph.");
@@ -1316,7 +1321,7 @@ class Emitter {
       line(
           "// Tables of family execs, for kernels that take a whole family (graph[N] parameters).");
       for (int g : device_order_) {
-        const ir::Graph& x = p_.graphs[g];
+        const lir::Graph& x = p_.graphs[g];
         if (x.family_size == 0) continue;
         line("ORCH_CHECK(cudaMalloc(&out->" + table_names_[g] + ", sizeof(out->" + exec_names_[g] +
              ")), " + where(x.loc, "graph " + x.name) + ");");
@@ -1325,7 +1330,7 @@ class Emitter {
     if (!device_order_.empty()) {
       line("// Device graphs, each after the graphs its kernels take as arguments.");
       for (int g : device_order_) {
-        const ir::Graph& x = p_.graphs[g];
+        const lir::Graph& x = p_.graphs[g];
         if (x.family_size > 0)
           line("for (int member = 0; member < " + std::to_string(x.family_size) +
                "; ++member) ORCH_TRY(orch_build_" + graph_names_[g] + "(p, b, out, member));");
@@ -1334,7 +1339,7 @@ class Emitter {
       }
       for (int g : device_order_) {
         if (late_nodes_[g].empty()) continue;
-        const ir::Graph& x = p_.graphs[g];
+        const lir::Graph& x = p_.graphs[g];
         if (x.family_size > 0)
           line("for (int member = 0; member < " + std::to_string(x.family_size) +
                "; ++member) ORCH_TRY(orch_patch_" + graph_names_[g] + "(p, b, out, member));");
@@ -1342,14 +1347,14 @@ class Emitter {
           line("ORCH_TRY(orch_patch_" + graph_names_[g] + "(p, b, out));");
       }
       for (int g : device_order_) {
-        const ir::Graph& x = p_.graphs[g];
+        const lir::Graph& x = p_.graphs[g];
         if (x.family_size == 0) continue;
         line("ORCH_CHECK(cudaMemcpy(out->" + table_names_[g] + ", out->" + exec_names_[g] +
              ", sizeof(out->" + exec_names_[g] + "), cudaMemcpyHostToDevice), " +
              where(x.loc, "graph " + x.name) + ");");
       }
       for (int g : device_order_) {
-        const ir::Graph& x = p_.graphs[g];
+        const lir::Graph& x = p_.graphs[g];
         std::string w = where(x.loc, "graph " + x.name);
         if (x.family_size > 0)
           line("for (int member = 0; member < " + std::to_string(x.family_size) +
@@ -1383,7 +1388,7 @@ class Emitter {
       line("if (g->" + graph_names_[s] + ") cudaGraphDestroy(g->" + graph_names_[s] + ");");
     }
     for (int d : device_order_) {
-      const ir::Graph& x = p_.graphs[d];
+      const lir::Graph& x = p_.graphs[d];
       if (x.family_size > 0) {
         open("for (unsigned i = 0; i < " + std::to_string(x.family_size) + "; ++i) {");
         line("if (g->" + exec_names_[d] + "[i]) cudaGraphExecDestroy(g->" + exec_names_[d] +
@@ -1405,7 +1410,7 @@ class Emitter {
     line("// graph launch that failed, a family index out of range), printed with its .orch place.");
     open("cudaError_t device_status_" + fn_ + "(const " + graphs_type() + "& g) {");
     std::string sites;
-    for (const ir::StatusSite& x : p_.status_sites)
+    for (const lir::StatusSite& x : p_.status_sites)
       sites += (sites.empty() ? "" : ", ") + c_string(at(x.loc) + ": " + x.what);
     line("static const char* const sites[] = {" + sites + "};");
     line("static const char* const kinds[] = {\"no error\", \"device graph launch failed\", "
@@ -1427,15 +1432,183 @@ class Emitter {
     line();
   }
 
+  // How main parses a param's value: integers exactly (decimal, 0x hex), floats rounded to
+  // nearest, bool as 0, 1, true or false.
+  std::string param_parser(const lir::Param& x, const std::string& member) const {
+    switch (x.type) {
+      case lir::ScalarType::F16:
+        return "orch_parse_real(value, &d) && ((p->" + member + " = __float2half(static_cast<float>(d))), true)";
+      case lir::ScalarType::BF16:
+        return "orch_parse_real(value, &d) && ((p->" + member +
+               " = __float2bfloat16(static_cast<float>(d))), true)";
+      case lir::ScalarType::F32:
+        return "orch_parse_real(value, &d) && ((p->" + member + " = static_cast<float>(d)), true)";
+      case lir::ScalarType::F64:
+        return "orch_parse_real(value, &p->" + member + ")";
+      case lir::ScalarType::Bool:
+        return "orch_parse_bool(value, &p->" + member + ")";
+      default:
+        return "orch_parse_int(value, &p->" + member + ")";
+    }
+  }
+
+  // main(): a harness that runs the graph on given inputs and writes every buffer, so that the
+  // ejected program can be compared with the orch runtime (orch-run --fill NAME=file:PATH
+  // --warmup 0 --repeat N --dump NAME=PATH does the same).
   void main_function() {
+    const size_t n = p_.buffers.size();
+    const std::string arrays = std::to_string(n == 0 ? 1 : n);
     line("#ifndef ORCH_EJECT_NO_MAIN");
-    line(
-        "// Allocates zeroed buffers, builds, launches once and waits: a smoke test of the graph.");
-    open("int main() {");
+    line("// A harness for the graph:");
+    line("//");
+    line("//   ./" + fn_ + " [--param NAME=VALUE]... [--in DIR] [--out DIR] [--launches N]");
+    line("//");
+    line("// sets the params given (the rest keep their defaults), allocates every buffer zeroed, fills");
+    line("// each from DIR/<buffer>.bin of --in where that file exists (its size must be the buffer's),");
+    line("// builds the graphs, launches them N times (default 1) and waits, then writes every buffer");
+    line("// to DIR/<buffer>.bin of --out. Exit 0 on success, 1 on an error, 2 on a usage error.");
+    line("#include <cerrno>");
+    line("#include <cstdlib>");
+    line("#include <limits>");
+    line("#include <string>");
+    line("#include <vector>");
+    line();
+    std::string names, sizes, hosts;
+    for (size_t i = 0; i < n; ++i) {
+      names += (i ? ", " : "") + c_string(p_.buffers[i].name);
+      sizes += (i ? ", " : "") + std::string("sizeof(") + cuda_type(p_.buffers[i].elem) + ")";
+      hosts += (i ? ", " : "") + std::string(p_.buffers[i].host ? "true" : "false");
+    }
+    line("static const int orch_buffers = " + std::to_string(n) + ";");
+    line("static const char* const orch_buffer_name[] = {" + (n ? names : "nullptr") + "};");
+    line("static const size_t orch_element_size[] = {" + (n ? sizes : "0") + "};");
+    line();
+    open("template <class T> static bool orch_parse_int(const char* s, T* out) {");
+    line("char* end = nullptr;");
+    line("errno = 0;");
+    open("if (std::numeric_limits<T>::is_signed) {");
+    line("long long v = std::strtoll(s, &end, 0);");
+    line("if (errno || end == s || *end || v < static_cast<long long>(std::numeric_limits<T>::min()) ||");
+    line("    v > static_cast<long long>(std::numeric_limits<T>::max()))");
+    line("  return false;");
+    line("*out = static_cast<T>(v);");
+    close("} else {");
+    ++indent_;
+    line("if (*s == '-') return false;");
+    line("unsigned long long v = std::strtoull(s, &end, 0);");
+    line("if (errno || end == s || *end || v > static_cast<unsigned long long>(std::numeric_limits<T>::max()))");
+    line("  return false;");
+    line("*out = static_cast<T>(v);");
+    close();
+    line("return true;");
+    close();
+    open("template <class T> static bool orch_parse_real(const char* s, T* out) {");
+    line("char* end = nullptr;");
+    line("errno = 0;");
+    line("double v = std::strtod(s, &end);");
+    line("if (errno || end == s || *end) return false;");
+    line("*out = static_cast<T>(v);");
+    line("return true;");
+    close();
+    open("template <class T> static bool orch_parse_bool(const char* s, T* out) {");
+    line("if (!std::strcmp(s, \"1\") || !std::strcmp(s, \"true\")) *out = true;");
+    line("else if (!std::strcmp(s, \"0\") || !std::strcmp(s, \"false\")) *out = false;");
+    line("else return false;");
+    line("return true;");
+    close();
+    line();
+    line("// Sets param `name` from text; false for an unknown name or a value its type cannot hold.");
+    open("static bool orch_set_param(" + params_type() + "* p, const char* name, const char* value) {");
+    bool rounded = false;  // a param parsed through a double
+    for (const lir::Param& x : p_.params)
+      rounded |= x.type == lir::ScalarType::F16 || x.type == lir::ScalarType::BF16 ||
+                 x.type == lir::ScalarType::F32;
+    if (rounded) line("double d = 0;");
+    line("(void)p;");
+    line("(void)name;");
+    line("(void)value;");
+    for (size_t i = 0; i < p_.params.size(); ++i)
+      line("if (!std::strcmp(name, " + c_string(p_.params[i].name) + ")) return " +
+           param_parser(p_.params[i], param_names_[i]) + ";");
+    line("return false;");
+    close();
+    line();
+    open("static int orch_usage(const char* self, const std::string& why) {");
+    line("std::fprintf(stderr, \"%s: %s\\nusage: %s [--param NAME=VALUE]... [--in DIR] [--out DIR] "
+         "[--launches N]\\n\", self, why.c_str(), self);");
+    line("return 2;");
+    close();
+    line();
+    line("// The bytes of a file; false with errno set when it cannot be read (ENOENT: there is none).");
+    open("static bool orch_read_file(const std::string& path, std::vector<unsigned char>* out) {");
+    line("std::FILE* f = std::fopen(path.c_str(), \"rb\");");
+    line("if (!f) return false;");
+    line("unsigned char chunk[65536];");
+    line("size_t got = 0;");
+    line("while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) out->insert(out->end(), chunk, chunk + got);");
+    line("const bool ok = !std::ferror(f);");
+    line("std::fclose(f);");
+    line("if (!ok) errno = EIO;");
+    line("return ok;");
+    close();
+    line();
+    open("static bool orch_write_file(const std::string& path, const std::vector<unsigned char>& bytes) {");
+    line("std::FILE* f = std::fopen(path.c_str(), \"wb\");");
+    line("if (!f) return false;");
+    line("const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();");
+    line("return (std::fclose(f) == 0) && wrote;");
+    close();
+    line();
+    open("int main(int argc, char** argv) {");
     line(params_type() + " p;  // the defaults");
     for (size_t i = 0; i < p_.params.size(); ++i)
-      if (!p_.params[i].default_evaluated)
-        line("// p." + param_names_[i] + " has no default in the .orch file: set it here.");
+      if (!p_.params[i].default_value)
+        line("// p." + param_names_[i] + " has no default in the .orch file: set it here or with --param.");
+    line("const char* in = nullptr;");
+    line("const char* out = nullptr;");
+    line("unsigned long long launches = 1;");
+    open("for (int i = 1; i < argc; ++i) {");
+    line("const std::string arg = argv[i];");
+    line("if (i + 1 >= argc) return orch_usage(argv[0], \"unknown or incomplete argument: \" + arg);");
+    line("const char* next = argv[++i];");
+    open("if (arg == \"--in\") {");
+    line("in = next;");
+    close("} else if (arg == \"--out\") {");
+    ++indent_;
+    line("out = next;");
+    close("} else if (arg == \"--launches\") {");
+    ++indent_;
+    line("if (!orch_parse_int(next, &launches)) return orch_usage(argv[0], std::string(\"--launches \") + next + \": not a count\");");
+    close("} else if (arg == \"--param\") {");
+    ++indent_;
+    line("const std::string assignment = next;");
+    line("const size_t eq = assignment.find('=');");
+    line("if (eq == std::string::npos || !orch_set_param(&p, assignment.substr(0, eq).c_str(), next + eq + 1))");
+    line("  return orch_usage(argv[0], \"--param \" + assignment + \": no such param, or a value its type cannot hold\");");
+    close("} else {");
+    ++indent_;
+    line("return orch_usage(argv[0], \"unknown argument: \" + arg);");
+    close();
+    close();
+    line();
+    line("// The initial contents, checked before any GPU work.");
+    line("unsigned long long count[" + arrays + "] = {};");
+    line("if (buffer_counts_" + fn_ + "(p, count) != cudaSuccess) return 1;");
+    line("std::vector<std::vector<unsigned char>> initial(orch_buffers);");
+    open("for (int i = 0; in && i < orch_buffers; ++i) {");
+    line("const std::string path = std::string(in) + \"/\" + orch_buffer_name[i] + \".bin\";");
+    open("if (!orch_read_file(path, &initial[i])) {");
+    line("if (errno == ENOENT) continue;  // starts zeroed");
+    line("std::fprintf(stderr, \"" + fn_ + ": %s: %s\\n\", path.c_str(), std::strerror(errno));");
+    line("return 1;");
+    close();
+    open("if (initial[i].size() != count[i] * orch_element_size[i]) {");
+    line("std::fprintf(stderr, \"" + fn_ + ": %s: %zu bytes; buffer %s has %llu\\n\", path.c_str(), "
+         "initial[i].size(), orch_buffer_name[i], count[i] * orch_element_size[i]);");
+    line("return 1;");
+    close();
+    close();
+    line();
     line(buffers_type() + " b;");
     line(graphs_type() + " g;");
     line("cudaStream_t stream = nullptr;");
@@ -1453,12 +1626,41 @@ class Emitter {
       line("p." + world_size_ + " = 1;");
     }
     line("err = allocate_" + fn_ + "(p, &b);");
+    std::string device_ptrs, host_ptrs;
+    for (size_t i = 0; i < n; ++i) {
+      device_ptrs += (i ? ", " : "") + std::string("(void*)b.") + buffer_names_[i];
+      host_ptrs += (i ? ", " : "") + (p_.buffers[i].host ? "(void*)b." + host_names_[i] : std::string("nullptr"));
+    }
+    line("// Where each buffer is: device memory, or mapped host memory at its host address.");
+    line("void* const device_ptr[" + arrays + "] = {" + (n ? device_ptrs : "nullptr") + "};");
+    line("void* const host_ptr[" + arrays + "] = {" + (n ? host_ptrs : "nullptr") + "};");
+    open("for (int i = 0; err == cudaSuccess && i < orch_buffers; ++i) {");
+    line("if (initial[i].empty()) continue;");
+    line("if (host_ptr[i]) std::memcpy(host_ptr[i], initial[i].data(), initial[i].size());");
+    line("else err = cudaMemcpy(device_ptr[i], initial[i].data(), initial[i].size(), cudaMemcpyHostToDevice);");
+    close();
     line("if (err == cudaSuccess) err = build_" + fn_ + "(p, b, &g);");
+    line("// The zeroing, the uploads from pageable memory and build's copies and graph uploads run on");
+    line("// the legacy stream, which the launch stream does not wait for.");
+    line("if (err == cudaSuccess) err = cudaDeviceSynchronize();");
     line(
         "if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);");
-    line("if (err == cudaSuccess) err = launch_" + fn_ + "(g, stream);");
+    line("for (unsigned long long i = 0; err == cudaSuccess && i < launches; ++i) err = launch_" + fn_ +
+         "(g, stream);");
     line("if (err == cudaSuccess) err = cudaStreamSynchronize(stream);");
     if (uses_status_) line("if (err == cudaSuccess) err = device_status_" + fn_ + "(g);");
+    line("bool written = true;");
+    open("for (int i = 0; out && err == cudaSuccess && i < orch_buffers; ++i) {");
+    line("std::vector<unsigned char> bytes(count[i] * orch_element_size[i]);");
+    line("if (host_ptr[i]) std::memcpy(bytes.data(), host_ptr[i], bytes.size());");
+    line("else err = cudaMemcpy(bytes.data(), device_ptr[i], bytes.size(), cudaMemcpyDeviceToHost);");
+    line("const std::string path = std::string(out) + \"/\" + orch_buffer_name[i] + \".bin\";");
+    open("if (err == cudaSuccess && !orch_write_file(path, bytes)) {");
+    line("std::fprintf(stderr, \"" + fn_ + ": %s: cannot write: %s\\n\", path.c_str(), std::strerror(errno));");
+    line("written = false;");
+    line("break;");
+    close();
+    close();
     line("if (stream) cudaStreamDestroy(stream);");
     line("destroy_" + fn_ + "(&g);");
     line("free_" + fn_ + "(&b);");
@@ -1469,13 +1671,14 @@ class Emitter {
          ": failed: %s (%s)\\n\", cudaGetErrorName(err), cudaGetErrorString(err));");
     line("return 1;");
     close();
-    line("std::printf(\"" + fn_ + ": ran once, ok\\n\");");
+    line("if (!written) return 1;");
+    line("std::printf(\"" + fn_ + ": ran %llu time(s), ok\\n\", launches);");
     line("return 0;");
     close();
     line("#endif  // ORCH_EJECT_NO_MAIN");
   }
 
-  const ir::Program& p_;
+  const lir::Program& p_;
   const SourceManager& sources_;
   std::string out_;
   int indent_ = 0;
@@ -1487,8 +1690,8 @@ class Emitter {
   std::vector<std::string> graph_names_, exec_names_, table_names_, patch_names_;
   std::string rank_, world_size_;
   std::vector<int> device_order_;
-  std::vector<std::vector<const ir::Node*>> late_nodes_;
-  std::vector<const ir::Node*> handle_nodes_;
+  std::vector<std::vector<const lir::Node*>> late_nodes_;
+  std::vector<const lir::Node*> handle_nodes_;
   std::set<int> used_kernels_;
   bool uses_status_ = false;  // some kernel reports device-side errors (OrchDeviceStatus)
   bool in_family_ = false;
@@ -1498,7 +1701,7 @@ class Emitter {
 
 }  // namespace
 
-std::string emit_cuda(const ir::Program& lowered, const SourceManager& sources) {
+std::string emit_cuda(const lir::Program& lowered, const SourceManager& sources) {
   return Emitter(lowered, sources).run();
 }
 

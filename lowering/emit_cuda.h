@@ -5,15 +5,14 @@
 
 #include <string>
 
-#include "compiler/program.h"
+#include "lowering/lir.h"
 #include "support/source.h"
 
 namespace orch {
 
-// `lowered` is a program after lower_graphs(): every node is a Kernel, Copy, Fill (with its
-// memset pattern), If/While/Switch (with its handle) or Collective, and the generated kernels
-// are in program.kernels. The file compiles with
+// `lowered` is the lowered program (lower_to_lir(); its kernels need not be compiled): what
+// serialize() writes to pipeline.bin, printed as CUDA runtime calls. The file compiles with
 //   nvcc -arch=sm_90 -rdc=true pipeline.cu -lcudadevrt      (-lnccl when it has collectives)
-std::string emit_cuda(const ir::Program& lowered, const SourceManager& sources);
+std::string emit_cuda(const lir::Program& lowered, const SourceManager& sources);
 
 }  // namespace orch

@@ -62,8 +62,7 @@ std::string eject_file(const std::string& path) {
   CheckResult r = check_file(path, sources, {}, diags);
   REQUIRE_MESSAGE(!diags.has_errors(),
                   format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
-  lower_graphs(*r.program);
-  return emit_cuda(*r.program, sources);
+  return emit_cuda(lower_to_lir(*r.program), sources);
 }
 
 std::string eject_text(const std::string& text) {
@@ -72,8 +71,7 @@ std::string eject_text(const std::string& text) {
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   REQUIRE_MESSAGE(!diags.has_errors(),
                   format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
-  lower_graphs(*r.program);
-  return emit_cuda(*r.program, sources);
+  return emit_cuda(lower_to_lir(*r.program), sources);
 }
 
 size_t count(const std::string& haystack, const std::string& needle) {
@@ -147,7 +145,12 @@ TEST_CASE("eject: every spec example becomes one .cu file with the parts it need
     CHECK(has(cu, "cudaError_t build_" + name + "("));
     CHECK(has(cu, "cudaError_t launch_" + name + "("));
     CHECK(has(cu, "#ifndef ORCH_EJECT_NO_MAIN"));
-    CHECK(has(cu, "int main() {"));
+    CHECK(has(cu, "int main(int argc, char** argv) {"));
+    // The harness: inputs from files, N launches, every buffer written back.
+    CHECK(has(cu, "cudaError_t buffer_counts_" + name + "("));
+    CHECK(has(cu, "static bool orch_set_param("));
+    CHECK(has(cu, "for (unsigned long long i = 0; err == cudaSuccess && i < launches; ++i) err = launch_" +
+                      name + "(g, stream);"));
     CHECK(has(cu, "#define ORCH_CHECK(call, where)"));
     CHECK(!has(cu, "@@orch-unused@@"));
   }
@@ -192,7 +195,8 @@ TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and 
   // Host expressions are expr/'s printed code: a value, or the error printed and returned.
   CHECK(has(cu, "ORCH_EVAL(orch_x0, orch_u64, \"" + eject_spec_dir() +
                     "/examples/jacobi.orch:9:1: buffer u\", orch_convert<orch_u64, orch_u32>(orch_ok<orch_u32>(p.n)));"));
-  CHECK(has(cu, "orch_alloc_device((void**)&b->u, static_cast<size_t>(orch_x0.v), sizeof(float)"));
+  CHECK(has(cu, "count[0] = static_cast<size_t>(orch_x0.v);"));
+  CHECK(has(cu, "orch_alloc_device((void**)&b->u, count[0], sizeof(float)"));
   CHECK(has(cu, "cudaGraphConditionalHandleCreate(&handle[0], graph, 0, 0)"));
   CHECK(has(cu, "cond.type = cudaGraphNodeTypeConditional;"));
   CHECK(has(cu, "cond.conditional.type = cudaGraphCondTypeWhile;"));
@@ -315,7 +319,7 @@ graph main { k<<<ceil_div(new, BLOCK), BLOCK>>>(new, class) }
   CHECK(has(cu, "unsigned new_ = 64u;"));
   CHECK(has(cu, "unsigned BLOCK_ = 128u;"));
   CHECK(has(cu, "unsigned long long seed = {};"));
-  CHECK(has(cu, "// p.seed has no default in the .orch file: set it here."));
+  CHECK(has(cu, "// p.seed has no default in the .orch file: set it here or with --param."));
   CHECK(has(cu, "float* class_ = nullptr;"));
   CHECK(has(cu, "(void*)&b.class_"));
   CHECK(has(cu,

@@ -48,7 +48,7 @@ class Generator {
           n = set_condition(n);
           break;
         case ir::NodeKind::Fill:
-          if (n.memset_element_size == 0) n = fill(n);
+          if (!memset_pattern(p_, n)) n = fill(n);  // the rest become memset nodes
           break;
         case ir::NodeKind::LaunchGraph:
           n = launcher(n, graph);

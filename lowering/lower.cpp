@@ -1,10 +1,13 @@
-// The lowering pipeline in one straight line. ORCH_PRINT_PASSES=1 prints the IR (as
-// `--emit=yaml` shows it) after each pass and how long each pass took, on stderr.
+// The lowering pipeline in one straight line: passes on the checker's IR, build_lir, then
+// passes on the lowered program, the kernel compiles and serialize. ORCH_PRINT_PASSES=1 prints
+// the program after each pass (the IR as `--emit=yaml` shows it, then the lowered program as
+// `--emit=ir` does) and how long each pass took, on stderr.
 #include "lowering/lower.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 #include "compiler/emit.h"
 #include "lowering/passes.h"
@@ -15,8 +18,7 @@ namespace {
 
 class PassRunner {
  public:
-  PassRunner(ir::Program& p, const SourceManager& sources, bool print)
-      : p_(p), sources_(sources), print_(print) {}
+  explicit PassRunner(bool print) : print_(print) {}
 
   template <class F>
   auto run(const char* name, F&& pass) {
@@ -25,7 +27,7 @@ class PassRunner {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (!print_) return;
       std::fprintf(stderr, "=== after %s (%.2f ms)\n", name, ms);
-      if (print_ir_) std::fputs(emit_yaml(p_, sources_).c_str(), stderr);
+      if (show_) std::fputs(show_().c_str(), stderr);
     };
     if constexpr (std::is_void_v<decltype(pass())>) {
       pass();
@@ -36,13 +38,12 @@ class PassRunner {
       return result;
     }
   }
-  void set_print_ir(bool v) { print_ir_ = v; }
+  // What to print after each pass from now on; empty: the timing only.
+  void show(std::function<std::string()> f) { show_ = std::move(f); }
 
  private:
-  ir::Program& p_;
-  const SourceManager& sources_;
   bool print_;
-  bool print_ir_ = true;
+  std::function<std::string()> show_;
 };
 
 bool print_requested(bool option) {
@@ -50,38 +51,57 @@ bool print_requested(bool option) {
   return option || (env && *env && std::string(env) != "0");
 }
 
-void run_graph_passes(PassRunner& r, ir::Program& p) {
+void run_ir_passes(PassRunner& r, ir::Program& p) {
   r.run("drop_helper_graphs", [&] { lowering::drop_helper_graphs(p); });
   r.run("split_segments", [&] { lowering::split_segments(p); });
   r.run("lower_conditions", [&] { lowering::lower_conditions(p); });
   r.run("fuse_generated_kernels", [&] { lowering::fuse_generated_kernels(p); });
-  r.run("plan_fills", [&] { lowering::plan_fills(p); });
   r.run("generate_kernels", [&] { lowering::generate_kernels(p); });
   r.run("rebuild_edges", [&] { lowering::rebuild_edges(p); });
-  r.run("hash_collectives", [&] { lowering::hash_collectives(p); });
+}
+
+// The ir passes, then the lowered program `l` (which the printer keeps showing after this
+// returns); `sources` for printing.
+void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const SourceManager& sources) {
+  r.show([&p, &sources] { return emit_yaml(p, sources); });
+  run_ir_passes(r, p);
+  r.show([&l, &sources] { return lir::print(l, sources); });
+  r.run("build_lir", [&] { l = lowering::build_lir(p); });
+  r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
 }
 
 }  // namespace
 
 void lower_graphs(ir::Program& program) {
+  PassRunner r(false);
+  run_ir_passes(r, program);
+}
+
+lir::Program lower_to_lir(ir::Program& program) {
   SourceManager unused;
-  PassRunner r(program, unused, false);
-  run_graph_passes(r, program);
+  PassRunner r(false);
+  lir::Program l;
+  run_graph_passes(r, program, l, unused);
+  return l;
 }
 
 std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sources,
-                                             const LowerOptions& options,
-                                             DiagnosticEngine& diags) {
-  PassRunner r(p, sources, print_requested(options.print_passes));
-  run_graph_passes(r, p);
-  if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(p, diags); })) return std::nullopt;
-  r.set_print_ir(false);  // CUBINs make the IR dump unreadable; the timing is what matters
+                                             const LowerOptions& options, DiagnosticEngine& diags,
+                                             lir::Program* lowered) {
+  PassRunner r(print_requested(options.print_passes));
+  lir::Program own;
+  lir::Program& l = lowered ? *lowered : own;
+  run_graph_passes(r, p, l, sources);
+  if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
+  r.show(nullptr);  // CUBINs make the program unreadable; the timing is what matters
   if (!r.run("compile_all_kernels",
-             [&] { return lowering::compile_all_kernels(p, options.compile, sources, diags); }))
+             [&] { return lowering::compile_all_kernels(l, options.compile, sources, diags); }))
     return std::nullopt;
-  if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(p, diags); }))
+  r.show([&] { return lir::print(l, sources); });  // code sizes and symbols, not the bytes
+  if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(l, diags); }))
     return std::nullopt;
-  return r.run("serialize", [&] { return lowering::serialize(p, sources); });
+  r.show(nullptr);
+  return r.run("serialize", [&] { return lowering::serialize(l, sources); });
 }
 
 }  // namespace orch

@@ -55,6 +55,18 @@ const ir::Kernel& kernel_of(const ir::Program& p, const ir::Node& n) {
   return p.kernels[n.kernel];
 }
 
+// The memset node a lowered node is.
+const lir::MemsetNode& memset_of(const lir::Node& n) {
+  const auto* m = std::get_if<lir::MemsetNode>(&n.op);
+  REQUIRE_MESSAGE(m, n.what);
+  return *m;
+}
+
+// Drops every dependency of a body (not of the bodies inside it).
+void clear_deps(lir::Body& b) {
+  for (lir::Node& n : b.nodes) n.deps.clear();
+}
+
 TEST_CASE("jacobi: a while loop gets a handle, a condition kernel before it and one fused with "
           "the update at the end of its body") {
   auto c = check_spec("jacobi.orch");
@@ -102,7 +114,7 @@ graph main {
 }
 )");
   ir::Program& p = c->program();
-  lower_graphs(p);
+  const lir::Program l = lower_to_lir(p);
   const ir::Region& main = p.graphs[p.main_graph].body;
   REQUIRE(main.nodes.size() == 4);
   const ir::Node& sw = main.nodes[1];
@@ -118,8 +130,9 @@ graph main {
   CHECK(kernel_of(p, main.nodes[2]).source.find("cudaGraphSetConditional(h1, (!c.e && c.v) ? 1u : 0u);") !=
         std::string::npos);
   // Every fill here is a memset of a 4-byte float pattern.
-  CHECK(sw.bodies[0].nodes[0].memset_value == 0x3f800000u);
-  CHECK(sw.bodies[0].nodes[0].memset_element_size == 4);
+  const auto& lowered_sw = std::get<lir::ConditionalNode>(l.graphs[l.main_graph].body.nodes[1].op);
+  CHECK(memset_of(lowered_sw.bodies[0].nodes[0]).value == 0x3f800000u);
+  CHECK(memset_of(lowered_sw.bodies[0].nodes[0]).element_size == 4);
 }
 
 TEST_CASE("countdown: `while kernel` is a do-while whose kernel gets the loop's handle") {
@@ -147,15 +160,15 @@ graph main {
 }
 )");
   ir::Program& p = c->program();
-  lower_graphs(p);
+  lir::Program l = lower_to_lir(p);
   const ir::Region& main = p.graphs[p.main_graph].body;
   REQUIRE(main.nodes.size() == 2);
   CHECK(is_ordered(main, 0, 1));
   DiagnosticEngine diags;
-  CHECK(lowering::verify_ordering(p, diags));
-  p.graphs[p.main_graph].body.edges.clear();
+  CHECK(lowering::verify_ordering(l, diags));
+  clear_deps(l.graphs[l.main_graph].body);
   DiagnosticEngine bad;
-  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  CHECK_FALSE(lowering::verify_ordering(l, bad));
   REQUIRE(bad.has_errors());
   CHECK(bad.all()[0].message.find("before the kernel that sets its condition") != std::string::npos);
 }
@@ -179,17 +192,18 @@ graph main {
 }
 )");
   ir::Program& p = c->program();
-  lower_graphs(p);
+  const lir::Program l = lower_to_lir(p);
   const ir::Region& main = p.graphs[p.main_graph].body;
+  const lir::Body& lowered = l.graphs[l.main_graph].body;
   REQUIRE(main.nodes.size() == 6);
   CHECK(main.nodes[0].kind == ir::NodeKind::Fill);  // 8 zero bytes: two equal 4-byte halves
-  CHECK(main.nodes[0].memset_element_size == 4);
+  CHECK(memset_of(lowered.nodes[0]).element_size == 4);
   CHECK(kernel_of(p, main.nodes[1]).name.rfind("orch_fill_", 0) == 0);  // 1.5 as f64: halves differ
   CHECK(kernel_of(p, main.nodes[2]).name.rfind("orch_fill_", 0) == 0);  // mapped host memory
-  CHECK(main.nodes[3].memset_value == 255);
-  CHECK(main.nodes[3].memset_element_size == 1);
-  CHECK(main.nodes[4].memset_value == 0x3c00);  // 1.0 in binary16
-  CHECK(main.nodes[4].memset_element_size == 2);
+  CHECK(memset_of(lowered.nodes[3]).value == 255);
+  CHECK(memset_of(lowered.nodes[3]).element_size == 1);
+  CHECK(memset_of(lowered.nodes[4]).value == 0x3c00);  // 1.0 in binary16
+  CHECK(memset_of(lowered.nodes[4]).element_size == 2);
   CHECK(kernel_of(p, main.nodes[5]).name.rfind("orch_fill_", 0) == 0);  // a param: a kernel
 }
 
@@ -292,8 +306,7 @@ TEST_CASE("the collective hash follows the collective sequence, not the rest") {
   auto hash = [](const std::string& body) {
     auto c = check("pipeline p\nparam n: u32 = 64\ncomm world\nbuffer g: f32[n]\nbuffer h: f32[n]\n"
                    "buffer x: f32[64]\ngraph main {\n" + body + "}\n");
-    lower_graphs(c->program());
-    return c->program().collective_hash;
+    return lower_to_lir(c->program()).collective_hash;
   };
   uint64_t a = hash("  allreduce sum g on world\n  allreduce max h on world\n");
   CHECK(a != 0);
@@ -305,20 +318,18 @@ TEST_CASE("the collective hash follows the collective sequence, not the rest") {
 
 TEST_CASE("the verifier catches an ordering the lowering lost") {
   auto c = check_spec("jacobi.orch");
-  ir::Program& p = c->program();
-  lower_graphs(p);
+  lir::Program l = lower_to_lir(c->program());
   DiagnosticEngine ok;
-  CHECK(lowering::verify_ordering(p, ok));
+  CHECK(lowering::verify_ordering(l, ok));
   CHECK_FALSE(ok.has_errors());
-  // Drop the edge that orders the while loop after the copy that fills u.
-  ir::Region& main = p.graphs[p.main_graph].body;
-  auto& edges = main.edges;
-  auto it = std::find_if(edges.begin(), edges.end(),
-                         [](const ir::Edge& e) { return e.from == 0 && e.to == 5; });
-  REQUIRE(it != edges.end());
-  edges.erase(it);
+  // Drop the dependency that orders the while loop after the copy that fills u.
+  lir::Body& main = l.graphs[l.main_graph].body;
+  auto& deps = main.nodes[5].deps;
+  auto it = std::find_if(deps.begin(), deps.end(), [](const lir::Dep& d) { return d.from == 0; });
+  REQUIRE(it != deps.end());
+  deps.erase(it);
   DiagnosticEngine bad;
-  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  CHECK_FALSE(lowering::verify_ordering(l, bad));
   REQUIRE(bad.has_errors());
   CHECK(bad.all()[0].code == "E0899");
   CHECK(bad.all()[0].message.find("`u`") != std::string::npos);
@@ -335,16 +346,16 @@ graph main {
 }
 )");
   ir::Program& p = c->program();
-  lower_graphs(p);
+  lir::Program l = lower_to_lir(p);
   ir::Region& main = p.graphs[p.main_graph].body;
   REQUIRE(main.nodes.size() == 2);
   REQUIRE(main.edges.size() == 1);
   CHECK(main.edges[0].kind == ir::DepKind::WAR);
   DiagnosticEngine ok;
-  CHECK(lowering::verify_ordering(p, ok));
-  main.edges.clear();
+  CHECK(lowering::verify_ordering(l, ok));
+  clear_deps(l.graphs[l.main_graph].body);
   DiagnosticEngine bad;
-  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  CHECK_FALSE(lowering::verify_ordering(l, bad));
   REQUIRE(bad.has_errors());
   CHECK(bad.all()[0].message ==
         "internal compiler error: in graph `main`, nothing orders this node after the node it "
@@ -359,10 +370,10 @@ graph main {
   copy x -> k
 }
 )");
-  lower_graphs(readers->program());
+  const lir::Program lr = lower_to_lir(readers->program());
   CHECK(readers->program().graphs[readers->program().main_graph].body.edges.empty());
   DiagnosticEngine none;
-  CHECK(lowering::verify_ordering(readers->program(), none));
+  CHECK(lowering::verify_ordering(lr, none));
 }
 
 TEST_CASE("a `while kernel` inside another loop gets a kernel that sets its handle to 1 first") {
@@ -382,7 +393,7 @@ graph main {
 }
 )");
   ir::Program& p = c->program();
-  lower_graphs(p);
+  const lir::Program l = lower_to_lir(p);
   const ir::Region& main = p.graphs[p.main_graph].body;
   // fill, condition, while, while kernel (top level: the handle's default is enough)
   REQUIRE(main.nodes.size() == 4);
@@ -407,7 +418,7 @@ graph main {
     for (const ir::KernelArg& a : n.args)
       CHECK_FALSE((a.kind == ir::ArgKind::CondHandle && a.ref == top_handle));
   DiagnosticEngine ok;
-  CHECK(lowering::verify_ordering(p, ok));
+  CHECK(lowering::verify_ordering(l, ok));
 }
 
 TEST_CASE("kernels that set one condition are ordered, and the verifier requires it") {
@@ -430,15 +441,15 @@ graph main {
     CHECK(body.edges[0].kind == ir::DepKind::Condition);
   }
   ir::Program& p = c->program();
-  lower_graphs(p);
+  lir::Program l = lower_to_lir(p);
   ir::Region& body = p.graphs[p.main_graph].body.nodes[0].bodies[0];
   REQUIRE(body.nodes.size() == 2);
   CHECK(is_ordered(body, 0, 1));
   DiagnosticEngine ok;
-  CHECK(lowering::verify_ordering(p, ok));
-  body.edges.clear();
+  CHECK(lowering::verify_ordering(l, ok));
+  clear_deps(std::get<lir::ConditionalNode>(l.graphs[l.main_graph].body.nodes[0].op).bodies[0]);
   DiagnosticEngine bad;
-  CHECK_FALSE(lowering::verify_ordering(p, bad));
+  CHECK_FALSE(lowering::verify_ordering(l, bad));
   REQUIRE(bad.has_errors());
   CHECK(bad.all()[0].message.find("sets the same conditional handle") != std::string::npos);
 }
@@ -576,39 +587,40 @@ graph main {
   LowerOptions options;
   options.compile.use_cache = false;
   DiagnosticEngine diags;
-  auto bytes = lower_to_artifact(p, c->sources, options, diags);
+  lir::Program l;
+  auto bytes = lower_to_artifact(p, c->sources, options, diags, &l);
   REQUIRE_MESSAGE(bytes, format_diagnostics(diags.sorted(), c->sources, DiagnosticFormat::Text));
-  REQUIRE(p.modules.size() == 1);
-  const ir::Module& m = p.modules[0];
-  REQUIRE(m.cubins.size() == 1);
-  CHECK(m.cubins[0].first == "sm_90");
+  REQUIRE(l.modules.size() == 1);
+  const lir::Module& m = l.modules[0];
+  REQUIRE(m.images.size() == 1);
+  CHECK(m.images[0].arch == "sm_90");
   CHECK(m.ptx_arch == "compute_90");
   size_t generated = 0;
   std::set<std::string> kinds;
-  for (const ir::Kernel& k : p.kernels) {
+  for (const lir::Kernel& k : l.kernels) {
     CAPTURE(k.name);
     if (!k.generated) {
       CHECK(k.module == -1);
-      CHECK(k.cubins.size() == 1);
+      CHECK(k.images.size() == 1);
       CHECK(!k.ptx.empty());
       continue;
     }
     ++generated;
     kinds.insert(k.name.substr(0, k.name.rfind('_')));
     CHECK(k.module == 0);
-    CHECK(k.cubins.empty());
+    CHECK(k.images.empty());
     CHECK(k.ptx.empty());
     CHECK(k.lowered_name == k.name);
     // Every kernel is an entry of the module's code, under its own name.
     CHECK(m.ptx.find(".entry " + k.name + "(") != std::string::npos);
-    CHECK(m.cubins[0].second.find(k.name + std::string(1, '\0')) != std::string::npos);
+    CHECK(m.images[0].cubin.find(k.name + std::string(1, '\0')) != std::string::npos);
   }
   CHECK(generated >= 6);
   CHECK(kinds.size() >= 3);  // conditions, updates or fills, launchers
   std::string kind_list;
   for (const std::string& k : kinds) kind_list += " " + k;
   MESSAGE(generated << " generated kernels (" << kind_list << " ): one module, "
-                    << m.cubins[0].second.size() << " bytes of CUBIN");
+                    << m.images[0].cubin.size() << " bytes of CUBIN");
   // The artifact says so, and validates.
   std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
   std::memcpy(aligned.data(), bytes->data(), bytes->size());

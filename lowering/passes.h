@@ -1,12 +1,16 @@
-// The lowering passes, each a function from IR to IR in a file of its own. lower.cpp calls
-// them in order; ORCH_PRINT_PASSES=1 prints the IR after each and how long each took.
+// The lowering passes, each in a file of its own. lower.cpp calls them in order: first passes
+// from IR to IR (ir::Program, the checker's output, rewritten in place), then build_lir makes
+// the lowered program (lowering/lir.h) that the last passes and both back ends read.
+// ORCH_PRINT_PASSES=1 prints the program after each pass and how long each took.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "compiler/program.h"
 #include "lowering/kernel_compiler.h"
+#include "lowering/lir.h"
 #include "support/diagnostics.h"
 
 namespace orch::lowering {
@@ -36,10 +40,6 @@ void lower_conditions(ir::Program& program);
 // condition evaluation, become one generated kernel.
 void fuse_generated_kernels(ir::Program& program);
 
-// plan_fills.cpp: fills a memset node can do (a 1, 2 or 4 byte pattern, or an 8-byte one
-// whose halves agree, into device memory) get their pattern; the rest stay for a kernel.
-void plan_fills(ir::Program& program);
-
 // generate_kernels.cpp: scalar updates, condition evaluations, kernel fills and `launch`
 // statements become kernel nodes running kernels orchc writes.
 void generate_kernels(ir::Program& program);
@@ -47,22 +47,37 @@ void generate_kernels(ir::Program& program);
 // rebuild_edges.cpp: dependency edges from the final nodes' accesses (transitively reduced).
 void rebuild_edges(ir::Program& program);
 
+// build_lir.cpp: the lowered program, from the IR after the passes above: every node a
+// kernel, memcpy, memset, conditional or collective node, with its dependencies.
+lir::Program build_lir(const ir::Program& program);
+
 // hash_collectives.cpp: a hash of the collective sequence, which ranks compare at bind time.
-void hash_collectives(ir::Program& program);
+void hash_collectives(lir::Program& program);
+
+// verify_ordering.cpp: every pair of conflicting accesses is ordered by the final dependencies
+// (a compiler-bug catcher). False, with an internal-error diagnostic, if not.
+bool verify_ordering(const lir::Program& program, DiagnosticEngine& diags);
 
 // compile_all_kernels.cpp: NVRTC for every kernel and target arch. False on errors.
-bool compile_all_kernels(ir::Program& program, const CompileOptions& options,
+bool compile_all_kernels(lir::Program& program, const CompileOptions& options,
                          SourceManager& sources, DiagnosticEngine& diags);
 
 // check_compiled_kernels.cpp: the rules that need the PTX (declared vs compiled parameters,
 // device-side launches the source text hid). False, with diagnostics, on a violation.
-bool check_compiled_kernels(ir::Program& program, DiagnosticEngine& diags);
-
-// verify_ordering.cpp: every pair of conflicting accesses is ordered by the final edges
-// (a compiler-bug catcher). False, with an internal-error diagnostic, if not.
-bool verify_ordering(const ir::Program& program, DiagnosticEngine& diags);
+bool check_compiled_kernels(lir::Program& program, DiagnosticEngine& diags);
 
 // serialize.cpp: the artifact bytes (envelope and FlatBuffers payload).
-std::string serialize(const ir::Program& program, const SourceManager& sources);
+std::string serialize(const lir::Program& program, const SourceManager& sources);
+
+// ---- helpers of several passes -------------------------------------------------------------
+
+// memset_pattern.cpp: the memset a fill becomes, where one does it: a 1, 2 or 4 byte pattern,
+// or an 8-byte one whose halves agree, of a value known at compile time, into device memory.
+// generate_kernels makes a kernel of every other fill; build_lir makes these memset nodes.
+struct MemsetPattern {
+  uint32_t value = 0;
+  uint8_t element_size = 0;  // 1, 2 or 4
+};
+std::optional<MemsetPattern> memset_pattern(const ir::Program& program, const ir::Node& fill);
 
 }  // namespace orch::lowering

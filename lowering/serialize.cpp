@@ -3,14 +3,13 @@
 
 #include "artifact/artifact.h"
 #include "artifact/expr_code.h"
-#include "compiler/emit.h"
 #include "lowering/passes.h"
 #include "artifact/pipeline_generated.h"
 
 namespace orch::lowering {
 
 // What the checker proves and what the loader enforces must be the same numbers: a pipeline
-// that checks must load (tests/rules_test.cpp and lowering/lowering_test.cpp walk both sides).
+// that checks must load (compiler/rules_test.cpp and lowering/lowering_test.cpp walk both sides).
 static_assert(ir::kMaxConditionalNesting == artifact::kMaxGraphDepth);
 static_assert(ir::kMaxFamilySize == artifact::kMaxFamilySize);
 static_assert(kCudaMaxFireAndForgetLaunches == artifact::kMaxFireAndForgetLaunches);
@@ -24,27 +23,27 @@ using flatbuffers::Offset;
 
 class Serializer {
  public:
-  Serializer(const ir::Program& p, const SourceManager& sources) : p_(p), sources_(sources) {}
+  Serializer(const lir::Program& p, const SourceManager& sources) : p_(p), sources_(sources) {}
 
   std::string run() {
     std::vector<Offset<fb::Param>> params;
-    for (const ir::Param& x : p_.params) {
+    for (const lir::Param& x : p_.params) {
       auto name = fbb_.CreateString(x.name);
       fb::ParamBuilder b(fbb_);
       b.add_name(name);
       b.add_type(static_cast<fb::ScalarType>(x.type));
-      if (x.default_evaluated) {
+      if (x.default_value) {
         // A value of the param's type: integers' bits in default_i, floats in default_f.
         b.add_has_default(true);
-        if (x.default_evaluated->is_float()) b.add_default_f(x.default_evaluated->f64());
-        else b.add_default_i(x.default_evaluated->i64());
+        if (x.default_value->is_float()) b.add_default_f(x.default_value->f64());
+        else b.add_default_i(x.default_value->i64());
       }
       fb::SourceLoc l = loc(x.loc);
       b.add_loc(&l);
       params.push_back(b.Finish());
     }
     std::vector<Offset<fb::Buffer>> buffers;
-    for (const ir::Buffer& x : p_.buffers) {
+    for (const lir::Buffer& x : p_.buffers) {
       auto name = fbb_.CreateString(x.name);
       Offset<fb::Expr> count = x.count ? expr(*x.count) : 0;
       fb::BufferBuilder b(fbb_);
@@ -57,24 +56,24 @@ class Serializer {
       buffers.push_back(b.Finish());
     }
     std::vector<Offset<fb::Comm>> comms;
-    for (const ir::Comm& c : p_.comms) comms.push_back(fb::CreateComm(fbb_, fbb_.CreateString(c.name)));
+    for (const lir::Comm& c : p_.comms) comms.push_back(fb::CreateComm(fbb_, fbb_.CreateString(c.name)));
     std::vector<Offset<fb::Kernel>> kernels;
-    for (const ir::Kernel& k : p_.kernels) kernels.push_back(kernel(k));
+    for (const lir::Kernel& k : p_.kernels) kernels.push_back(kernel(k));
     std::vector<Offset<fb::Module>> modules;
-    for (const ir::Module& m : p_.modules) {
-      std::vector<Offset<fb::KernelImage>> images = kernel_images(m.cubins);
+    for (const lir::Module& m : p_.modules) {
+      std::vector<Offset<fb::KernelImage>> images = kernel_images(m.images);
       auto images_v = fbb_.CreateVector(images);
       auto ptx = m.ptx.empty() ? 0 : fbb_.CreateVector(reinterpret_cast<const uint8_t*>(m.ptx.data()), m.ptx.size());
       auto ptx_arch = m.ptx_arch.empty() ? 0 : fbb_.CreateString(m.ptx_arch);
       modules.push_back(fb::CreateModule(fbb_, images_v, ptx, ptx_arch));
     }
     std::vector<Offset<fb::Graph>> graphs;
-    for (const ir::Graph& g : p_.graphs) graphs.push_back(graph(g, g.body));
+    for (const lir::Graph& g : p_.graphs) graphs.push_back(graph(g));
     std::vector<Offset<fb::ConditionalHandle>> handles;
-    for (const ir::ConditionalHandle& h : p_.handles)
+    for (const lir::ConditionalHandle& h : p_.handles)
       handles.push_back(fb::CreateConditionalHandle(fbb_, h.graph, h.default_value, h.set_default));
     std::vector<Offset<fb::BindCheck>> checks;
-    for (const ir::BindCheck& c : p_.bind_checks) {
+    for (const lir::BindCheck& c : p_.bind_checks) {
       auto code = fbb_.CreateString(c.code);
       auto message = fbb_.CreateString(c.message);
       auto condition = expr(c.condition);
@@ -88,7 +87,7 @@ class Serializer {
       checks.push_back(b.Finish());
     }
     std::vector<Offset<fb::StatusSite>> sites;
-    for (const ir::StatusSite& x : p_.status_sites) {
+    for (const lir::StatusSite& x : p_.status_sites) {
       auto what = fbb_.CreateString(x.what);
       fb::StatusSiteBuilder b(fbb_);
       fb::SourceLoc l = loc(x.loc);
@@ -145,26 +144,25 @@ class Serializer {
     return fb::SourceLoc(it->second, r.begin.line, r.begin.col);
   }
 
-  Offset<fb::Expr> expr(const ir::Expr& e) {
+  Offset<fb::Expr> expr(const lir::Expr& e) {
     std::vector<fb::ExprInstr> code;
-    for (const expr::Instr& in : ir::to_postfix(e)) code.push_back(artifact::to_fb(in));
+    for (const expr::Instr& in : e.code) code.push_back(artifact::to_fb(in));
     return fb::CreateExprDirect(fbb_, &code);
   }
 
-  std::vector<Offset<fb::KernelImage>> kernel_images(
-      const std::vector<std::pair<std::string, std::string>>& cubins) {
+  std::vector<Offset<fb::KernelImage>> kernel_images(const std::vector<lir::Image>& in) {
     std::vector<Offset<fb::KernelImage>> images;
-    for (const auto& [arch, cubin] : cubins)
+    for (const lir::Image& i : in)
       images.push_back(fb::CreateKernelImage(
-          fbb_, fbb_.CreateString(arch),
-          fbb_.CreateVector(reinterpret_cast<const uint8_t*>(cubin.data()), cubin.size())));
+          fbb_, fbb_.CreateString(i.arch),
+          fbb_.CreateVector(reinterpret_cast<const uint8_t*>(i.cubin.data()), i.cubin.size())));
     return images;
   }
 
-  Offset<fb::Kernel> kernel(const ir::Kernel& k) {
-    std::vector<Offset<fb::KernelImage>> images = kernel_images(k.cubins);
+  Offset<fb::Kernel> kernel(const lir::Kernel& k) {
+    std::vector<Offset<fb::KernelImage>> images = kernel_images(k.images);
     std::vector<Offset<fb::KernelParam>> params;
-    for (const ir::KernelParam& q : k.params)
+    for (const lir::KernelParam& q : k.params)
       params.push_back(fb::CreateKernelParam(
           fbb_, fbb_.CreateString(q.name), static_cast<fb::KernelParamKind>(q.kind),
           static_cast<fb::ScalarType>(q.elem), static_cast<fb::Access>(q.access), q.family_size));
@@ -193,140 +191,152 @@ class Serializer {
     return b.Finish();
   }
 
-  Offset<fb::KernelArg> arg(const ir::KernelArg& a, const ir::KernelParam& param) {
+  Offset<fb::KernelArg> arg(const lir::KernelArg& a, const lir::KernelParam& param) {
     switch (a.kind) {
-      case ir::ArgKind::Value: {
+      case lir::ArgKind::Value: {
         auto value = expr(a.value);
         return fb::CreateKernelArg(fbb_, fb::ArgKind::Value, static_cast<fb::ScalarType>(param.elem),
                                    value, -1);
       }
-      case ir::ArgKind::Buffer: return fb::CreateKernelArg(fbb_, fb::ArgKind::Buffer, fb::ScalarType::U8, 0, a.ref);
-      case ir::ArgKind::Cond:
-      case ir::ArgKind::CondHandle:
+      case lir::ArgKind::Buffer:
+        return fb::CreateKernelArg(fbb_, fb::ArgKind::Buffer, fb::ScalarType::U8, 0, a.ref);
+      case lir::ArgKind::CondHandle:
         return fb::CreateKernelArg(fbb_, fb::ArgKind::CondHandle, fb::ScalarType::U8, 0, a.ref);
-      case ir::ArgKind::Graph:
+      case lir::ArgKind::GraphExec:
         return fb::CreateKernelArg(fbb_, fb::ArgKind::GraphExec, fb::ScalarType::U8, 0, a.ref);
-      case ir::ArgKind::GraphFamily:
+      case lir::ArgKind::GraphTable:
         return fb::CreateKernelArg(fbb_, fb::ArgKind::GraphTable, fb::ScalarType::U8, 0, a.ref);
-      case ir::ArgKind::Status:
+      case lir::ArgKind::Status:
         return fb::CreateKernelArg(fbb_, fb::ArgKind::Status, fb::ScalarType::U8, 0, -1);
     }
     return 0;
   }
 
-  Offset<fb::Node> node(const ir::Node& n, const std::vector<uint32_t>& deps) {
-    auto what = fbb_.CreateString(describe_node(p_, n));
-    auto deps_v = fbb_.CreateVector(deps);
-    fb::SourceLoc l = loc(n.loc);
-    switch (n.kind) {
-      case ir::NodeKind::Kernel: {
-        std::vector<Offset<fb::Expr>> grid, block;
-        for (int i = 0; i < 3; ++i) grid.push_back(expr(n.grid[i]));
-        for (int i = 0; i < 3; ++i) block.push_back(expr(n.block[i]));
-        auto shared = expr(n.shared_bytes);
-        std::vector<Offset<fb::KernelArg>> args;
-        const ir::Kernel& k = p_.kernels[n.kernel];
-        for (size_t i = 0; i < n.args.size(); ++i) args.push_back(arg(n.args[i], k.params[i]));
-        auto grid_v = fbb_.CreateVector(grid);
-        auto block_v = fbb_.CreateVector(block);
-        auto args_v = fbb_.CreateVector(args);
-        Offset<fb::Expr> cost_bytes = n.cost_bytes ? expr(*n.cost_bytes) : 0;
-        Offset<fb::Expr> cost_flops = n.cost_flops ? expr(*n.cost_flops) : 0;
-        fb::NodeBuilder b(fbb_);
-        b.add_kind(fb::NodeKind::Kernel);
-        b.add_deps(deps_v);
-        b.add_loc(&l);
-        b.add_what(what);
-        b.add_kernel(n.kernel);
-        b.add_grid(grid_v);
-        b.add_block(block_v);
-        b.add_shared_bytes(shared);
-        b.add_args(args_v);
-        if (n.cost_bytes) b.add_cost_bytes(cost_bytes);
-        if (n.cost_flops) b.add_cost_flops(cost_flops);
-        return b.Finish();
-      }
-      case ir::NodeKind::Copy:
-      case ir::NodeKind::Fill: {
-        fb::NodeBuilder b(fbb_);
-        b.add_kind(n.kind == ir::NodeKind::Copy ? fb::NodeKind::Memcpy : fb::NodeKind::Memset);
-        b.add_deps(deps_v);
-        b.add_loc(&l);
-        b.add_what(what);
-        if (n.kind == ir::NodeKind::Copy) b.add_src(n.src);
-        b.add_dst(n.dst);
-        b.add_memset_value(n.memset_value);
-        b.add_memset_element_size(n.memset_element_size);
-        return b.Finish();
-      }
-      case ir::NodeKind::If:
-      case ir::NodeKind::While:
-      case ir::NodeKind::Switch: {
-        std::vector<Offset<fb::Graph>> bodies;
-        for (size_t i = 0; i < n.bodies.size(); ++i)
-          bodies.push_back(graph_body(n.bodies[i]));
-        auto bodies_v = fbb_.CreateVector(bodies);
-        fb::NodeBuilder b(fbb_);
-        b.add_kind(fb::NodeKind::Conditional);
-        b.add_deps(deps_v);
-        b.add_loc(&l);
-        b.add_what(what);
-        b.add_conditional(n.kind == ir::NodeKind::If      ? fb::ConditionalType::If
-                          : n.kind == ir::NodeKind::While ? fb::ConditionalType::While
-                                                          : fb::ConditionalType::Switch);
-        b.add_handle(n.handle);
-        b.add_bodies(bodies_v);
-        return b.Finish();
-      }
-      case ir::NodeKind::Collective: {
-        Offset<fb::Expr> root = n.root ? expr(*n.root) : 0;
-        static const std::map<std::string, fb::ReduceOp> ops = {
-            {"sum", fb::ReduceOp::Sum}, {"prod", fb::ReduceOp::Prod}, {"min", fb::ReduceOp::Min},
-            {"max", fb::ReduceOp::Max}, {"avg", fb::ReduceOp::Avg}};
-        fb::NodeBuilder b(fbb_);
-        b.add_kind(fb::NodeKind::Collective);
-        b.add_deps(deps_v);
-        b.add_loc(&l);
-        b.add_what(what);
-        b.add_collective(static_cast<fb::CollectiveKind>(n.collective));
-        auto op = ops.find(n.reduce_op);
-        if (op != ops.end()) b.add_reduce_op(op->second);
-        b.add_src(n.src);
-        b.add_dst(n.dst);
-        b.add_comm(n.comm);
-        if (n.root) b.add_root(root);
-        return b.Finish();
-      }
-      default: {
-        // Everything else was lowered to kernels; an empty node keeps indices honest.
-        fb::NodeBuilder b(fbb_);
-        b.add_kind(fb::NodeKind::Empty);
-        b.add_deps(deps_v);
-        b.add_loc(&l);
-        b.add_what(what);
-        return b.Finish();
-      }
+  static fb::ReduceOp reduce_op(lir::ReduceOp op) {
+    switch (op) {
+      case lir::ReduceOp::None:
+      case lir::ReduceOp::Sum: break;
+      case lir::ReduceOp::Prod: return fb::ReduceOp::Prod;
+      case lir::ReduceOp::Min: return fb::ReduceOp::Min;
+      case lir::ReduceOp::Max: return fb::ReduceOp::Max;
+      case lir::ReduceOp::Avg: return fb::ReduceOp::Avg;
     }
+    return fb::ReduceOp::Sum;
   }
 
-  std::vector<Offset<fb::Node>> nodes(const ir::Region& r) {
-    std::vector<std::vector<uint32_t>> deps(r.nodes.size());
-    for (const ir::Edge& e : r.edges) deps[e.to].push_back(static_cast<uint32_t>(e.from));
+  static fb::ConditionalType conditional_type(lir::ConditionalType t) {
+    switch (t) {
+      case lir::ConditionalType::If: break;
+      case lir::ConditionalType::While: return fb::ConditionalType::While;
+      case lir::ConditionalType::Switch: return fb::ConditionalType::Switch;
+    }
+    return fb::ConditionalType::If;
+  }
+
+  // The order of the add_ calls is the payload's layout: keep it (pipeline.bin of the same
+  // program is the same bytes, release after release).
+  Offset<fb::Node> node(const lir::Node& n) {
+    auto what = fbb_.CreateString(n.what);
+    std::vector<uint32_t> deps;
+    for (const lir::Dep& d : n.deps) deps.push_back(d.from);
+    auto deps_v = fbb_.CreateVector(deps);
+    fb::SourceLoc l = loc(n.loc);
+    // What every node has, first in every node table.
+    auto common = [&](fb::NodeBuilder& b, fb::NodeKind kind) {
+      b.add_kind(kind);
+      b.add_deps(deps_v);
+      b.add_loc(&l);
+      b.add_what(what);
+    };
+    return std::visit(
+        lir::overloaded{
+            [&](const lir::KernelNode& k) {
+              std::vector<Offset<fb::Expr>> grid, block;
+              for (int i = 0; i < 3; ++i) grid.push_back(expr(k.grid[i]));
+              for (int i = 0; i < 3; ++i) block.push_back(expr(k.block[i]));
+              auto shared = expr(k.shared_bytes);
+              std::vector<Offset<fb::KernelArg>> args;
+              const lir::Kernel& kernel = p_.kernels[k.kernel];
+              for (size_t i = 0; i < k.args.size(); ++i) args.push_back(arg(k.args[i], kernel.params[i]));
+              auto grid_v = fbb_.CreateVector(grid);
+              auto block_v = fbb_.CreateVector(block);
+              auto args_v = fbb_.CreateVector(args);
+              Offset<fb::Expr> cost_bytes = k.cost_bytes ? expr(*k.cost_bytes) : 0;
+              Offset<fb::Expr> cost_flops = k.cost_flops ? expr(*k.cost_flops) : 0;
+              fb::NodeBuilder b(fbb_);
+              common(b, fb::NodeKind::Kernel);
+              b.add_kernel(k.kernel);
+              b.add_grid(grid_v);
+              b.add_block(block_v);
+              b.add_shared_bytes(shared);
+              b.add_args(args_v);
+              if (k.cost_bytes) b.add_cost_bytes(cost_bytes);
+              if (k.cost_flops) b.add_cost_flops(cost_flops);
+              return b.Finish();
+            },
+            [&](const lir::MemcpyNode& m) {
+              fb::NodeBuilder b(fbb_);
+              common(b, fb::NodeKind::Memcpy);
+              b.add_src(m.src);
+              b.add_dst(m.dst);
+              return b.Finish();
+            },
+            [&](const lir::MemsetNode& m) {
+              fb::NodeBuilder b(fbb_);
+              common(b, fb::NodeKind::Memset);
+              b.add_dst(m.dst);
+              b.add_memset_value(m.value);
+              b.add_memset_element_size(m.element_size);
+              return b.Finish();
+            },
+            [&](const lir::EmptyNode&) {
+              fb::NodeBuilder b(fbb_);
+              common(b, fb::NodeKind::Empty);
+              return b.Finish();
+            },
+            [&](const lir::ConditionalNode& c) {
+              std::vector<Offset<fb::Graph>> bodies;
+              for (const lir::Body& body : c.bodies) bodies.push_back(graph_body(body));
+              auto bodies_v = fbb_.CreateVector(bodies);
+              fb::NodeBuilder b(fbb_);
+              common(b, fb::NodeKind::Conditional);
+              b.add_conditional(conditional_type(c.type));
+              b.add_handle(c.handle);
+              b.add_bodies(bodies_v);
+              return b.Finish();
+            },
+            [&](const lir::CollectiveNode& c) {
+              Offset<fb::Expr> root = c.root ? expr(*c.root) : 0;
+              fb::NodeBuilder b(fbb_);
+              common(b, fb::NodeKind::Collective);
+              b.add_collective(static_cast<fb::CollectiveKind>(c.kind));
+              if (c.op != lir::ReduceOp::None) b.add_reduce_op(reduce_op(c.op));
+              b.add_src(c.src);
+              b.add_dst(c.dst);
+              b.add_comm(c.comm);
+              if (c.root) b.add_root(root);
+              return b.Finish();
+            },
+        },
+        n.op);
+  }
+
+  std::vector<Offset<fb::Node>> nodes(const lir::Body& body) {
     std::vector<Offset<fb::Node>> out;
-    for (size_t i = 0; i < r.nodes.size(); ++i) out.push_back(node(r.nodes[i], deps[i]));
+    for (const lir::Node& n : body.nodes) out.push_back(node(n));
     return out;
   }
 
-  Offset<fb::Graph> graph_body(const ir::Region& r) {
-    auto nodes_v = fbb_.CreateVector(nodes(r));
+  Offset<fb::Graph> graph_body(const lir::Body& body) {
+    auto nodes_v = fbb_.CreateVector(nodes(body));
     fb::GraphBuilder b(fbb_);
     b.add_nodes(nodes_v);
     return b.Finish();
   }
 
-  Offset<fb::Graph> graph(const ir::Graph& g, const ir::Region& r) {
+  Offset<fb::Graph> graph(const lir::Graph& g) {
     auto name = fbb_.CreateString(g.name);
-    auto nodes_v = fbb_.CreateVector(nodes(r));
+    auto nodes_v = fbb_.CreateVector(nodes(g.body));
     fb::GraphBuilder b(fbb_);
     b.add_name(name);
     b.add_nodes(nodes_v);
@@ -337,7 +347,7 @@ class Serializer {
     return b.Finish();
   }
 
-  const ir::Program& p_;
+  const lir::Program& p_;
   const SourceManager& sources_;
   FlatBufferBuilder fbb_{1 << 16};
   std::map<uint32_t, uint32_t> file_index_;
@@ -346,7 +356,7 @@ class Serializer {
 
 }  // namespace
 
-std::string serialize(const ir::Program& program, const SourceManager& sources) {
+std::string serialize(const lir::Program& program, const SourceManager& sources) {
   return Serializer(program, sources).run();
 }
 

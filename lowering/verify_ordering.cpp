@@ -27,30 +27,51 @@ bool reaches(const std::vector<std::vector<int>>& preds, int from, int to, std::
 }
 
 // Conditional handles a node sets (cudaGraphSetConditional), its bodies included.
-void handles_set(const ir::Node& n, std::vector<int>& out) {
-  for (const ir::KernelArg& a : n.args)
-    if (a.kind == ir::ArgKind::CondHandle &&
-        std::find(out.begin(), out.end(), a.ref) == out.end())
-      out.push_back(a.ref);
-  for (const ir::Region& b : n.bodies)
-    for (const ir::Node& child : b.nodes) handles_set(child, out);
+void handles_set(const lir::Node& n, std::vector<int>& out) {
+  std::visit(lir::overloaded{
+                 [&](const lir::KernelNode& k) {
+                   for (const lir::KernelArg& a : k.args)
+                     if (a.kind == lir::ArgKind::CondHandle &&
+                         std::find(out.begin(), out.end(), a.ref) == out.end())
+                       out.push_back(a.ref);
+                 },
+                 [&](const lir::ConditionalNode& c) {
+                   for (const lir::Body& b : c.bodies)
+                     for (const lir::Node& child : b.nodes) handles_set(child, out);
+                 },
+                 [](const lir::MemcpyNode&) {}, [](const lir::MemsetNode&) {},
+                 [](const lir::EmptyNode&) {}, [](const lir::CollectiveNode&) {},
+             },
+             n.op);
 }
 
-bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r,
-                   DiagnosticEngine& diags) {
+// Does kernel node `n` set handle `h`?
+bool sets_handle(const lir::Node& n, int h) {
+  const auto* k = std::get_if<lir::KernelNode>(&n.op);
+  if (!k) return false;
+  for (const lir::KernelArg& a : k->args)
+    if (a.kind == lir::ArgKind::CondHandle && a.ref == h) return true;
+  return false;
+}
+
+bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
+                 DiagnosticEngine& diags) {
   bool ok = true;
-  for (const ir::Node& n : r.nodes)
-    for (const ir::Region& b : n.bodies) ok &= verify_region(p, g, b, diags);
+  for (const lir::Node& n : r.nodes)
+    if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
+      for (const lir::Body& b : c->bodies) ok &= verify_body(p, g, b, diags);
 
   const int n = static_cast<int>(r.nodes.size());
   std::vector<std::vector<int>> preds(n);
-  for (const ir::Edge& e : r.edges) {
-    if (e.from >= e.to) {
-      diags.error("E0899", r.nodes[e.to].loc,
-                  "internal compiler error: graph `" + g.name + "` has a backward edge");
-      return false;
+  for (int to = 0; to < n; ++to) {
+    for (const lir::Dep& d : r.nodes[to].deps) {
+      if (static_cast<int64_t>(d.from) >= to) {
+        diags.error("E0899", r.nodes[to].loc,
+                    "internal compiler error: graph `" + g.name + "` has a backward edge");
+        return false;
+      }
+      preds[to].push_back(static_cast<int>(d.from));
     }
-    preds[e.to].push_back(e.from);
   }
   // Every conflicting pair, found afresh from the accesses: per buffer, the last writer and
   // the readers since; each later access must be reachable from them.
@@ -63,7 +84,7 @@ bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r
   std::vector<int> mark(n, -1);
   int stamp = 0;
   for (int j = 0; j < n; ++j) {
-    for (const ir::BufferAccess& a : r.nodes[j].accesses) {
+    for (const lir::BufferAccess& a : r.nodes[j].accesses) {
       State& s = state[a.buffer];
       std::vector<int> must;
       if (s.writer >= 0) must.push_back(s.writer);
@@ -98,12 +119,9 @@ bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r
       it->second = j;
     }
     // The kernel that sets a conditional node's handle must run before the node.
-    if (r.nodes[j].handle >= 0 && !r.nodes[j].bodies.empty()) {
+    if (const auto* c = std::get_if<lir::ConditionalNode>(&r.nodes[j].op); c && c->handle >= 0) {
       for (int i = 0; i < j; ++i) {
-        bool sets = false;
-        for (const ir::KernelArg& arg : r.nodes[i].args)
-          sets |= arg.kind == ir::ArgKind::CondHandle && arg.ref == r.nodes[j].handle;
-        if (!sets || reaches(preds, i, j, mark, ++stamp)) continue;
+        if (!sets_handle(r.nodes[i], c->handle) || reaches(preds, i, j, mark, ++stamp)) continue;
         Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
                                     "internal compiler error: in graph `" + g.name +
                                         "`, this conditional node may run before the kernel "
@@ -112,7 +130,7 @@ bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r
         ok = false;
       }
     }
-    for (const ir::BufferAccess& a : r.nodes[j].accesses) {
+    for (const lir::BufferAccess& a : r.nodes[j].accesses) {
       State& s = state[a.buffer];
       if (a.write) {
         s.writer = j;
@@ -127,9 +145,9 @@ bool verify_region(const ir::Program& p, const ir::Graph& g, const ir::Region& r
 
 }  // namespace
 
-bool verify_ordering(const ir::Program& p, DiagnosticEngine& diags) {
+bool verify_ordering(const lir::Program& p, DiagnosticEngine& diags) {
   bool ok = true;
-  for (const ir::Graph& g : p.graphs) ok &= verify_region(p, g, g.body, diags);
+  for (const lir::Graph& g : p.graphs) ok &= verify_body(p, g, g.body, diags);
   return ok;
 }
 

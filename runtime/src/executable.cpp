@@ -11,11 +11,12 @@
 
 #include "orch/observe.h"
 #include "runtime/src/binding_checks.h"
+#include "runtime/src/communicators.h"
 #include "runtime/src/internal.h"
-#include "runtime/src/nccl.h"
 
 namespace orch {
 
+using rt::CollectiveCall;
 using rt::Value;
 
 namespace {
@@ -63,65 +64,6 @@ struct FillCall {
   }
 };
 
-// One NCCL call as evaluated; a change means a new capture.
-struct CollectiveCall {
-  fb::CollectiveKind kind = fb::CollectiveKind::AllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t count = 0;  // NCCL's count: elements per rank (allgather: sent; reduce_scatter: received)
-  rt::nccl::DataType type = rt::nccl::kFloat32;
-  rt::nccl::RedOp op = rt::nccl::kSum;
-  int root = 0;
-  void* comm = nullptr;
-  bool operator==(const CollectiveCall& o) const {
-    return kind == o.kind && send == o.send && recv == o.recv && count == o.count && type == o.type && op == o.op &&
-           root == o.root && comm == o.comm;
-  }
-};
-
-const char* nccl_function(fb::CollectiveKind k) {
-  switch (k) {
-    case fb::CollectiveKind::AllReduce: return "ncclAllReduce";
-    case fb::CollectiveKind::Broadcast: return "ncclBroadcast";
-    case fb::CollectiveKind::AllGather: return "ncclAllGather";
-    case fb::CollectiveKind::ReduceScatter: return "ncclReduceScatter";
-  }
-  return "nccl?";
-}
-
-bool nccl_type(fb::ScalarType t, rt::nccl::DataType* out) {
-  switch (t) {
-    case fb::ScalarType::I8: *out = rt::nccl::kInt8; return true;
-    case fb::ScalarType::U8: *out = rt::nccl::kUint8; return true;
-    case fb::ScalarType::I32: *out = rt::nccl::kInt32; return true;
-    case fb::ScalarType::U32: *out = rt::nccl::kUint32; return true;
-    case fb::ScalarType::I64: *out = rt::nccl::kInt64; return true;
-    case fb::ScalarType::U64: *out = rt::nccl::kUint64; return true;
-    case fb::ScalarType::F16: *out = rt::nccl::kFloat16; return true;
-    case fb::ScalarType::BF16: *out = rt::nccl::kBfloat16; return true;
-    case fb::ScalarType::F32: *out = rt::nccl::kFloat32; return true;
-    case fb::ScalarType::F64: *out = rt::nccl::kFloat64; return true;
-    default: return false;
-  }
-}
-
-rt::nccl::RedOp nccl_op(fb::ReduceOp op) {
-  switch (op) {
-    case fb::ReduceOp::Sum: return rt::nccl::kSum;
-    case fb::ReduceOp::Prod: return rt::nccl::kProd;
-    case fb::ReduceOp::Min: return rt::nccl::kMin;
-    case fb::ReduceOp::Max: return rt::nccl::kMax;
-    case fb::ReduceOp::Avg: return rt::nccl::kAvg;
-  }
-  return rt::nccl::kSum;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 // Every collective node of the top-level graphs (the validator allows them nowhere else).
 std::vector<const fb::Node*> collectives_of(const fb::Pipeline& p) {
   std::vector<const fb::Node*> out;
@@ -131,17 +73,6 @@ std::vector<const fb::Node*> collectives_of(const fb::Pipeline& p) {
       for (const fb::Node* n : *g->nodes())
         if (n->kind() == fb::NodeKind::Collective) out.push_back(n);
   return out;
-}
-
-// Seconds to wait for the other ranks in instantiate's exchanges: $ORCH_NCCL_TIMEOUT, else 600.
-double exchange_timeout_s() {
-  const char* env = std::getenv("ORCH_NCCL_TIMEOUT");
-  if (env && *env) {
-    char* end = nullptr;
-    double v = std::strtod(env, &end);
-    if (end && *end == '\0' && v > 0) return v;
-  }
-  return 600;
 }
 
 inline cudaError_t destroy_stream(cudaStream_t s) { return cudaStreamDestroy(s); }
@@ -161,43 +92,6 @@ struct ObservedPhase {
   }
 };
 
-// A communicator in use: the application's, or one orch made and destroys.
-class CommState {
- public:
-  CommState() = default;
-  CommState(CommState&& o) noexcept { *this = std::move(o); }
-  CommState& operator=(CommState&& o) noexcept {
-    if (this != &o) {
-      reset();
-      api = o.api;
-      handle = std::exchange(o.handle, nullptr);
-      owned = std::exchange(o.owned, false);
-      rank = o.rank;
-      world_size = o.world_size;
-    }
-    return *this;
-  }
-  CommState(const CommState&) = delete;
-  CommState& operator=(const CommState&) = delete;
-  ~CommState() { reset(); }
-  void reset() {
-    if (owned && handle) (void)api->CommDestroy(handle);
-    handle = nullptr;
-    owned = false;
-  }
-  // After ncclCommAbort: nothing left to destroy.
-  void forget() {
-    handle = nullptr;
-    owned = false;
-  }
-
-  const rt::nccl::Api* api = nullptr;
-  void* handle = nullptr;
-  bool owned = false;
-  int rank = 0;
-  int world_size = 1;
-};
-
 }  // namespace
 
 struct Executable::Impl {
@@ -205,10 +99,9 @@ struct Executable::Impl {
   std::shared_ptr<const Pipeline::Impl> pipeline;
   const fb::Pipeline* p = nullptr;
 
-  // NCCL, when the pipeline uses it. The communicators are destroyed after every graph that
+  // The communicators (NCCL, when the pipeline uses it), destroyed after every graph that
   // holds their captured work (members are destroyed in reverse order).
-  const rt::nccl::Api* nccl = nullptr;
-  std::vector<CommState> comms;  // per Pipeline.comms
+  rt::Communicators comms;
   StreamOwner side_stream;       // captures collectives; uploads rebuilt segments
 
   Bindings bindings;  // what instantiate got, updated by set_param and rebind
@@ -429,26 +322,26 @@ struct Executable::Impl {
     const fb::Buffer* src = p->buffers()->Get(n.src());
     const fb::Buffer* dst = p->buffers()->Get(n.dst());
     const uint64_t sc = plan.buffers[n.src()].count, dc = plan.buffers[n.dst()].count;
-    const CommState& c = comms[n.comm()];
-    const uint64_t world = static_cast<uint64_t>(c.world_size > 0 ? c.world_size : 1);
+    const int comm_world = comms.world_size(static_cast<size_t>(n.comm()));
+    const uint64_t world = static_cast<uint64_t>(comm_world > 0 ? comm_world : 1);
     if (src->type() != dst->type())
       return node_error(ErrorCode::InvalidArtifact, n, t, "source and destination element types differ");
-    if (!nccl_type(src->type(), &out->type))
+    if (!rt::nccl_type(src->type(), &out->type))
       return node_error(ErrorCode::Unsupported, n, t,
                         std::string("NCCL has no ") + rt::scalar_type_name(src->type()) + " type");
     out->kind = n.collective();
-    out->op = nccl_op(n.reduce_op());
+    out->op = rt::nccl_op(n.reduce_op());
     out->send = buffers[n.src()].ptr;
     out->recv = buffers[n.dst()].ptr;
     out->root = 0;
-    out->comm = c.handle;
+    out->comm = comms.handle(static_cast<size_t>(n.comm()));
     if (!out->comm)
       return node_error(ErrorCode::Unbound, n, t,
                         "comm '" + str(p->comms()->Get(n.comm())->name()) + "' has no NCCL communicator");
     auto too_small = [&](const fb::Buffer* b, uint64_t have, uint64_t need) {
       return node_error(ErrorCode::InvalidValue, n, t,
                         "buffer '" + str(b->name()) + "' has " + std::to_string(have) + " elements; " +
-                            nccl_function(n.collective()) + " on " + std::to_string(world) + " ranks needs " +
+                            rt::nccl_function(n.collective()) + " on " + std::to_string(world) + " ranks needs " +
                             std::to_string(need));
     };
     switch (n.collective()) {
@@ -478,28 +371,6 @@ struct Executable::Impl {
     return {};
   }
 
-  // Waits for a non-blocking communicator's call to leave ncclInProgress.
-  rt::nccl::Result settle(rt::nccl::Result r, void* comm) const {
-    while (r == rt::nccl::kInProgress) {
-      std::this_thread::yield();
-      if (nccl->CommGetAsyncError(comm, &r) != rt::nccl::kSuccess) break;
-    }
-    return r;
-  }
-
-  rt::nccl::Result issue(const CollectiveCall& c, cudaStream_t s) const {
-    rt::nccl::Result r = rt::nccl::kSuccess;
-    switch (c.kind) {
-      case fb::CollectiveKind::AllReduce: r = nccl->AllReduce(c.send, c.recv, c.count, c.type, c.op, c.comm, s); break;
-      case fb::CollectiveKind::Broadcast: r = nccl->Broadcast(c.send, c.recv, c.count, c.type, c.root, c.comm, s); break;
-      case fb::CollectiveKind::AllGather: r = nccl->AllGather(c.send, c.recv, c.count, c.type, c.comm, s); break;
-      case fb::CollectiveKind::ReduceScatter:
-        r = nccl->ReduceScatter(c.send, c.recv, c.count, c.type, c.op, c.comm, s);
-        break;
-    }
-    return settle(r, c.comm);
-  }
-
   // Records the NCCL call into a graph of its own by stream capture (relaxed mode: NCCL may
   // set up connections on the first use of an algorithm, which allocates), which build() adds
   // as a child graph node. Capturing straight into the segment's graph instead
@@ -514,14 +385,14 @@ struct Executable::Impl {
     cudaStream_t cs = side_stream.get();
     cudaError_t e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaStreamBeginCapture");
-    rt::nccl::Result r = issue(c, cs);
+    rt::nccl::Result r = comms.issue(c, cs);
     cudaGraph_t g = nullptr;
     cudaError_t end = cudaStreamEndCapture(cs, &g);
     rt::Graph owner(g);
-    const std::string call = std::string(nccl_function(c.kind)) + " of " + std::to_string(c.count) + " elements";
+    const std::string call = std::string(rt::nccl_function(c.kind)) + " of " + std::to_string(c.count) + " elements";
     if (r != rt::nccl::kSuccess) {
       (void)cudaGetLastError();
-      return Error(ErrorCode::Nccl, node_name(n, t) + ": " + call + ": " + nccl->describe(r, c.comm), node_where(n));
+      return Error(ErrorCode::Nccl, node_name(n, t) + ": " + call + ": " + comms.describe(r, c.comm), node_where(n));
     }
     if (end != cudaSuccess || !g) return node_cuda_error(end, n, t, "capturing " + call);
     *out = std::move(owner);
@@ -1026,214 +897,6 @@ struct Executable::Impl {
     return {};
   }
 
-  // ---- communicators ----------------------------------------------------------------------
-
-  int comm_index(std::string_view name) const {
-    const uint32_t n = p->comms() ? p->comms()->size() : 0;
-    for (uint32_t i = 0; i < n; ++i)
-      if (p->comms()->Get(i)->name()->string_view() == name) return static_cast<int>(i);
-    return -1;
-  }
-
-  bool any_comm() const {
-    for (const CommState& c : comms)
-      if (c.handle) return true;
-    return false;
-  }
-
-  // Loads NCCL where a communicator is bound or asked for, makes the ones asked for
-  // (ncclCommInitRank), and checks the application's against their bindings; rank and world
-  // size read from a communicator go into `b`. Errors that leave a usable communicator (a
-  // rank that differs from the binding) are returned with the communicator kept, so that
-  // instantiate() still tells the other ranks, which would otherwise wait for this one.
-  Status open_comms(Bindings& b, const std::vector<const fb::Node*>& collectives) {
-    const uint32_t ncomms = p->comms() ? p->comms()->size() : 0;
-    comms.clear();
-    comms.resize(ncomms);
-    std::vector<const Bindings::Comm*> bound(ncomms, nullptr);
-    bool needs_nccl = false;
-    for (const Bindings::Comm& c : b.comms()) {
-      const int i = comm_index(c.name);
-      if (i < 0) continue;  // make_plan names the unknown comm
-      bound[i] = &c;
-      needs_nccl |= c.handle != nullptr || c.from_unique_id;
-    }
-    for (const fb::Node* n : collectives) {
-      const uint32_t i = static_cast<uint32_t>(n->comm());
-      if (i < ncomms && bound[i] && !bound[i]->handle && !bound[i]->from_unique_id)
-        return Error(ErrorCode::Unbound,
-                     "comm '" + str(p->comms()->Get(i)->name()) + "' is bound without an NCCL communicator, but `" +
-                         str(n->what()) + "` needs one (Bindings::comm with an ncclComm_t, or comm_from_unique_id)",
-                     rt::where(*p, n->loc()));
-    }
-    if (!needs_nccl) return {};
-    Result<const rt::nccl::Api*> api = rt::nccl::api();
-    if (!api.ok())
-      return Error(ErrorCode::Nccl, api.error().message(),
-                   collectives.empty() ? std::string() : rt::where(*p, collectives.front()->loc()));
-    nccl = *api;
-
-    Status first;  // the first problem that keeps the communicators usable
-    std::vector<Bindings::Comm> resolved;
-    for (uint32_t i = 0; i < ncomms; ++i) {
-      if (!bound[i] || (!bound[i]->handle && !bound[i]->from_unique_id)) continue;
-      const Bindings::Comm& c = *bound[i];
-      CommState& st = comms[i];
-      st.api = nccl;
-      const std::string cn = "comm '" + c.name + "'";
-      if (c.from_unique_id) {
-        if (c.world_size < 1 || c.rank < 0 || c.rank >= c.world_size)
-          return Error(ErrorCode::InvalidValue, cn + ": rank " + std::to_string(c.rank) + " is not within world size " +
-                                                    std::to_string(c.world_size));
-        if (std::all_of(c.unique_id.begin(), c.unique_id.end(), [](char ch) { return ch == 0; }))
-          return Error(ErrorCode::InvalidArgument,
-                       cn + ": the unique id is all zeros (comm_from_unique_id needs the 128 bytes of orch::nccl_unique_id() "
-                            "made on one rank)");
-        rt::nccl::UniqueId id;
-        std::memcpy(id.internal, c.unique_id.data(), sizeof id.internal);
-        void* h = nullptr;
-        rt::nccl::Result r = nccl->CommInitRank(&h, c.world_size, id, c.rank);
-        if (r != rt::nccl::kSuccess)
-          return rt::nccl::error(*nccl, r, cn + ": ncclCommInitRank(rank " + std::to_string(c.rank) + " of " +
-                                               std::to_string(c.world_size) + ")");
-        st.handle = h;
-        st.owned = true;
-        st.rank = c.rank;
-        st.world_size = c.world_size;
-        continue;
-      }
-      int rank = -1, count = -1, device = -1;
-      rt::nccl::Result r = nccl->CommUserRank(c.handle, &rank);
-      if (r == rt::nccl::kSuccess) r = nccl->CommCount(c.handle, &count);
-      if (r == rt::nccl::kSuccess) r = nccl->CommCuDevice(c.handle, &device);
-      if (r != rt::nccl::kSuccess)
-        return rt::nccl::error(*nccl, r, cn + ": cannot query the bound communicator (is it an ncclComm_t?)", c.handle);
-      st.handle = c.handle;
-      st.rank = rank;
-      st.world_size = count;
-      if (device != pipeline->device && first.ok())
-        first = Error(ErrorCode::InvalidArgument, cn + ": the communicator belongs to device " + std::to_string(device) +
-                                                      ", but pipeline '" + pipeline->name + "' was loaded on device " +
-                                                      std::to_string(pipeline->device));
-      const bool asked = c.rank >= 0 || c.world_size >= 0;
-      if (asked && (c.rank != rank || c.world_size != count) && first.ok())
-        first = Error(ErrorCode::InvalidValue, cn + " is bound as rank " + std::to_string(c.rank) + " of " +
-                                                   std::to_string(c.world_size) + ", but the communicator is rank " +
-                                                   std::to_string(rank) + " of " + std::to_string(count));
-      Bindings::Comm fixed = c;
-      fixed.rank = rank;
-      fixed.world_size = count;
-      resolved.push_back(fixed);
-    }
-    for (const Bindings::Comm& c : resolved) b.comm(c.name, c.handle, c.rank, c.world_size);
-    return first;
-  }
-
-  // Waits for `stream` (an exchange with the other ranks), giving up after ORCH_NCCL_TIMEOUT.
-  Status wait_exchange(cudaStream_t stream, CommState& c, const std::string& what, bool* stuck) {
-    *stuck = false;
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(exchange_timeout_s());
-    auto pause = std::chrono::microseconds(20);
-    for (;;) {
-      cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaSuccess) return {};
-      if (e != cudaErrorNotReady) {
-        (void)cudaGetLastError();
-        return rt::cuda_error(e, what);
-      }
-      rt::nccl::Result async = rt::nccl::kSuccess;
-      if (nccl->CommGetAsyncError(c.handle, &async) == rt::nccl::kSuccess && async != rt::nccl::kSuccess &&
-          async != rt::nccl::kInProgress)
-        return rt::nccl::error(*nccl, async, what, c.handle);
-      if (std::chrono::steady_clock::now() > deadline) {
-        *stuck = true;
-        std::string msg = what + ": no answer from the other ranks within " +
-                          std::to_string(static_cast<long>(exchange_timeout_s())) +
-                          " s (ORCH_NCCL_TIMEOUT); does every rank instantiate a pipeline on this communicator?";
-        if (c.owned) {
-          (void)nccl->CommAbort(c.handle);  // ends the stuck NCCL kernel
-          c.forget();
-          msg += " The communicator was aborted.";
-        } else {
-          msg += " The application's communicator still holds the call on the instantiate stream.";
-        }
-        return Error(ErrorCode::RankMismatch, msg);
-      }
-      std::this_thread::sleep_for(pause);
-      if (pause < std::chrono::milliseconds(2)) pause *= 2;
-    }
-  }
-
-  // Every rank tells every other rank its pipeline's collective hash and whether it got this
-  // far (`mine`), through an allgather on each communicator. Returns `mine` if it failed,
-  // else a RankMismatch naming the first rank that runs another pipeline or failed.
-  Status agree(const Status& mine, cudaStream_t stream) {
-    if (!any_comm()) return mine;
-    const uint64_t hash = p->collective_hash();
-    Status verdict = mine;
-    for (uint32_t i = 0; i < comms.size(); ++i) {
-      CommState& c = comms[i];
-      if (!c.handle) continue;
-      const std::string cn = "comm '" + str(p->comms()->Get(i)->name()) + "'";
-      const std::string what = cn + ": comparing pipelines with the other ranks";
-      const size_t world = static_cast<size_t>(c.world_size);
-      const uint64_t local[2] = {hash, mine.ok() ? 0u : 1u};
-      void* dev = nullptr;
-      cudaError_t e = cudaMalloc(&dev, (world + 1) * sizeof local);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return mine.ok() ? Status(rt::cuda_error(e, what)) : mine;
-      }
-      auto* send = static_cast<uint64_t*>(dev);
-      uint64_t* recv = send + 2;
-      std::vector<uint64_t> all(2 * world, 0);
-      e = cudaMemcpyAsync(send, local, sizeof local, cudaMemcpyHostToDevice, stream);
-      rt::nccl::Result r = rt::nccl::kSuccess;
-      if (e == cudaSuccess) r = settle(nccl->AllGather(send, recv, 2, rt::nccl::kUint64, c.handle, stream), c.handle);
-      Status s;
-      bool stuck = false;
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        s = rt::cuda_error(e, what);
-      } else if (r != rt::nccl::kSuccess) {
-        s = rt::nccl::error(*nccl, r, what + ": ncclAllGather", c.handle);
-      } else {
-        s = wait_exchange(stream, c, what, &stuck);
-        if (s.ok()) {
-          e = cudaMemcpyAsync(all.data(), recv, all.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream);
-          if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-          if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            s = rt::cuda_error(e, what);
-          }
-        }
-      }
-      if (!stuck) (void)cudaFree(dev);  // else the NCCL call may still use it: leaked on purpose
-      if (!s.ok()) {
-        if (verdict.ok()) verdict = s;
-        continue;
-      }
-      if (!verdict.ok()) continue;
-      for (size_t rk = 0; rk < world && verdict.ok(); ++rk) {
-        if (static_cast<int>(rk) == c.rank) continue;
-        if (all[2 * rk] != hash)
-          verdict = Error(ErrorCode::RankMismatch,
-                          "rank " + std::to_string(rk) + " runs a different pipeline (collective sequence hash " +
-                              hex64(all[2 * rk]) + "; this rank, " + std::to_string(c.rank) + ", runs pipeline '" +
-                              pipeline->name + "' with hash " + hex64(hash) + " on " + cn +
-                              "): every rank must instantiate the same pipeline.bin, or the ranks would wait for "
-                              "each other's collectives forever");
-        else if (all[2 * rk + 1] != 0)
-          verdict = Error(ErrorCode::RankMismatch,
-                          "rank " + std::to_string(rk) + " could not instantiate pipeline '" + pipeline->name +
-                              "' (its own error says why); this rank, " + std::to_string(c.rank) +
-                              ", stops too rather than wait for it in a collective");
-      }
-    }
-    return verdict;
-  }
-
   // ---- buffers --------------------------------------------------------------------------
 
   // Points buffer `i` at the application's memory, checked (binding_checks.cpp).
@@ -1373,8 +1036,8 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   // same pipeline and got this far, so no rank is left waiting in a collective.
   const std::vector<const fb::Node*> collectives = collectives_of(p);
   Bindings resolved = bindings;
-  Status local = x->open_comms(resolved, collectives);
-  if (!local.ok() && !x->any_comm()) return local.error();
+  Status local = x->comms.open(p, resolved, collectives, impl_->device, impl_->name);
+  if (!local.ok() && !x->comms.any()) return local.error();
   auto prepare = [&]() -> Status {
     Result<rt::Plan> plan = rt::make_plan(p, resolved);
     if (!plan.ok()) return plan.error();
@@ -1404,9 +1067,9 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
     return {};
   };
   if (local.ok()) local = prepare();
-  s = x->agree(local, stream);
+  s = x->comms.agree(p, impl_->name, local, stream);
   if (!s.ok()) return s.error();
-  s = x->agree(build_all(*x, stream), stream);
+  s = x->comms.agree(p, impl_->name, build_all(*x, stream), stream);
   if (!s.ok()) return s.error();
   bool frees_something = !collectives.empty();
   for (const auto& b : x->buffers) frees_something |= b.owned;
@@ -1780,8 +1443,8 @@ Status Executable::clear_device_status() {
 }
 
 void* Executable::comm(std::string_view name) const {
-  const int i = impl_->comm_index(name);
-  return i < 0 || static_cast<size_t>(i) >= impl_->comms.size() ? nullptr : impl_->comms[i].handle;
+  const int i = rt::comm_index(*impl_->p, name);
+  return i < 0 ? nullptr : impl_->comms.handle(static_cast<size_t>(i));
 }
 
 int Executable::rank() const { return static_cast<int>(impl_->plan.rank); }

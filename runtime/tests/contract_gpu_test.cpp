@@ -30,16 +30,12 @@
 #include "orch/ranks.h"
 #include "orch/runtime.h"
 #include "runtime/src/internal.h"
+#include "runtime/tests/gpu_util.h"
 #include "runtime/tests/test_util.h"
 
-namespace {
+using namespace orch::test;
 
-#define CUDA_REQUIRE(x)                                                \
-  do {                                                                 \
-    cudaError_t e_ = (x);                                              \
-    INFO(#x, ": ", cudaGetErrorName(e_), " ", cudaGetErrorString(e_)); \
-    REQUIRE(e_ == cudaSuccess);                                        \
-  } while (0)
+namespace {
 
 // y = a * x + y on device buffers the application binds.
 const char* kDeviceSaxpy = R"(pipeline dsaxpy
@@ -80,27 +76,6 @@ graph main {
 }
 )";
 
-std::mt19937& rng() {
-  static std::mt19937 g(std::random_device{}());
-  return g;
-}
-
-std::vector<float> random_floats(size_t n) {
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng());
-  return v;
-}
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { CUDA_REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-  operator cudaStream_t() const { return s; }
-};
-
 enum class Mem { Device, Managed, Pinned };
 struct Memory {
   void* p = nullptr;
@@ -132,12 +107,6 @@ std::unique_ptr<orch::Pipeline> load(const std::string& path) {
   return std::move(p.value());
 }
 
-std::unique_ptr<orch::Executable> instantiate(const orch::Pipeline& p, const orch::Bindings& b, cudaStream_t s) {
-  auto x = p.instantiate(b, s);
-  ORCH_REQUIRE_OK(x);
-  return std::move(x.value());
-}
-
 void upload(void* dst, const std::vector<float>& v) {
   CUDA_REQUIRE(cudaMemcpy(dst, v.data(), v.size() * 4, cudaMemcpyDefault));
   CUDA_REQUIRE(cudaDeviceSynchronize());
@@ -149,12 +118,6 @@ std::vector<float> download(const void* src, size_t n) {
   return v;
 }
 
-void run(orch::Executable& x, cudaStream_t s) {
-  ORCH_REQUIRE_OK(x.launch(s));
-  CUDA_REQUIRE(cudaStreamSynchronize(s));
-}
-
-// y = a x + y on the CPU and on the GPU agree (fresh random x and y written at `xp`, `yp`).
 void check_saxpy(orch::Executable& x, cudaStream_t s, void* xp, void* yp, size_t n, float a, const char* what) {
   auto xs = random_floats(n), ys = random_floats(n);
   upload(xp, xs);

@@ -26,31 +26,8 @@ namespace fb = orch::fb;
 
 namespace {
 
-struct Opened {
-  std::string bytes;
-  std::vector<uint64_t> storage;
-  const fb::Pipeline* p = nullptr;
-};
-
-// A spec example compiled by orchc and opened (no GPU needed).
-Opened open_example(const std::string& name) {
-  std::string log;
-  std::string path = orch::test::compile_example(name, &log);
-  INFO(log);
-  REQUIRE(!path.empty());
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  Opened o;
-  o.bytes = s.str();
-  o.storage.assign(o.bytes.size() / 8 + 1, 0);
-  std::memcpy(o.storage.data(), o.bytes.data(), o.bytes.size());
-  auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(o.storage.data()), o.bytes.size());
-  INFO(r.error);
-  REQUIRE(r.ok());
-  o.p = r.pipeline;
-  return o;
-}
+using Opened = orch::test::OpenedExample;
+using orch::test::open_example;
 
 std::string message_of(orch_error* e) {
   std::string m = orch_error_message(e);

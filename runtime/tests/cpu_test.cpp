@@ -57,28 +57,8 @@ int64_t eval_int(const std::vector<fb::ExprInstr>& code, std::vector<Value> para
   return r.value.i64();
 }
 
-// A compiled spec example, opened (no GPU needed), kept alive for the test.
-struct Opened {
-  std::string bytes;
-  const fb::Pipeline* p = nullptr;
-};
-
-Opened open_example(const std::string& name) {
-  std::string log;
-  std::string path = orch::test::compile_example(name, &log);
-  INFO(log);
-  REQUIRE(!path.empty());
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  Opened o;
-  o.bytes = s.str();
-  auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(o.bytes.data()), o.bytes.size());
-  INFO(r.error);
-  REQUIRE(r.ok());
-  o.p = r.pipeline;
-  return o;
-}
+using Opened = orch::test::OpenedExample;
+using orch::test::open_example;
 
 }  // namespace
 
@@ -344,27 +324,21 @@ graph main { launch part[which] tail }
   std::string path = orch::test::compile_source("member_checks", src, &log);
   INFO(log);
   REQUIRE(!path.empty());
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  const std::string bytes = s.str();
-  auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  INFO(r.error);
-  REQUIRE(r.ok());
+  const Opened opened = orch::test::open_artifact(path);
   orch::Bindings b;
-  auto plan = orch::rt::make_plan(*r.pipeline, b);
+  auto plan = orch::rt::make_plan(*opened.p, b);
   INFO(plan.error().to_string());
   CHECK(plan.ok());
   b.param("base", 256u);  // members 0..3: blocks of 256, 512, 768 and 1024 threads
-  CHECK(orch::rt::make_plan(*r.pipeline, b).ok());
+  CHECK(orch::rt::make_plan(*opened.p, b).ok());
   b.param("base", 257u);  // member 3: 1028
-  plan = orch::rt::make_plan(*r.pipeline, b);
+  plan = orch::rt::make_plan(*opened.p, b);
   REQUIRE_FALSE(plan.ok());
   CHECK(plan.error().code() == orch::ErrorCode::BindCheckFailed);
   CHECK(plan.error().message() ==
         "E0201: block of `count` has too many threads; sm_90 allows at most 1024 per block (family member 3)");
   b.param("base", 32u).param("which", 4u);
-  plan = orch::rt::make_plan(*r.pipeline, b);
+  plan = orch::rt::make_plan(*opened.p, b);
   REQUIRE_FALSE(plan.ok());
   CHECK(plan.error().message() ==
         "E0504: `part` has members 0 to 3; the index of `launch part[...]` is one of them");

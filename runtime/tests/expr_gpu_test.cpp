@@ -24,16 +24,12 @@
 #include "expr_table_device.h"
 #include "orch/orch.h"
 #include "orch/runtime.h"
+#include "runtime/tests/gpu_util.h"
 #include "runtime/tests/test_util.h"
 
-namespace {
+using namespace orch::test;
 
-#define EXPR_CUDA_REQUIRE(x)                                            \
-  do {                                                                  \
-    cudaError_t e_ = (x);                                               \
-    INFO(#x, ": ", cudaGetErrorName(e_), " ", cudaGetErrorString(e_));  \
-    REQUIRE(e_ == cudaSuccess);                                         \
-  } while (0)
+namespace {
 
 // The NVRTC calls this test needs, from the toolkit's shared library.
 struct Nvrtc {
@@ -76,28 +72,10 @@ struct Nvrtc {
   }
 };
 
-struct DeviceMemory {
-  void* p = nullptr;
-  explicit DeviceMemory(size_t bytes) { EXPR_CUDA_REQUIRE(cudaMalloc(&p, bytes)); }
-  ~DeviceMemory() {
-    if (p) cudaFree(p);
-  }
-};
-
-std::unique_ptr<orch::Pipeline> load_source(const std::string& name, const std::string& source) {
-  std::string log;
-  std::string path = orch::test::compile_source(name, source, &log);
-  INFO(log);
-  REQUIRE(!path.empty());
-  auto p = orch::Pipeline::load(path);
-  ORCH_REQUIRE_OK(p);
-  return std::move(p.value());
-}
-
 template <class T>
 T read_buffer(const orch::Executable& x, const char* name, size_t index = 0) {
   T v{};
-  EXPR_CUDA_REQUIRE(cudaMemcpy(&v, static_cast<const char*>(x.buffer(name)) + index * sizeof(T), sizeof(T),
+  CUDA_REQUIRE(cudaMemcpy(&v, static_cast<const char*>(x.buffer(name)) + index * sizeof(T), sizeof(T),
                                cudaMemcpyDefault));
   return v;
 }
@@ -132,9 +110,9 @@ TEST_CASE("expression table: the printed device code gives every row's result on
   INFO(nvrtc.error);
   REQUIRE(nvrtc.error.empty());
   int device = 0, major = 0, minor = 0;
-  EXPR_CUDA_REQUIRE(cudaGetDevice(&device));
-  EXPR_CUDA_REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  EXPR_CUDA_REQUIRE(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  CUDA_REQUIRE(cudaGetDevice(&device));
+  CUDA_REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_REQUIRE(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   const std::string arch = "-arch=sm_" + std::to_string(major * 10 + minor);
 
   nvrtcProgram prog = nullptr;
@@ -154,24 +132,24 @@ TEST_CASE("expression table: the printed device code gives every row's result on
   nvrtc.destroy(&prog);
 
   cudaLibrary_t library = nullptr;
-  EXPR_CUDA_REQUIRE(cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CUDA_REQUIRE(cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   cudaKernel_t kernel = nullptr;
-  EXPR_CUDA_REQUIRE(cudaLibraryGetKernel(&kernel, library, "orch_expr_table"));
+  CUDA_REQUIRE(cudaLibraryGetKernel(&kernel, library, "orch_expr_table"));
 
   const size_t inputs = sizeof(kOrchTableInputs) / sizeof(kOrchTableInputs[0]);
-  DeviceMemory in(inputs * 8), bits(kOrchTableRows * 8), err(kOrchTableRows * sizeof(int));
-  EXPR_CUDA_REQUIRE(cudaMemcpy(in.p, kOrchTableInputs, inputs * 8, cudaMemcpyHostToDevice));
+  DeviceBuffer in(inputs * 8), bits(kOrchTableRows * 8), err(kOrchTableRows * sizeof(int));
+  CUDA_REQUIRE(cudaMemcpy(in.p, kOrchTableInputs, inputs * 8, cudaMemcpyHostToDevice));
   // Poison the outputs, so a row the kernel never writes cannot pass.
-  EXPR_CUDA_REQUIRE(cudaMemset(bits.p, 0xA5, kOrchTableRows * 8));
-  EXPR_CUDA_REQUIRE(cudaMemset(err.p, 0xA5, kOrchTableRows * sizeof(int)));
+  CUDA_REQUIRE(cudaMemset(bits.p, 0xA5, kOrchTableRows * 8));
+  CUDA_REQUIRE(cudaMemset(err.p, 0xA5, kOrchTableRows * sizeof(int)));
   void* args[] = {&in.p, &bits.p, &err.p};
-  EXPR_CUDA_REQUIRE(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, nullptr));
-  EXPR_CUDA_REQUIRE(cudaDeviceSynchronize());
+  CUDA_REQUIRE(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, nullptr));
+  CUDA_REQUIRE(cudaDeviceSynchronize());
   std::vector<unsigned long long> got_bits(kOrchTableRows);
   std::vector<int> got_err(kOrchTableRows);
-  EXPR_CUDA_REQUIRE(cudaMemcpy(got_bits.data(), bits.p, kOrchTableRows * 8, cudaMemcpyDeviceToHost));
-  EXPR_CUDA_REQUIRE(cudaMemcpy(got_err.data(), err.p, kOrchTableRows * sizeof(int), cudaMemcpyDeviceToHost));
-  EXPR_CUDA_REQUIRE(cudaLibraryUnload(library));
+  CUDA_REQUIRE(cudaMemcpy(got_bits.data(), bits.p, kOrchTableRows * 8, cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaMemcpy(got_err.data(), err.p, kOrchTableRows * sizeof(int), cudaMemcpyDeviceToHost));
+  CUDA_REQUIRE(cudaLibraryUnload(library));
 
   unsigned agree = 0;
   for (unsigned i = 0; i < kOrchTableRows; ++i) {
@@ -201,11 +179,11 @@ graph main {
 }
 )orch");
   cudaStream_t stream = nullptr;
-  EXPR_CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   auto x = p->instantiate(orch::Bindings(), stream);
   ORCH_REQUIRE_OK(x);
   ORCH_REQUIRE_OK(x.value()->launch(stream));
-  EXPR_CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
   CHECK(read_buffer<uint8_t>(*x.value(), "s") == 200);    // 400 does not fit u8: unchanged
   CHECK(read_buffer<int32_t>(*x.value(), "taken") == 2);  // division by zero: the condition is false
   CHECK(read_buffer<int32_t>(*x.value(), "loops") == 0);  // ... and the loop never runs
@@ -216,7 +194,7 @@ graph main {
 TEST_CASE("params are converted exactly or refused, by bind and set_param (C++ API)") {
   auto p = load_source("expr_probe", kProbe);
   cudaStream_t stream = nullptr;
-  EXPR_CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   auto refused = [&](orch::Bindings b, const char* why) {
     auto x = p->instantiate(b, stream);
     REQUIRE_FALSE(x.ok());
@@ -237,7 +215,7 @@ TEST_CASE("params are converted exactly or refused, by bind and set_param (C++ A
   ORCH_REQUIRE_OK(x);
   orch::Executable& e = *x.value();
   ORCH_REQUIRE_OK(e.launch(stream));
-  EXPR_CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
   CHECK(read_buffer<uint64_t>(e, "out", 0) == 0x7bff);
   CHECK(read_buffer<uint64_t>(e, "out", 1) == 0x4000);  // bf16 2
   CHECK(read_buffer<uint64_t>(e, "out", 2) == UINT64_MAX);
@@ -256,7 +234,7 @@ TEST_CASE("params are converted exactly or refused, by bind and set_param (C++ A
   ORCH_CHECK_OK(e.set_param("f", 0.1));
   CHECK(*e.param_as_double("f") == static_cast<double>(0.1f));
   ORCH_REQUIRE_OK(e.launch(stream));
-  EXPR_CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
   CHECK(read_buffer<uint64_t>(e, "out", 0) == 0x7bff);
   CHECK(read_buffer<uint64_t>(e, "out", 2) == 10000000000000000000ull);
   float f = 0;
@@ -275,7 +253,7 @@ TEST_CASE("params are converted exactly or refused, by bind and set_param (C API
   orch_pipeline* p = nullptr;
   REQUIRE(orch_pipeline_load(path.c_str(), &p) == nullptr);
   cudaStream_t stream = nullptr;
-  EXPR_CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   orch_bindings* bad = orch_bindings_create();
   orch_bindings_param_f64(bad, "h", 1e6);
@@ -305,9 +283,9 @@ TEST_CASE("params are converted exactly or refused, by bind and set_param (C API
   orch_error_destroy(e);
   REQUIRE(orch_set_param_f64(x, "f", 0.5) == nullptr);
   REQUIRE(orch_launch(x, stream) == nullptr);
-  EXPR_CUDA_REQUIRE(cudaStreamSynchronize(stream));
+  CUDA_REQUIRE(cudaStreamSynchronize(stream));
   uint64_t out[4] = {};
-  EXPR_CUDA_REQUIRE(cudaMemcpy(out, orch_executable_buffer(x, "out"), sizeof out, cudaMemcpyDefault));
+  CUDA_REQUIRE(cudaMemcpy(out, orch_executable_buffer(x, "out"), sizeof out, cudaMemcpyDefault));
   CHECK(out[0] == 0x7bff);  // 65519 held as 65504; 65520 was refused
   CHECK(out[2] == UINT64_MAX);
   CHECK(out[3] == 0x3f000000);  // f32 0.5

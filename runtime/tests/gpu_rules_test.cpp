@@ -19,91 +19,12 @@
 #include <vector>
 
 #include "orch/runtime.h"
+#include "runtime/tests/gpu_util.h"
 #include "runtime/tests/test_util.h"
 
+using namespace orch::test;
+
 namespace {
-
-#define RULES_CUDA_REQUIRE(x)                                            \
-  do {                                                                   \
-    cudaError_t e_ = (x);                                                \
-    INFO(#x, ": ", cudaGetErrorName(e_), " ", cudaGetErrorString(e_));   \
-    REQUIRE(e_ == cudaSuccess);                                          \
-  } while (0)
-
-std::mt19937& gen() {
-  static std::mt19937 g(std::random_device{}());
-  return g;
-}
-
-std::vector<float> randoms(size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen());
-  return v;
-}
-
-struct RulesStream {
-  cudaStream_t s = nullptr;
-  RulesStream() { RULES_CUDA_REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~RulesStream() {
-    if (s) cudaStreamDestroy(s);
-  }
-  operator cudaStream_t() const { return s; }
-};
-
-std::unique_ptr<orch::Pipeline> load_source(const std::string& name, const std::string& source) {
-  std::string log;
-  std::string path = orch::test::compile_source(name, source, &log);
-  INFO(log);
-  REQUIRE(!path.empty());
-  auto p = orch::Pipeline::load(path);
-  ORCH_REQUIRE_OK(p);
-  return std::move(p.value());
-}
-
-std::unique_ptr<orch::Executable> make(const orch::Pipeline& p, const orch::Bindings& b, cudaStream_t s) {
-  auto x = p.instantiate(b, s);
-  ORCH_REQUIRE_OK(x);
-  return std::move(x.value());
-}
-
-void run_once(orch::Executable& x, cudaStream_t s) {
-  ORCH_REQUIRE_OK(x.launch(s));
-  RULES_CUDA_REQUIRE(cudaStreamSynchronize(s));
-  RULES_CUDA_REQUIRE(cudaGetLastError());
-}
-
-template <class T>
-std::vector<T> fetch(const orch::Executable& x, const char* name, size_t count) {
-  std::vector<T> out(count);
-  void* p = x.buffer(name);
-  REQUIRE(p != nullptr);
-  RULES_CUDA_REQUIRE(cudaMemcpy(out.data(), p, count * sizeof(T), cudaMemcpyDefault));
-  return out;
-}
-
-template <class T>
-void store(orch::Executable& x, const char* name, const std::vector<T>& v) {
-  void* p = x.buffer(name);
-  REQUIRE(p != nullptr);
-  REQUIRE(x.buffer_bytes(name) >= v.size() * sizeof(T));
-  RULES_CUDA_REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyDefault));
-  RULES_CUDA_REQUIRE(cudaDeviceSynchronize());
-}
-
-// |got - want| <= tol * max(1, |want|) everywhere; reports the first mismatch.
-template <class T>
-void expect_close(const std::vector<T>& got, const std::vector<T>& want, double tol, const char* what) {
-  REQUIRE(got.size() == want.size());
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double d = std::fabs(double(got[i]) - double(want[i]));
-    if (!(d <= tol * std::max(1.0, std::fabs(double(want[i])))) && bad++ == 0) first = i;
-  }
-  INFO(what, ": ", bad, " of ", got.size(), " differ; first at ", first, ": got ", double(got[first]),
-       ", want ", double(want[first]));
-  CHECK(bad == 0);
-}
 
 const char* kCdpSource = R"(pipeline cdp
 target sm_90
@@ -202,39 +123,39 @@ TEST_SUITE("gpu") {
 
 TEST_CASE("a kernel that launches kernels (dynamic parallelism) runs in the host-launched graph, beside an if") {
   auto p = load_source("cdp", kCdpSource);
-  RulesStream s;
+  Stream s;
   const uint32_t n = 3001;  // not a multiple of the child's block
   orch::Bindings b;
   b.param("n", n);
-  auto x = make(*p, b, s);
+  auto x = instantiate(*p, b, s);
   float* host = static_cast<float*>(x->buffer("x_host"));
   REQUIRE(host != nullptr);
-  auto x0 = randoms(n, -4, 4);
+  auto x0 = random_floats(n, -4, 4);
   std::copy(x0.begin(), x0.end(), host);
-  store(*x, "flag", std::vector<uint32_t>{0});
-  run_once(*x, s);
+  write(*x, "flag", std::vector<uint32_t>{0});
+  run(*x, s);
   // The child grid's writes are complete when the parent's node is (a parent grid finishes
   // only after its children), so the copy after it sees them.
   std::vector<float> want(n);
   for (uint32_t i = 0; i < n; ++i) want[i] = 2.0f * x0[i] + 1.0f;
-  expect_close(std::vector<float>(host, host + n), want, 0, "x_host = 2 x0 + 1");
-  expect_close(fetch<float>(*x, "x", n), want, 0, "x = 2 x0 + 1 (the if did not run)");
+  check_close(std::vector<float>(host, host + n), want, 0, "x_host = 2 x0 + 1");
+  check_close(read<float>(*x, "x", n), want, 0, "x = 2 x0 + 1 (the if did not run)");
 
   // Again, with the if taken: x_host doubles once more, x is zeroed after the copy.
-  store(*x, "flag", std::vector<uint32_t>{1});
-  run_once(*x, s);
+  write(*x, "flag", std::vector<uint32_t>{1});
+  run(*x, s);
   for (uint32_t i = 0; i < n; ++i) want[i] = 2.0f * want[i] + 1.0f;
-  expect_close(std::vector<float>(host, host + n), want, 0, "x_host after the second launch");
-  expect_close(fetch<float>(*x, "x", n), std::vector<float>(n, 0.0f), 0, "x zeroed by the if");
+  check_close(std::vector<float>(host, host + n), want, 0, "x_host after the second launch");
+  check_close(read<float>(*x, "x", n), std::vector<float>(n, 0.0f), 0, "x zeroed by the if");
 }
 
 TEST_CASE("a kernel whose declaration matches its source gets every value parameter right") {
   auto p = load_source("match", kMatchSource);
-  RulesStream s;
+  Stream s;
   const uint32_t n = 1000;
   orch::Bindings b;
   b.param("n", n);
-  auto x = make(*p, b, s);
+  auto x = instantiate(*p, b, s);
   struct Values {
     double a;
     int64_t b;
@@ -252,13 +173,13 @@ TEST_CASE("a kernel whose declaration matches its source gets every value parame
     ORCH_REQUIRE_OK(x->set_param("c", v.c));
     ORCH_REQUIRE_OK(x->set_param("d", v.d));
     ORCH_REQUIRE_OK(x->set_param("e", v.e));
-    auto xs = randoms(n, -100, 100);
-    store(*x, "x", xs);
-    run_once(*x, s);
+    auto xs = random_floats(n, -100, 100);
+    write(*x, "x", xs);
+    run(*x, s);
     std::vector<double> want(n);
     for (uint32_t i = 0; i < n; ++i)
       want[i] = v.a * double(xs[i]) + double(v.b) + double(v.c) + (v.d ? double(v.e) : -double(v.e));
-    expect_close(fetch<double>(*x, "y", n), want, 1e-12, "y = a x + b + c +/- e");
+    check_close(read<double>(*x, "y", n), want, 1e-12, "y = a x + b + c +/- e");
   }
 
   // The same kernel declared with `a: f32` where the source takes a double is refused by orchc
@@ -274,46 +195,46 @@ TEST_CASE("a kernel whose declaration matches its source gets every value parame
 
 TEST_CASE("a while loop whose body changes its condition runs exactly `rounds` iterations") {
   auto p = load_source("loop", kLoopSource);
-  RulesStream s;
+  Stream s;
   const uint32_t n = 1000;
   orch::Bindings b;
   b.param("n", n).param("rounds", int32_t(1));
-  auto x = make(*p, b, s);
+  auto x = instantiate(*p, b, s);
   std::uniform_int_distribution<int32_t> pick(1, 60);
-  for (int32_t rounds : {pick(gen()), pick(gen()), int32_t(0), int32_t(1), pick(gen())}) {
+  for (int32_t rounds : {pick(rng()), pick(rng()), int32_t(0), int32_t(1), pick(rng())}) {
     CAPTURE(rounds);
     ORCH_REQUIRE_OK(x->set_param("rounds", rounds));
-    auto xs = randoms(n, -1, 1), ys = randoms(n, -1, 1);
-    store(*x, "x", xs);
-    store(*x, "y", ys);
-    run_once(*x, s);
-    CHECK(fetch<uint32_t>(*x, "iters", 1)[0] == uint32_t(rounds));
-    CHECK(fetch<uint32_t>(*x, "odd", 1)[0] == uint32_t((rounds + 1) / 2));
-    CHECK(fetch<int32_t>(*x, "left", 1)[0] == 0);
+    auto xs = random_floats(n, -1, 1), ys = random_floats(n, -1, 1);
+    write(*x, "x", xs);
+    write(*x, "y", ys);
+    run(*x, s);
+    CHECK(read<uint32_t>(*x, "iters", 1)[0] == uint32_t(rounds));
+    CHECK(read<uint32_t>(*x, "odd", 1)[0] == uint32_t((rounds + 1) / 2));
+    CHECK(read<int32_t>(*x, "left", 1)[0] == 0);
     // The body adds x * left for left = rounds down to 1, in that order.
     std::vector<float> want = ys;
     for (int32_t k = rounds; k >= 1; --k)
       for (uint32_t i = 0; i < n; ++i) want[i] += xs[i] * float(k);
-    expect_close(fetch<float>(*x, "y", n), want, 1e-5, "y = y0 + x * rounds (rounds + 1) / 2");
+    check_close(read<float>(*x, "y", n), want, 1e-5, "y = y0 + x * rounds (rounds + 1) / 2");
   }
 }
 
 TEST_CASE("a device graph copies between two mapped host buffers (E0503 retired)") {
   auto p = load_source("hostcopy", kHostCopySource);
-  RulesStream s;
+  Stream s;
   const uint32_t n = 4096;
-  auto x = make(*p, orch::Bindings(), s);
+  auto x = instantiate(*p, orch::Bindings(), s);
   float* a = static_cast<float*>(x->buffer("a_host"));
   float* b = static_cast<float*>(x->buffer("b_host"));
   REQUIRE(a != nullptr);
   REQUIRE(b != nullptr);
   for (int launch = 0; launch < 2; ++launch) {
     CAPTURE(launch);
-    auto v = randoms(n, -10, 10);
+    auto v = random_floats(n, -10, 10);
     std::copy(v.begin(), v.end(), a);
     std::fill(b, b + n, 0.0f);
-    run_once(*x, s);  // once the stream is synchronized, the tail-launched copy has run
-    expect_close(std::vector<float>(b, b + n), v, 0, "b_host = a_host");
+    run(*x, s);  // once the stream is synchronized, the tail-launched copy has run
+    check_close(std::vector<float>(b, b + n), v, 0, "b_host = a_host");
   }
 }
 

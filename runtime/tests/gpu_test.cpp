@@ -22,57 +22,12 @@
 #include "artifact/sample_pipeline.h"
 #include "orch/orch.h"
 #include "orch/runtime.h"
+#include "runtime/tests/gpu_util.h"
 #include "runtime/tests/test_util.h"
 
+using namespace orch::test;
+
 namespace {
-
-#define CUDA_REQUIRE(x)                                                  \
-  do {                                                                   \
-    cudaError_t e_ = (x);                                                \
-    INFO(#x, ": ", cudaGetErrorName(e_), " ", cudaGetErrorString(e_));   \
-    REQUIRE(e_ == cudaSuccess);                                          \
-  } while (0)
-
-std::mt19937& rng() {
-  static std::mt19937 g(std::random_device{}());
-  return g;
-}
-
-std::vector<float> random_floats(size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng());
-  return v;
-}
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { CUDA_REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-  operator cudaStream_t() const { return s; }
-};
-
-// Device memory the test owns.
-struct DeviceBuffer {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit DeviceBuffer(size_t n) : bytes(n) { CUDA_REQUIRE(cudaMalloc(&p, n)); }
-  ~DeviceBuffer() {
-    if (p) cudaFree(p);
-  }
-};
-
-struct PinnedBuffer {
-  void* p = nullptr;
-  size_t bytes = 0;
-  explicit PinnedBuffer(size_t n) : bytes(n) { CUDA_REQUIRE(cudaHostAlloc(&p, n, cudaHostAllocMapped)); }
-  ~PinnedBuffer() {
-    if (p) cudaFreeHost(p);
-  }
-  float* f() { return static_cast<float*>(p); }
-};
 
 std::unique_ptr<orch::Pipeline> load(const std::string& example, orch::LoadOptions options = {}) {
   std::string log;
@@ -82,43 +37,6 @@ std::unique_ptr<orch::Pipeline> load(const std::string& example, orch::LoadOptio
   auto p = orch::Pipeline::load(path, options);
   ORCH_REQUIRE_OK(p);
   MESSAGE(example, ": loaded ", p.value()->image());
-  return std::move(p.value());
-}
-
-std::unique_ptr<orch::Executable> instantiate(const orch::Pipeline& p, const orch::Bindings& b, cudaStream_t s) {
-  auto x = p.instantiate(b, s);
-  ORCH_REQUIRE_OK(x);
-  return std::move(x.value());
-}
-
-template <class T>
-std::vector<T> read(const orch::Executable& x, const char* name, size_t count) {
-  std::vector<T> out(count);
-  void* p = x.buffer(name);
-  REQUIRE(p != nullptr);
-  CUDA_REQUIRE(cudaMemcpy(out.data(), p, count * sizeof(T), cudaMemcpyDefault));
-  return out;
-}
-
-template <class T>
-void write(orch::Executable& x, const char* name, const std::vector<T>& v) {
-  void* p = x.buffer(name);
-  REQUIRE(p != nullptr);
-  REQUIRE(x.buffer_bytes(name) >= v.size() * sizeof(T));
-  CUDA_REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyDefault));
-  // A pageable upload may still be in flight when cudaMemcpy returns, and the test streams
-  // do not wait for the legacy stream.
-  CUDA_REQUIRE(cudaDeviceSynchronize());
-}
-
-// A pipeline given as text, compiled with orchc and loaded.
-std::unique_ptr<orch::Pipeline> load_source(const std::string& name, const std::string& source) {
-  std::string log;
-  std::string path = orch::test::compile_source(name, source, &log);
-  INFO(log);
-  REQUIRE(!path.empty());
-  auto p = orch::Pipeline::load(path);
-  ORCH_REQUIRE_OK(p);
   return std::move(p.value());
 }
 
@@ -157,25 +75,6 @@ void report(const char* what, const orch::Executable& x) {
   MESSAGE(std::string(what), ": ", st.nodes_patched_in_place, " nodes patched in place, ", st.patches_refused, " refused, ",
           st.graph_updates, " whole-graph updates, ", st.device_graph_uploads, " device graph re-uploads, ",
           st.segments_rebuilt, " segments rebuilt");
-}
-
-void run(orch::Executable& x, cudaStream_t s) {
-  ORCH_REQUIRE_OK(x.launch(s));
-  CUDA_REQUIRE(cudaStreamSynchronize(s));
-  CUDA_REQUIRE(cudaGetLastError());
-}
-
-// |a - b| <= tol * max(1, |b|) everywhere; reports the first mismatch.
-void check_close(const std::vector<float>& got, const std::vector<float>& want, double tol, const char* what) {
-  REQUIRE(got.size() == want.size());
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    double d = std::fabs(double(got[i]) - double(want[i]));
-    bool ok = d <= tol * std::max(1.0, std::fabs(double(want[i]))) || (std::isnan(got[i]) && std::isnan(want[i]));
-    if (!ok && bad++ == 0) first = i;
-  }
-  INFO(std::string(what), ": ", bad, " of ", got.size(), " differ; first at ", first, ": got ", got[first], ", want ", want[first]);
-  CHECK(bad == 0);
 }
 
 }  // namespace
@@ -581,15 +480,8 @@ graph main {
   {
     // The artifact holds one module with every generated kernel, and no generated kernel has
     // code of its own.
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    const std::string file = bytes.str();
-    std::vector<uint64_t> aligned((file.size() + 7) / 8);
-    std::memcpy(aligned.data(), file.data(), file.size());
-    auto opened = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), file.size());
-    REQUIRE_MESSAGE(opened.ok(), opened.error);
-    const orch::fb::Pipeline& fb = *opened.pipeline;
+    const orch::test::OpenedExample opened = orch::test::open_artifact(path);
+    const orch::fb::Pipeline& fb = *opened.p;
     REQUIRE(fb.modules() != nullptr);
     CHECK(fb.modules()->size() == 1);
     int generated = 0;

@@ -16,26 +16,14 @@
 #include <unistd.h>
 #include <vector>
 
+#include "artifact/artifact.h"
+#include "runtime/tests/device_check.h"
 #include "runtime/tests/test_util.h"
 
 namespace orch::test {
 
 const std::string& gpu_unavailable_reason() {
-  static const std::string reason = [] {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return std::string("no CUDA device: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + " = " +
-             std::to_string(static_cast<int>(e)) + ")";
-    }
-    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess || major < 9)
-      return std::string("no CUDA device that runs the sm_90 examples (compute capability ") +
-             std::to_string(major) + ".x)";
-    return std::string();
-  }();
+  static const std::string reason = sm90_device_problem(0);
   return reason;
 }
 
@@ -43,14 +31,7 @@ const std::string& multi_gpu_unavailable_reason() {
   static const std::string reason = [] {
     const std::string& one = gpu_unavailable_reason();
     if (!one.empty()) return one;
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-    (void)cudaGetLastError();
-    if (count < 2) return "only " + std::to_string(count) + " CUDA device; the multi-GPU tests need 2";
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 1) != cudaSuccess || major < 9)
-      return std::string("the second CUDA device cannot run the sm_90 examples");
-    return std::string();
+    return sm90_device_problem(1);
   }();
   return reason;
 }
@@ -109,6 +90,30 @@ std::string compile_example(const std::string& name, std::string* log) {
   std::string out = run_orchc(spec_dir() + "/examples/" + name + ".orch", temp_dir() + "/" + name + ".bin", log);
   if (!out.empty()) done[name] = out;
   return out;
+}
+
+OpenedExample open_example(const std::string& name) {
+  std::string log;
+  std::string path = compile_example(name, &log);
+  INFO(log);
+  REQUIRE(!path.empty());
+  return open_artifact(path);
+}
+
+OpenedExample open_artifact(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string bytes = s.str();
+  OpenedExample o;
+  o.size = bytes.size();
+  o.storage.assign(bytes.size() / 8 + 1, 0);
+  std::memcpy(o.storage.data(), bytes.data(), bytes.size());
+  auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(o.storage.data()), o.size);
+  INFO(path, ": ", r.error);
+  REQUIRE(r.ok());
+  o.p = r.pipeline;
+  return o;
 }
 
 std::string compile_file(const std::string& name, const std::string& path, std::string* log) {

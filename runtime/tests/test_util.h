@@ -7,6 +7,10 @@
 
 #include "orch/runtime.h"
 
+namespace orch::fb {
+struct Pipeline;
+}
+
 namespace orch::test {
 
 // Empty when a CUDA device that can run the sm_90 examples is present, else why not
@@ -17,6 +21,16 @@ const std::string& gpu_unavailable_reason();
 // process; returns the .bin path, or "" with *log set to orchc's output. The spec folder is
 // $ORCH_SPEC_DIR (else the build's default), orchc is $ORCH_ORCHC (else the build's).
 std::string compile_example(const std::string& name, std::string* log);
+// A compiled pipeline, opened as the runtime opens it (no GPU needed): REQUIREs that the file
+// opens. `p` points into `storage` (the file, 8-byte aligned), which it keeps.
+struct OpenedExample {
+  std::vector<uint64_t> storage;
+  size_t size = 0;
+  const fb::Pipeline* p = nullptr;
+};
+OpenedExample open_artifact(const std::string& path);
+// Spec example `name`, compiled (compile_example) and opened.
+OpenedExample open_example(const std::string& name);
 // The same for a pipeline given as text (written to <tmp>/<name>.orch).
 std::string compile_source(const std::string& name, const std::string& source, std::string* log);
 

@@ -250,6 +250,10 @@ class Runner {
       const int rc = fill(x, f);
       if (rc != kExitOk) return rc;
     }
+    // A copy from pageable memory may still be in flight when cudaMemcpy returns, and the
+    // launch stream does not wait for the legacy stream.
+    if (!o_.fills.empty() && (e = cudaDeviceSynchronize()) != cudaSuccess)
+      return fail("filling the buffers failed: " + cuda_text(e));
 
     // 6. Warm up, then time each launch with a pair of events.
     phase_ = "the warm-up launches";

@@ -17,25 +17,13 @@
 #include "artifact/artifact.h"
 #include "tools/orch_run/options.h"
 #include "tools/orch_run/runner.h"
+#include "runtime/tests/device_check.h"
 #include "tools/tests/test_util.h"
 
 namespace orch::tools_test {
 
 const std::string& gpu_unavailable_reason() {
-  static const std::string reason = [] {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return std::string("no CUDA device: ") + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
-    }
-    if (count == 0) return std::string("no CUDA device: cudaGetDeviceCount found none");
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess || major < 9)
-      return std::string("no CUDA device that runs sm_90 code (compute capability ") +
-             std::to_string(major) + ".x)";
-    return std::string();
-  }();
+  static const std::string reason = orch::test::sm90_device_problem(0);
   return reason;
 }
 

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "support/input_file.h"
-#include "test_support.h"
+#include "tests/test_support.h"
 
 namespace orch {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compiler/check.h"
-#include "test_support.h"
+#include "tests/test_support.h"
 
 namespace orch {
 namespace {

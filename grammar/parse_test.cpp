@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "test_support.h"
+#include "tests/test_support.h"
 
 namespace orch {
 namespace {

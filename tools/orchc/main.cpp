@@ -40,14 +40,8 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   if (diags.has_errors()) return 1;
   if (f.emit == "dot") std::cout << orch::emit_dot(*result.program, sources);
   if (f.emit == "yaml") std::cout << orch::emit_yaml(*result.program, sources);
-  if (f.emit == "ir") {
-    orch::lower_graphs(*result.program);
-    std::cout << orch::emit_yaml(*result.program, sources);
-  }
-  if (f.emit == "cuda") {
-    orch::lower_graphs(*result.program);
-    std::cout << orch::emit_cuda(*result.program, sources);
-  }
+  if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program), sources);
+  if (f.emit == "cuda") std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program), sources);
   if (f.check_only || !f.emit.empty()) return 0;
   if (f.output.empty()) {
     std::cerr << "orchc: nothing to do: give -o pipeline.bin, --check or --emit\n";
@@ -81,7 +75,8 @@ int run(int argc, char** argv) {
   app.add_option("-o,--output", f.output, "write the compiled pipeline here (pipeline.bin)");
   app.add_option("--emit", f.emit,
                  "print a view instead of compiling: ast, dot, yaml (the checked DAG), ir "
-                 "(after the lowering passes) or cuda (a standalone .cu file building the graph)")
+                 "(the lowered program: the CUDA graph nodes) or cuda (a standalone .cu file building the "
+                 "graph)")
       ->check(CLI::IsMember({"ast", "dot", "yaml", "ir", "cuda"}));
   app.add_option("--target", f.target, "target profile name (sm_90) or a .yaml profile path");
   app.add_option("--targets-dir", f.targets_dir, "folder of target profiles");
@@ -90,7 +85,7 @@ int run(int argc, char** argv) {
   app.add_flag("--no-cache", f.no_cache, "compile every kernel afresh, bypassing the cache");
   app.add_option("-j,--jobs", f.jobs, "kernel compile threads (default: all cores)");
   app.add_flag("--print-passes", f.print_passes,
-               "print the IR after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
+               "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
   app.add_option("--diagnostics-format", f.format, "text, json or sarif")
       ->check(CLI::IsMember({"text", "json", "sarif"}));
   app.add_option("--color", f.color, "color text diagnostics: auto, always or never")

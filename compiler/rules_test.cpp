@@ -6,8 +6,8 @@
 // reported once (no cascades), param-dependent checks are recorded for bind time, and
 // docs/diagnostics.md has an entry for every code.
 //
-// E0001-E0005 (syntax, input) have their own tests (parse_test.cpp, diagnostics_test.cpp and
-// stress_test.cpp, which also has E0806: it needs 150,000 statements); E0899 (the lowering's ordering verifier, an
+// E0001-E0005 (syntax, input) have their own tests (grammar/parse_test.cpp,
+// support/diagnostics_test.cpp and tests/stress_test.cpp, which also has E0806: it needs 150,000 statements); E0899 (the lowering's ordering verifier, an
 // internal error no checked program should reach) and E09xx/W09xx (kernel compilation) belong
 // to lowering/.
 //
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "compiler/check.h"
-#include "test_support.h"
+#include "tests/test_support.h"
 
 namespace orch {
 namespace {

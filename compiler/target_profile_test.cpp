@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "test_support.h"
+#include "tests/test_support.h"
 
 namespace orch {
 namespace {

@@ -1,0 +1,190 @@
+// The last graph pass: the lowered IR as the lowered program (lowering/lir.h). After the ir
+// passes every node is a Kernel (user or generated), a Copy, a Fill a memset does, an
+// If/While/Switch with its handle, or a Collective; each becomes its node kind here, with its
+// edges as per-node dependencies and its expressions as postfix code with their text.
+#include "compiler/emit.h"
+#include "lowering/passes.h"
+
+namespace orch::lowering {
+
+namespace {
+
+class Builder {
+ public:
+  explicit Builder(const ir::Program& p) : p_(p) {}
+
+  lir::Program run() {
+    lir::Program out;
+    out.name = p_.name;
+    out.file = p_.file;
+    out.targets = p_.targets;
+    out.uses_rank = p_.uses_rank;
+    for (const ir::Param& x : p_.params) {
+      lir::Param q;
+      q.name = x.name;
+      q.type = x.type;
+      q.default_value = x.default_evaluated;
+      if (x.default_value) q.default_text = ir::to_string(*x.default_value, p_);
+      q.loc = x.loc;
+      out.params.push_back(std::move(q));
+    }
+    for (const ir::Buffer& x : p_.buffers) {
+      lir::Buffer b;
+      b.name = x.name;
+      b.elem = x.elem;
+      if (x.count) b.count = expr(*x.count);
+      b.host = x.host;
+      b.loc = x.loc;
+      out.buffers.push_back(std::move(b));
+    }
+    for (const ir::Comm& c : p_.comms) out.comms.push_back({c.name, c.loc});
+    for (const ir::Kernel& k : p_.kernels) out.kernels.push_back(kernel(k));
+    for (const ir::Graph& g : p_.graphs) {
+      lir::Graph x;
+      x.name = g.name;
+      x.device = g.device;
+      x.family_size = g.family_size;
+      x.family_index = g.family_index;
+      x.body = body(g.body);
+      x.loc = g.loc;
+      x.fire_and_forget_launches = g.fire_and_forget_launches;
+      x.tail_launches = g.tail_launches;
+      out.graphs.push_back(std::move(x));
+    }
+    out.main_graph = p_.main_graph;
+    out.segments = p_.segments;
+    for (const ir::ConditionalHandle& h : p_.handles)
+      out.handles.push_back({h.graph, h.default_value, h.set_default});
+    for (const ir::BindCheck& c : p_.bind_checks) {
+      lir::BindCheck b;
+      b.code = c.code;
+      b.message = c.message;
+      b.condition = expr(c.condition);
+      b.loc = c.loc;
+      b.family_size = c.family_size;
+      const ir::Expr& e = c.condition;
+      b.always_holds = e.kind == ir::ExprKind::Binary && e.op == expr::Op::Eq &&
+                       ir::same_expr(e.operands[0], e.operands[1]);
+      out.bind_checks.push_back(std::move(b));
+    }
+    for (const ir::StatusSite& s : p_.status_sites)
+      out.status_sites.push_back({s.loc, s.call_stack, s.what});
+    return out;
+  }
+
+ private:
+  lir::Expr expr(const ir::Expr& e) const { return {ir::to_postfix(e), ir::to_string(e, p_)}; }
+
+  static lir::Kernel kernel(const ir::Kernel& k) {
+    lir::Kernel x;
+    static_cast<ir::Kernel&>(x) = k;
+    return x;
+  }
+
+  lir::Body body(const ir::Region& r) const {
+    lir::Body b;
+    b.nodes.reserve(r.nodes.size());
+    for (const ir::Node& n : r.nodes) b.nodes.push_back(node(n));
+    // Edges become dependencies of their target, in edge order (the artifact's deps order).
+    for (const ir::Edge& e : r.edges)
+      b.nodes[e.to].deps.push_back({static_cast<uint32_t>(e.from), lir::DepKind::Full});
+    return b;
+  }
+
+  lir::Node node(const ir::Node& n) const {
+    lir::Node x;
+    x.loc = n.loc;
+    x.call_stack = n.call_stack;
+    x.what = describe_node(p_, n);
+    for (const ir::BufferAccess& a : n.accesses) x.accesses.push_back({a.buffer, a.read, a.write});
+    x.op = op(n);
+    return x;
+  }
+
+  lir::NodeOp op(const ir::Node& n) const {
+    switch (n.kind) {
+      case ir::NodeKind::Kernel: {
+        lir::KernelNode k;
+        k.kernel = n.kernel;
+        for (int i = 0; i < 3; ++i) {
+          k.grid[i] = expr(n.grid[i]);
+          k.block[i] = expr(n.block[i]);
+        }
+        k.shared_bytes = expr(n.shared_bytes);
+        for (const ir::KernelArg& a : n.args) k.args.push_back(arg(a));
+        if (n.cost_bytes) k.cost_bytes = expr(*n.cost_bytes);
+        if (n.cost_flops) k.cost_flops = expr(*n.cost_flops);
+        return k;
+      }
+      case ir::NodeKind::Copy:
+        return lir::MemcpyNode{n.src, n.dst};
+      case ir::NodeKind::Fill:
+        if (std::optional<MemsetPattern> m = memset_pattern(p_, n))
+          return lir::MemsetNode{n.dst, m->value, m->element_size};
+        return lir::EmptyNode{};  // generate_kernels made a kernel of every other fill
+      case ir::NodeKind::If:
+      case ir::NodeKind::While:
+      case ir::NodeKind::Switch: {
+        lir::ConditionalNode c;
+        c.type = n.kind == ir::NodeKind::If      ? lir::ConditionalType::If
+                 : n.kind == ir::NodeKind::While ? lir::ConditionalType::While
+                                                 : lir::ConditionalType::Switch;
+        c.handle = n.handle;
+        for (const ir::Region& r : n.bodies) c.bodies.push_back(body(r));
+        const ir::ScalarType subject = n.cond ? n.cond->type : ir::ScalarType::I64;
+        for (int64_t v : n.case_values) c.cases.push_back(expr::Value{subject, static_cast<uint64_t>(v)});
+        c.has_default = n.has_default;
+        c.set_by_kernel = n.kind == ir::NodeKind::While && !n.cond;
+        return c;
+      }
+      case ir::NodeKind::Collective: {
+        lir::CollectiveNode c;
+        c.kind = n.collective;
+        c.op = n.reduce_op;
+        c.src = n.src;
+        c.dst = n.dst;
+        c.comm = n.comm;
+        if (n.root) c.root = expr(*n.root);
+        return c;
+      }
+      case ir::NodeKind::ScalarUpdate:
+      case ir::NodeKind::LaunchGraph:
+      case ir::NodeKind::SetCondition:
+        break;  // generate_kernels made kernels of these
+    }
+    return lir::EmptyNode{};
+  }
+
+  lir::KernelArg arg(const ir::KernelArg& a) const {
+    lir::KernelArg x;
+    x.ref = a.ref;
+    switch (a.kind) {
+      case ir::ArgKind::Value:
+        x.kind = lir::ArgKind::Value;
+        x.value = expr(a.value);
+        x.ref = -1;
+        break;
+      case ir::ArgKind::Buffer: x.kind = lir::ArgKind::Buffer; break;
+      case ir::ArgKind::Cond:
+      case ir::ArgKind::CondHandle: x.kind = lir::ArgKind::CondHandle; break;
+      case ir::ArgKind::Graph:
+        x.kind = lir::ArgKind::GraphExec;
+        x.self = a.self;
+        break;
+      case ir::ArgKind::GraphFamily: x.kind = lir::ArgKind::GraphTable; break;
+      case ir::ArgKind::Status:
+        x.kind = lir::ArgKind::Status;
+        x.ref = -1;
+        break;
+    }
+    return x;
+  }
+
+  const ir::Program& p_;
+};
+
+}  // namespace
+
+lir::Program build_lir(const ir::Program& program) { return Builder(program).run(); }
+
+}  // namespace orch::lowering

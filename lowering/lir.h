@@ -1,0 +1,263 @@
+// The lowered program (lir): exactly what becomes CUDA graph nodes, and what both back ends
+// read. build_lir.cpp makes it from the lowered ir::Program (the checker's IR after lowering's
+// ir-to-ir passes); serialize.cpp writes it to pipeline.bin and emit_cuda.cpp prints it as one
+// .cu file, so the artifact and the ejected program cannot drift apart. It mirrors
+// artifact/pipeline.fbs (a node kind, an argument kind, a dependency per entry of the
+// artifact's), with expressions as expr/'s postfix code. Declarations and kernels reuse the
+// checker's types where nothing about them is lowered (ir::KernelParam, ir::Kernel).
+//
+// Node kinds are alternatives of a std::variant, visited with an `overloaded` set of lambdas and
+// no default: a new kind is a compile error everywhere it is not handled.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "compiler/program.h"
+#include "expr/expr.h"
+#include "support/source.h"
+
+namespace orch::lir {
+
+// std::visit(overloaded{[](const KernelNode&) {...}, ...}, node.op)
+template <class... Ts>
+struct overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;
+
+using expr::ScalarType;
+
+// An expression as postfix code (what the artifact stores, expr/ evaluates and prints), with
+// its source text for comments and messages ("ceil_div(n, 256)").
+struct Expr {
+  std::vector<expr::Instr> code;
+  std::string text;
+  ScalarType type() const { return code.empty() ? ScalarType::I64 : code.back().type; }
+  // The single leaf of a one-instruction expression, or nullptr.
+  const expr::Instr* leaf() const { return code.size() == 1 ? &code.front() : nullptr; }
+};
+
+// ---- declarations -------------------------------------------------------------------------
+
+struct Param {
+  std::string name;
+  ScalarType type = ScalarType::U32;
+  std::optional<expr::Value> default_value;  // of the param's type
+  std::string default_text;                  // the default as written; empty when none
+  SourceRange loc;
+};
+
+struct Buffer {
+  std::string name;
+  ScalarType elem = ScalarType::U8;
+  std::optional<Expr> count;  // elements; absent for a device scalar
+  bool host = false;          // pinned, device-mapped host memory
+  SourceRange loc;
+  bool is_scalar() const { return !count.has_value(); }
+};
+
+struct Comm {
+  std::string name;
+  SourceRange loc;
+};
+
+using KernelParamKind = ir::KernelParamKind;
+using Access = ir::Access;
+using KernelParam = ir::KernelParam;
+
+struct Image {
+  std::string arch;   // "sm_90"
+  std::string cubin;  // ELF bytes
+};
+
+// Compiled code several kernels share (every generated kernel is in one).
+struct Module {
+  std::vector<Image> images;
+  std::string ptx;
+  std::string ptx_arch;
+};
+
+// A kernel as the checker declared it (its parameters, its code and where that came from, what
+// the source text showed), with the code lowering compiled for it.
+struct Kernel : ir::Kernel {
+  // Set by compile_all_kernels and check_compiled_kernels.
+  std::string lowered_name;  // the symbol to load
+  std::vector<Image> images;
+  std::string ptx;
+  std::string ptx_arch;
+  int module = -1;  // >= 0: the code is Program::modules[module] (images and ptx stay empty)
+  bool launches_kernels = false;  // its PTX calls the device runtime's kernel launch
+};
+
+// ---- nodes --------------------------------------------------------------------------------
+
+// The artifact's fb::ArgKind, in its order.
+enum class ArgKind : uint8_t { Value, Buffer, CondHandle, GraphExec, GraphTable, Status };
+const char* to_string(ArgKind k);
+
+struct KernelArg {
+  ArgKind kind = ArgKind::Value;
+  Expr value;         // Value: converted to the parameter's type
+  int ref = -1;       // Buffer: buffer; CondHandle: handle; GraphExec, GraphTable: graph
+  bool self = false;  // GraphExec: the graph being executed (`self`)
+};
+
+struct KernelNode {
+  int kernel = -1;
+  Expr grid[3], block[3];
+  Expr shared_bytes;
+  std::vector<KernelArg> args;  // one per kernel parameter
+  std::optional<Expr> cost_bytes, cost_flops;  // the kernel's declared `cost` for this launch
+};
+
+// The whole of buffer `src` (its bytes) into `dst`.
+struct MemcpyNode {
+  int src = -1, dst = -1;
+};
+
+// Every element of device buffer `dst` set to a 1, 2 or 4-byte pattern repeated.
+struct MemsetNode {
+  int dst = -1;
+  uint32_t value = 0;
+  uint8_t element_size = 0;  // 1, 2 or 4
+};
+
+// Orders its dependencies and does nothing (a node kind lowering left: a compiler bug).
+struct EmptyNode {};
+
+struct Node;
+struct Body {
+  std::vector<Node> nodes;  // in program order; every dependency points at an earlier node
+};
+
+enum class ConditionalType : uint8_t { If, While, Switch };  // fb::ConditionalType
+const char* to_string(ConditionalType t);
+
+struct ConditionalNode {
+  ConditionalType type = ConditionalType::If;
+  int handle = -1;
+  // If: then (and else). While: the body. Switch: one per case, the default body last.
+  std::vector<Body> bodies;
+  // Switch: the case values of bodies[i], of the subject's type.
+  std::vector<expr::Value> cases;
+  bool has_default = false;
+  // While: a `while kernel`, whose body's kernel sets the handle (no condition evaluated).
+  bool set_by_kernel = false;
+};
+
+using CollectiveKind = ir::CollectiveKind;
+using ReduceOp = ir::ReduceOp;
+
+struct CollectiveNode {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  ReduceOp op = ReduceOp::None;  // AllReduce, ReduceScatter
+  int src = -1, dst = -1, comm = -1;
+  std::optional<Expr> root;  // Broadcast
+};
+
+using NodeOp =
+    std::variant<KernelNode, MemcpyNode, MemsetNode, EmptyNode, ConditionalNode, CollectiveNode>;
+const char* kind_name(const NodeOp& op);  // "kernel", "memcpy", ...
+
+// Room for programmatic (PDL) edges: Full is an ordinary graph edge.
+enum class DepKind : uint8_t { Full };
+const char* to_string(DepKind k);
+
+struct Dep {
+  uint32_t from = 0;  // an earlier node of the same body
+  DepKind kind = DepKind::Full;
+};
+
+struct BufferAccess {
+  int buffer = -1;
+  bool read = false;
+  bool write = false;
+};
+
+struct Node {
+  NodeOp op;
+  std::vector<Dep> deps;  // nodes of the same body that must finish first
+  SourceRange loc;        // the statement it came from
+  std::vector<SourceRange> call_stack;  // `call` sites it was inlined through, outermost first
+  std::string what;                     // one line for people: "copy u_host -> u"
+  // What it reads and writes (a conditional: its condition and all its bodies), for the
+  // ordering verifier.
+  std::vector<BufferAccess> accesses;
+};
+
+// ---- graphs and the program ---------------------------------------------------------------
+
+struct Graph {
+  std::string name;
+  bool device = false;
+  uint32_t family_size = 0;  // 0: not a family
+  std::string family_index;  // the index name inside the body
+  Body body;
+  SourceRange loc;
+  uint64_t fire_and_forget_launches = 0;  // per execution
+  uint64_t tail_launches = 0;
+};
+
+// A CUDA conditional handle, created on the top-level graph that holds its node.
+struct ConditionalHandle {
+  int graph = -1;
+  uint32_t default_value = 0;
+  bool set_default = false;  // cudaGraphCondAssignDefault
+};
+
+// A check of the params, proven with the defaults and checked again at bind time.
+struct BindCheck {
+  std::string code;     // diagnostic code
+  std::string message;
+  Expr condition;       // must be true
+  SourceRange loc;
+  uint32_t family_size = 0;  // > 0: for every member of a family
+  bool always_holds = false;  // `x == x`: true whatever the params (nothing to check)
+};
+
+struct StatusSite {
+  SourceRange loc;
+  std::vector<SourceRange> call_stack;
+  std::string what;
+};
+
+struct Program {
+  std::string name;
+  uint32_t file = 0;  // the .orch file
+  std::vector<std::string> targets;
+  std::vector<Param> params;
+  std::vector<Buffer> buffers;
+  std::vector<Comm> comms;
+  bool uses_rank = false;
+  std::vector<Kernel> kernels;
+  std::vector<Module> modules;
+  std::vector<Graph> graphs;  // main, device graphs and families (all, at the checker's indices)
+  int main_graph = -1;
+  std::vector<int> segments;  // host graphs launched in order
+  std::vector<ConditionalHandle> handles;
+  std::vector<BindCheck> bind_checks;
+  std::vector<StatusSite> status_sites;
+  uint64_t collective_hash = 0;
+};
+
+// Calls `f` on every node of a body and of the bodies of its conditional nodes, parents first.
+template <class F>
+void for_each_node(const Body& body, F&& f) {
+  for (const Node& n : body.nodes) {
+    f(n);
+    if (const auto* c = std::get_if<ConditionalNode>(&n.op))
+      for (const Body& b : c->bodies) for_each_node(b, f);
+  }
+}
+
+// The program as text, for --print-passes, --emit=ir and tests: stable (same input, same
+// bytes), one line per node.
+std::string print(const Program& program, const SourceManager& sources);
+
+}  // namespace orch::lir
