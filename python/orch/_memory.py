@@ -245,8 +245,9 @@ def _from_dlpack(obj: Any, label: str, where: str, element: ElementType, host: b
         want = "pinned host memory (torch: pin_memory=True) or CUDA memory" if host else "CUDA device memory (torch: .cuda(), CuPy arrays)"
         raise _fail(ErrorCode.InvalidArgument, f"{label} is given memory on {place} ({_describe(obj)}); it needs {want}", where)
     # The producer orders its pending work before `stream` (DLPack's stream argument: 1 is the
-    # legacy default stream, as 0 may not be passed); CPU memory takes no stream.
-    s = None if device_type == kDLCPU else (1 if not stream else stream)
+    # legacy default stream, as 0 may not be passed). Host memory, pinned included, takes no
+    # stream: torch refuses one for its (pinned) CPU tensors ("stream should be None on cpu").
+    s = None if device_type in (kDLCPU, kDLCUDAHost) else (1 if not stream else stream)
     try:
         try:
             capsule = obj.__dlpack__(stream=s, max_version=(1, 0))

@@ -445,6 +445,12 @@ def test_dlpack_protocol_details(saxpy):
     gc.collect()
     assert (new.deleted, old.deleted) == (1, 1)  # the capsules were given back to their producers
 
+    # Host memory takes no stream (torch refuses one for its pinned CPU tensors), pinned
+    # (kDLCUDAHost) or plain CPU alike.
+    pinned, cpu = FakeDLPack((n,), device=(3, 0)), FakeDLPack((n,), device=(1, 0))
+    saxpy.check(params={"n": n}, buffers={"x_host": pinned, "y_host": cpu})
+    assert pinned.calls[0][0] is None and cpu.calls[0][0] is None
+
     class OldProducer(FakeDLPack):
         def __dlpack__(self, stream=None):  # no max_version: a producer from before DLPack 1.0
             return super().__dlpack__(stream=stream)
