@@ -109,8 +109,29 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, const SourceManager& sourc
   constexpr int kMaxDepth = 200;
   constexpr int kMaxRun = 2000;  // tokens in one expression-like run between keywords/braces
   int depth = 0, run = 0;
+  // A chain of prefix operators (`- - - x`) nests as deeply as parentheses do, without any.
+  int prefix = 0;
+  size_t previous = 0;  // the previous token's type (0: none)
+  auto ends_operand = [](size_t type) {
+    switch (type) {
+      case OrchLexer::ID: case OrchLexer::INT: case OrchLexer::FLOAT: case OrchLexer::TRUE:
+      case OrchLexer::FALSE: case OrchLexer::RPAREN: case OrchLexer::RBRACK:
+      case OrchLexer::IN: case OrchLexer::OUT: case OrchLexer::INOUT: case OrchLexer::HOST:
+      case OrchLexer::DEVICE: case OrchLexer::COND: case OrchLexer::SELF: case OrchLexer::FROM:
+      case OrchLexer::SOURCE: case OrchLexer::ENTRY: case OrchLexer::LAUNCHES: case OrchLexer::TAIL:
+      case OrchLexer::FIRE_AND_FORGET: case OrchLexer::SIBLING: case OrchLexer::ON: case OrchLexer::COST:
+        return true;
+      default:
+        return false;
+    }
+  };
   for (antlr4::Token* t : tokens.getTokens()) {
     size_t type = t->getType();
+    const bool prefix_op = (type == OrchLexer::MINUS || type == OrchLexer::PLUS ||
+                            type == OrchLexer::NOT || type == OrchLexer::TILDE) &&
+                           !ends_operand(previous);
+    prefix = prefix_op ? prefix + 1 : 0;
+    previous = type;
     if (type == OrchLexer::LPAREN || type == OrchLexer::LBRACK || type == OrchLexer::LBRACE) ++depth;
     if (type == OrchLexer::RPAREN || type == OrchLexer::RBRACK || type == OrchLexer::RBRACE)
       depth = std::max(0, depth - 1);
@@ -122,7 +143,7 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, const SourceManager& sourc
                       type == OrchLexer::PLUS_ASSIGN || type == OrchLexer::MINUS_ASSIGN ||
                       type == OrchLexer::STAR_ASSIGN || type == OrchLexer::SLASH_ASSIGN;
     run = structural ? 0 : run + 1;
-    if (depth > kMaxDepth || run > kMaxRun) {
+    if (depth > kMaxDepth || prefix > kMaxDepth || run > kMaxRun) {
       SourceRange r;
       r.file = file;
       r.begin = {static_cast<uint32_t>(t->getLine()),
@@ -132,6 +153,8 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, const SourceManager& sourc
       diags.error("E0003", r,
                   depth > kMaxDepth ? "nesting is deeper than " + std::to_string(kMaxDepth) +
                                           " levels"
+                  : prefix > kMaxDepth ? "more than " + std::to_string(kMaxDepth) +
+                                             " prefix operators in a row nest as deeply as parentheses"
                                     : "expression is longer than " + std::to_string(kMaxRun) +
                                           " tokens");
       return false;

@@ -638,6 +638,22 @@ TEST_SUITE("parse") {
           "1 error generated.\n");
   }
 
+  TEST_CASE("parse error prefix operator chain limit") {
+    // 200 prefix operators in a row parse (binary minus between them does not count); the 201st
+    // is refused: each one nests the expression a level, as a parenthesis does.
+    auto fine = parse_string("pipeline p\nparam a: i32 = " + repeat("- ", 200) + "1\nparam b: i32 = 1" +
+                             repeat(" - 1", 300) + "\n");
+    CHECK(fine->diags.all().empty());
+    std::string line = "param a: i32 = " + repeat("- ", 201) + "1";
+    const std::string text = errors_of("pipeline p\n" + line + "\n");
+    CHECK(text.rfind("test.orch:2:416: error[E0003]: more than 200 prefix operators in a row nest as "
+                     "deeply as parentheses\n",
+                     0) == 0);
+    CHECK(text.size() - text.rfind("1 error generated.\n") == 19);
+    // `!`, `~` and `+` count alike.
+    CHECK(parse_string("pipeline p\nparam c: i32 = " + repeat("! ~ + ", 67) + "1\n")->diags.all().size() == 1);
+  }
+
   TEST_CASE("parse error token limit (E0005)") {
     // `pipeline p`, then `buffer x: f32[16]`: 2 + 7 tokens (EOF is not counted).
     const std::string text = "pipeline p\nbuffer x: f32[16]\n";
