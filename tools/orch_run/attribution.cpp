@@ -190,6 +190,11 @@ int NodeIds::current_site() const {
   return it == current_.end() || it->second.empty() ? -1 : it->second.back();
 }
 
+bool NodeIds::busy() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return current_.count(std::this_thread::get_id()) || phases_.count(std::this_thread::get_id());
+}
+
 size_t NodeIds::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return site_.size();

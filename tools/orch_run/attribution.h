@@ -109,6 +109,8 @@ class NodeIds {
 
   // This thread's innermost site being made, -1 for none (ORCH_RUN_CUPTI_DEBUG).
   int current_site() const;
+  // Whether a site's window or a phase is open on this thread.
+  bool busy() const;
   // What was learned, for ORCH_RUN_CUPTI_DEBUG: counts and the id layout's check.
   std::string summary() const;
   size_t size() const;

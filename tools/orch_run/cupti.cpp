@@ -99,6 +99,8 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
 
 }  // namespace
 
+namespace {
+
 // What the resource callbacks need (lives as long as libcupti: CUPTI may call back until it is
 // unsubscribed, and the library is never unloaded).
 struct CallbackData {
@@ -111,6 +113,8 @@ struct CallbackData {
   std::vector<std::pair<uint32_t, CUgraph>> roots;  // debug: graphs made outside any window
 };
 CallbackData* g_callback_data = nullptr;
+
+}  // namespace
 
 // The runtime's observer: node ids through CUPTI, host phases through CUPTI's clock.
 class Cupti::Observer : public orch::Observer {
@@ -281,7 +285,9 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPH_CREATED:
       ids->graph_created(graph);
-      if (self->debug && window < 0 && data->graph) {
+      // A graph made while nothing is built, instantiated or uploaded: a template (the graphs CUDA
+      // makes inside instantiation are its own).
+      if (self->debug && data->graph && !ids->busy()) {
         std::lock_guard<std::mutex> lock(self->mutex);
         self->roots.emplace_back(graph, data->graph);
       }

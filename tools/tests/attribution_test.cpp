@@ -294,6 +294,7 @@ struct FakeCuda {
   std::map<int, uint64_t> made;          // site: template node id
   std::map<std::pair<int, uint32_t>, uint32_t> bodies;  // (conditional site, body): graph id
   uint32_t next_graph = 2;
+  FakeCuda(const SiteTable& sites, NodeIds& node_ids) : t(sites), ids(node_ids) {}
 
   uint32_t graph_of(int site) const {
     const Site& s = t[site];
@@ -376,7 +377,7 @@ TEST_CASE("nodes of a while body whose clones CUDA never names: found by (graph,
     const std::string what = c.what;
     CAPTURE(what);
     NodeIds ids(&t);
-    FakeCuda cuda{t, ids};
+    FakeCuda cuda(t, ids);
     cuda.build();
     cuda.instantiate(c.body_graph_cloned, c.body_graph_made);
     // The layout was checked on every node made and cloned (the top-level graph's 4).
@@ -514,7 +515,7 @@ TEST_CASE("work outside the graphs (graph node 0) is no pipeline node: left out 
   LoadedPipeline l = compile_text("fills.orch", fills_orch());
   SiteTable t(*l.pipeline);
   NodeIds ids(&t);
-  FakeCuda cuda{t, ids};
+  FakeCuda cuda(t, ids);
   cuda.build();
   cuda.instantiate(false, false);
   const int step = site_named(t, "step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5");
