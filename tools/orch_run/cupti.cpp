@@ -281,7 +281,7 @@ void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Cal
   const uint64_t node = node_id(data->node), original = node_id(data->originalNode);
   uint32_t exec = 0;
   if (data->graphExec && api->graph_exec_id && api->graph_exec_id(data->graphExec, &exec) != CUPTI_SUCCESS) exec = 0;
-  const int window = ids->current_site();
+  const int window = self->debug ? ids->current_site() : -1;
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPH_CREATED:
       ids->graph_created(graph);
