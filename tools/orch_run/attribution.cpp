@@ -211,16 +211,22 @@ void NodeIds::index() const {
   };
   const bool layout = layout_holds();
   for (const auto& [id, site] : site_) {
-    // (graph, index) is what CUDA documents as identifying a node: its graph as CUDA said, and
-    // the id's high half where the layout held.
+    // (graph, index) is what CUDA documents as identifying a node: the graph CUDA said holds it,
+    // where the id's high half is that graph (its low half is then the index), or the id's high
+    // half where no graph was said and the layout held for every node that had one.
+    uint32_t graph = 0;
     auto g = node_graph_.find(id);
-    if (g != node_graph_.end()) put(by_graph_index_, Key{g->second, low(id)}, site);
-    if (layout && high(id) != 0) put(by_graph_index_, Key{high(id), low(id)}, site);
+    if (g != node_graph_.end())
+      graph = high(id) == g->second ? g->second : 0;
+    else if (layout)
+      graph = high(id);
+    if (graph == 0) continue;
+    put(by_graph_index_, Key{graph, low(id)}, site);
     // (top-level graph, index) of the nodes the runtime made (in the top-level graph or a
     // conditional body, numbered together as observed), not of what a collective captured.
-    if (!sites_ || site < 0 || static_cast<size_t>(site) >= sites_->size() || !made_.count(id)) continue;
-    const uint32_t graph = g != node_graph_.end() ? g->second : layout ? high(id) : 0;
-    if (graph != 0 && graph_site_.count(graph)) continue;
+    if (!sites_ || site < 0 || static_cast<size_t>(site) >= sites_->size() || !made_.count(id) ||
+        graph_site_.count(graph))
+      continue;
     const Site& s = (*sites_)[site];
     put(by_top_index_,
         Key{static_cast<uint64_t>((static_cast<int64_t>(s.graph) << 32) | static_cast<uint32_t>(s.member + 1)), low(id)},
@@ -312,6 +318,8 @@ NodeIds::Found NodeIds::find(const NodeRecord& r) const {
     }
     f.why = "its graph belongs to more than one statement";
   }
+  // The record's index: its node id's low half, where CUDA's ids were seen to be laid out so.
+  if (layout_agree_ == 0) return f;
   found.clear();
   for (uint32_t g : graphs)
     if (auto it = by_graph_index_.find(Key{g, low(r.node_id)}); it != by_graph_index_.end()) found.push_back(it->second);

@@ -443,6 +443,9 @@ TEST_CASE("(graph, index) is not used where it is ambiguous or the id layout did
     // By the record's graph it is still found; by the id's high half alone it is not.
     CHECK(ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 45, 0, 1)).site == in_loop);
     CHECK(ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 0, 0, 1)).site == -1);
+    // The node whose id did not match its graph has no index: nothing is found by it.
+    ids.graph_cloned(1, 50);
+    CHECK(ids.find(ran_record(K::Kernel, "memset32", (uint64_t{50} << 32) | 0, 50, 0, 1)).site == -1);
   }
   {
     // Without the sites, nothing is checked against a statement's kind, and no top-level index.
