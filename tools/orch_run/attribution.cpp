@@ -100,8 +100,10 @@ bool NodeIds::top_now(TopKey* top) const {
 }
 
 void NodeIds::note_graph(uint32_t graph) {
+  if (graph == 0) return;
+  graphs_.insert(graph);
   TopKey top;
-  if (graph != 0 && top_now(&top)) graph_top_.emplace(graph, top);
+  if (top_now(&top)) graph_top_.emplace(graph, top);
 }
 
 void NodeIds::note_layout(uint64_t node, uint32_t graph) {
@@ -125,6 +127,7 @@ void NodeIds::cloned(uint64_t original, uint64_t clone, uint32_t original_graph,
   if (original != 0 && original_graph != 0) node_graph_.emplace(original, original_graph);
   note_layout(clone, clone_graph);
   note_graph(clone_graph);
+  if (original_graph != 0) graphs_.insert(original_graph);
   if (original_graph != 0 && clone_graph != 0 && original_graph != clone_graph)
     graph_origin_.emplace(clone_graph, original_graph);
   if (original != 0) {
@@ -151,6 +154,7 @@ void NodeIds::graph_created(uint32_t graph) {
 void NodeIds::graph_cloned(uint32_t original, uint32_t clone) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (original != 0) graphs_.insert(original);
     if (original != 0 && clone != 0 && original != clone) graph_origin_.emplace(clone, original);
   }
   graph_created(clone);
@@ -160,6 +164,7 @@ void NodeIds::exec_created(uint32_t graph, uint32_t exec) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Exec ids are counted apart from graph ids: kept apart.
   if (exec != 0 && graph != 0) exec_graph_[exec] = graph;
+  if (exec != 0) graphs_.insert(exec);
   note_graph(graph);
   TopKey top;
   if (exec != 0 && top_now(&top)) exec_top_[exec] = top;
@@ -174,7 +179,10 @@ void NodeIds::add(uint64_t id, int site) {
 
 void NodeIds::add_graph(uint32_t graph, int site) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (graph != 0 && site >= 0) graph_site_[graph] = site;
+  if (graph != 0 && site >= 0) {
+    graph_site_[graph] = site;
+    graphs_.insert(graph);
+  }
   indexed_ = false;
 }
 
@@ -209,23 +217,21 @@ void NodeIds::index() const {
     auto [it, inserted] = m.emplace(k, site);
     if (!inserted && it->second != site) it->second = -2;  // two sites: ambiguous, never used
   };
-  const bool layout = layout_holds();
+  // A node id's high half that is a graph CUDA named is that graph, and its low half the node's
+  // index there (the layout CUPTI's ids were seen to have; ids of another layout name no graph).
+  auto named = [&](uint32_t g) { return g != 0 && graphs_.count(g) > 0; };
   for (const auto& [id, site] : site_) {
-    // (graph, index) is what CUDA documents as identifying a node: the graph CUDA said holds it,
-    // where the id's high half is that graph (its low half is then the index), or the id's high
-    // half where no graph was said and the layout held for every node that had one.
-    uint32_t graph = 0;
+    if (!named(high(id))) continue;
+    put(by_graph_index_, Key{high(id), low(id)}, site);
+    // The graph CUDA said holds it, where that is another (a body numbered with its top-level
+    // graph): the same index identifies it there.
     auto g = node_graph_.find(id);
-    if (g != node_graph_.end())
-      graph = high(id) == g->second ? g->second : 0;
-    else if (layout)
-      graph = high(id);
-    if (graph == 0) continue;
-    put(by_graph_index_, Key{graph, low(id)}, site);
+    const uint32_t holder = g != node_graph_.end() ? g->second : 0;
+    if (holder != 0 && holder != high(id)) put(by_graph_index_, Key{holder, low(id)}, site);
     // (top-level graph, index) of the nodes the runtime made (in the top-level graph or a
     // conditional body, numbered together as observed), not of what a collective captured.
     if (!sites_ || site < 0 || static_cast<size_t>(site) >= sites_->size() || !made_.count(id) ||
-        graph_site_.count(graph))
+        graph_site_.count(high(id)) || graph_site_.count(holder))
       continue;
     const Site& s = (*sites_)[site];
     put(by_top_index_,
@@ -233,9 +239,8 @@ void NodeIds::index() const {
         site);
   }
   // A node cloned from one graph into another: the clone's graph comes from the original's.
-  if (layout)
-    for (const auto& [o, c] : node_clones_)
-      if (high(o) != 0 && high(c) != 0 && high(o) != high(c)) clone_graphs_.emplace(high(c), high(o));
+  for (const auto& [o, c] : node_clones_)
+    if (named(high(o)) && named(high(c)) && high(o) != high(c)) clone_graphs_.emplace(high(c), high(o));
   indexed_ = true;
 }
 
@@ -248,7 +253,6 @@ NodeIds::Found NodeIds::find(const NodeRecord& r) const {
     return f;
   }
   index();
-  const bool layout = layout_holds();
   // The graphs the record's node may be in: the record's graph and the id's high half, and
   // every graph those were cloned or instantiated from (a node clone's graphs too).
   std::vector<uint32_t> graphs;
@@ -257,7 +261,7 @@ NodeIds::Found NodeIds::find(const NodeRecord& r) const {
   };
   // The record's ids may name an exec (CUPTI does not say which): its graph and top-level graph.
   std::vector<int64_t> tops;
-  for (uint32_t x : {layout ? high(r.node_id) : 0u, r.graph_id}) {
+  for (uint32_t x : {high(r.node_id), r.graph_id}) {
     if (x == 0) continue;
     push(x);
     if (auto e = exec_graph_.find(x); e != exec_graph_.end()) push(e->second);
@@ -318,8 +322,7 @@ NodeIds::Found NodeIds::find(const NodeRecord& r) const {
     }
     f.why = "its graph belongs to more than one statement";
   }
-  // The record's index: its node id's low half, where CUDA's ids were seen to be laid out so.
-  if (layout_agree_ == 0) return f;
+  // The record's index: its node id's low half.
   found.clear();
   for (uint32_t g : graphs)
     if (auto it = by_graph_index_.find(Key{g, low(r.node_id)}); it != by_graph_index_.end()) found.push_back(it->second);
@@ -344,8 +347,8 @@ std::string NodeIds::summary() const {
     << node_clones_.size() << " node clones, " << node_graph_.size() << " nodes with a known graph, "
     << graph_origin_.size() << " graph clones, " << exec_graph_.size() << " execs, " << graph_site_.size()
     << " graphs owned by a statement, " << graph_top_.size() << " graphs of a top-level graph; "
-    << "node id = graph id << 32 | index: held for " << layout_agree_ << " nodes, not for " << layout_disagree_
-    << (layout_holds() ? " (used)" : " (not used)") << "; " << by_graph_index_.size() << " (graph, index) and "
+    << "node id = (id of the graph CUDA said made it) << 32 | index: held for " << layout_agree_
+    << " nodes, not for " << layout_disagree_ << "; " << by_graph_index_.size() << " (graph, index) and "
     << by_top_index_.size() << " (top-level graph, index) keys";
   return s.str();
 }

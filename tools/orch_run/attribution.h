@@ -53,15 +53,16 @@ const char* via_name(Via v);  // "node id", "graph", "graph + index", "top-level
 // them. Thread-safe; the "current site" and "current top-level graph" are per thread (CUDA calls
 // the resource callbacks on the thread that makes the node or graph).
 //
-// CUPTI's node ids are (graph id << 32 | the node's index in its graph) as far as observed: a
-// node of a conditional body ran with node id 0x2D_00000004 for a body node made as index 4 (the
-// body's nodes are numbered after the top-level graph's). Where the clone callbacks do not name a
-// node's original (nodes inside conditional bodies, seen with driver 580), a record is found by
-// (graph, index) through what CUDA said of the graphs: clones (GRAPH_CLONED), execs
-// (GRAPHEXEC_CREATED) and the top-level graph whose build or instantiation made them. The id
-// layout is checked on every node CUDA reports made in a known graph, and only used when it held
-// for all of them. A node found by index must be of the statement's kind (a kernel node's
-// record names its kernel), else it stays unattributed.
+// CUPTI's node ids were seen to be (graph id << 32 | the node's index in its graph): on an H100
+// (driver 580) the nodes of the fills pipeline's while body ran as 0x2D_00000004..6, indices
+// that follow the top-level graph's four nodes 0..3, and no GRAPHNODE_CLONED callback named
+// them. So where the clone callbacks name no original, a record is found by (graph, index):
+// its graph is the record's graph id or its node id's high half where that is a graph CUDA
+// named, or any graph those were cloned (GRAPH_CLONED, node clones) or instantiated
+// (GRAPHEXEC_CREATED) from; failing that, the top-level graph whose build, instantiation or
+// upload made that graph, and the index among the nodes the runtime made for it. A node found
+// by index must be able to run what the record says ran (a kernel node its own kernel), else
+// it stays unattributed; so does an index that names two statements.
 class NodeIds {
  public:
   explicit NodeIds(const SiteTable* sites = nullptr) : sites_(sites) {}
@@ -127,8 +128,7 @@ class NodeIds {
   };
   bool top_now(TopKey* top) const;  // callers hold mutex_
   void note_graph(uint32_t graph);
-  void note_layout(uint64_t node, uint32_t graph);
-  bool layout_holds() const { return layout_agree_ > 0 && layout_disagree_ == 0; }
+  void note_layout(uint64_t node, uint32_t graph);  // counts, for summary()
   void index() const;  // (re)builds the (graph, index) and (top, index) tables
 
   const SiteTable* sites_ = nullptr;
@@ -136,6 +136,7 @@ class NodeIds {
   std::unordered_map<uint64_t, int> site_;             // node id: site
   std::unordered_map<uint64_t, uint32_t> node_graph_;  // node id: the graph CUDA said holds it
   std::unordered_set<uint64_t> made_;                  // node ids the runtime made for a site (end())
+  std::unordered_set<uint32_t> graphs_;                // every graph and exec id CUDA named
   std::unordered_map<uint32_t, int> graph_site_;       // graphs a site owns whole
   std::unordered_map<uint32_t, TopKey> graph_top_;     // graphs made in a phase of a top-level graph
   std::unordered_multimap<uint32_t, uint32_t> graph_origin_;  // graph: a graph it was cloned from

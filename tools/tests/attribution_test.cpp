@@ -294,6 +294,7 @@ struct FakeCuda {
   std::map<int, uint64_t> made;          // site: template node id
   std::map<std::pair<int, uint32_t>, uint32_t> bodies;  // (conditional site, body): graph id
   uint32_t next_graph = 2;
+  bool ids_of_top = false;  // a body node's id names the top-level graph (1), not its body's
   FakeCuda(const SiteTable& sites, NodeIds& node_ids) : t(sites), ids(node_ids) {}
 
   uint32_t graph_of(int site) const {
@@ -312,7 +313,7 @@ struct FakeCuda {
         open.pop_back();
       }
       ids.begin(static_cast<int>(i));
-      const uint64_t id = (uint64_t{graph_of(static_cast<int>(i))} << 32) | index++;
+      const uint64_t id = (uint64_t{ids_of_top ? 1u : graph_of(static_cast<int>(i))} << 32) | index++;
       made[static_cast<int>(i)] = id;
       ids.created(id, graph_of(static_cast<int>(i)));
       if (s.node->kind() == orch::fb::NodeKind::Conditional)
@@ -369,20 +370,26 @@ TEST_CASE("nodes of a while body whose clones CUDA never names: found by (graph,
     bool body_graph_cloned, body_graph_made;
     uint32_t record_graph;  // the record's graphId
     Via via;                // how a body node is found
+    bool ids_of_top = false;
   };
   for (const Case& c : {Case{"the body graph's clone is reported (GRAPH_CLONED)", true, false, 10, Via::GraphIndex},
                         Case{"nothing said of the body's clone; the record names the exec", false, false, 7, Via::TopIndex},
                         Case{"the body graph made during instantiation, unnamed", false, true, 45, Via::TopIndex},
-                        Case{"the record names the top-level graph's clone", false, false, 10, Via::TopIndex}}) {
+                        Case{"the record names the top-level graph's clone", false, false, 10, Via::TopIndex},
+                        Case{"body nodes' ids name the top-level graph; the body's clone is reported", true, false, 10,
+                             Via::GraphIndex, true}}) {
     const std::string what = c.what;
     CAPTURE(what);
     NodeIds ids(&t);
     FakeCuda cuda(t, ids);
+    cuda.ids_of_top = c.ids_of_top;
     cuda.build();
     cuda.instantiate(c.body_graph_cloned, c.body_graph_made);
-    // The layout was checked on every node made and cloned (the top-level graph's 4).
-    CHECK(ids.summary().find("node id = graph id << 32 | index: held for " + std::to_string(t.size() + 4) +
-                             " nodes, not for 0 (used)") != std::string::npos);
+    // The layout was checked on every node made and cloned (the top-level graph's 4); the body's
+    // 3 nodes break it where their ids name the top-level graph.
+    CHECK(ids.summary().find("node id = (id of the graph CUDA said made it) << 32 | index: held for " +
+                             std::to_string(t.size() + 4 - (c.ids_of_top ? 3 : 0)) + " nodes, not for " +
+                             (c.ids_of_top ? "3" : "0") + ";") != std::string::npos);
     // Top-level nodes: by the clones CUDA named.
     const NodeIds::Found f_top = ids.find(ran_record(K::Kernel, "memset32", cuda.ran(top), c.record_graph, 0, 1));
     CHECK(f_top.site == top);
@@ -430,7 +437,8 @@ TEST_CASE("(graph, index) is not used where it is ambiguous or the id layout did
     CHECK(f.why == "its top-level graph and index names more than one statement");
   }
   {
-    // A node whose id's high half is not its graph's id: the high half is never used.
+    // A node whose id's high half names no graph CUDA reported (ids of another layout) has no
+    // index: nothing is found by it.
     NodeIds ids(&t);
     ids.begin(in_loop);
     ids.created((uint64_t{2} << 32) | 4, 2);
@@ -439,12 +447,10 @@ TEST_CASE("(graph, index) is not used where it is ambiguous or the id layout did
     ids.created((uint64_t{9} << 32) | 0, 1);
     ids.end(top, (uint64_t{9} << 32) | 0);
     ids.graph_cloned(2, 45);
-    CHECK(ids.summary().find("held for 1 nodes, not for 1 (not used)") != std::string::npos);
-    // By the record's graph it is still found; by the id's high half alone it is not.
-    CHECK(ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 45, 0, 1)).site == in_loop);
-    CHECK(ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 0, 0, 1)).site == -1);
-    // The node whose id did not match its graph has no index: nothing is found by it.
     ids.graph_cloned(1, 50);
+    CHECK(ids.summary().find("held for 1 nodes, not for 1;") != std::string::npos);
+    CHECK(ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 45, 0, 1)).site == in_loop);
+    CHECK(ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 0, 0, 1)).site == in_loop);  // by the high half
     CHECK(ids.find(ran_record(K::Kernel, "memset32", (uint64_t{50} << 32) | 0, 50, 0, 1)).site == -1);
   }
   {
