@@ -171,8 +171,8 @@ struct Attribution {
   std::vector<Attributed> outside;
 };
 
-// True when a record ran no graph node (graph and node id 0).
-inline bool outside_graphs(const NodeRecord& r) { return r.node_id == 0 && r.graph_id == 0; }
+// True when a record ran no graph node (CUPTI's graph node id 0: not run by a graph launch).
+inline bool outside_graphs(const NodeRecord& r) { return r.node_id == 0; }
 
 // launches[i] = the records of profiled launch i.
 Attribution attribute(const std::vector<std::vector<NodeRecord>>& launches, const NodeIds& ids);
