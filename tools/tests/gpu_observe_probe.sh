@@ -23,12 +23,16 @@ fi
 files="$(mktemp -d)"
 export ORCH_TEST_OUT="$files"
 tests="$build/tools/orch_tools_tests"
-timeout -k 10 300 "$tests" --test-suite=gpu -tc='*as orch-run hears them*' >"$out/probe.txt" 2>&1
+timeout -k 10 180 "$tests" --test-suite=gpu -tc='*as orch-run hears them*' >"$out/probe.txt" 2>&1
 echo "probe: exit $? (reported, not asserted; the logs are in observe-files.tgz)"
-timeout -k 10 500 "$tests" --test-suite=gpu -sf='*gpu_observe_test.cpp' -tce='*as orch-run hears them*' >"$out/observe.txt" 2>&1
+timeout -k 10 380 "$tests" --test-suite=gpu -sf='*gpu_observe_test.cpp' -tce='*as orch-run hears them*' >"$out/observe.txt" 2>&1
 rc=$?
 echo "observe GPU tests: exit $rc"
 tar czf "$out/observe-files.tgz" -C "$files" .
-grep -h -E "not attributed|ids after the launches|node id = graph id" "$files"/cupti-debug-*.log 2>/dev/null | head -40
+for log in "$files"/cupti-debug-*.log; do
+  [ -f "$log" ] || continue
+  echo "== $(basename "$log"): $(grep -c 'record: ' "$log") records, $(grep -c -- '-> not attributed' "$log") not attributed"
+  grep -E -- '-> not attributed|ids after the launches' "$log" | head -12
+done
 tail -c 5000 "$out/observe.txt"
 exit $rc
