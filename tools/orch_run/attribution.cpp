@@ -41,12 +41,6 @@ bool fits(const Site& s, const NodeRecord& r) {
 
 }  // namespace
 
-void NodeIds::set_sites(const SiteTable* sites) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  sites_ = sites;
-  indexed_ = false;
-}
-
 void NodeIds::begin(int site) {
   std::lock_guard<std::mutex> lock(mutex_);
   current_[std::this_thread::get_id()].push_back(site);

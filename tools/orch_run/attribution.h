@@ -2,9 +2,10 @@
 // profiler, for every kernel, copy and fill of a launched graph, the id of the graph node that ran
 // it (CUPTI's graphNodeId). That node is a clone, made when the graph was instantiated, of a node
 // the runtime made with an explicit call for one artifact node; the runtime says which
-// (orch/observe.h), and CUPTI reports every node creation and clone (its resource callbacks, on
-// the thread that makes the node). NodeIds joins the two: every CUPTI node id the runtime's
-// graph building produced maps to its Site, and a record whose id is not there is reported as
+// (orch/observe.h), and CUPTI reports node and graph creations, clones and instantiations (its
+// resource callbacks, on the thread that makes them). NodeIds joins the two: every CUPTI node id
+// the runtime's graph building produced maps to its Site, and the graphs CUDA made to the sites
+// or top-level graphs they belong to; a record found by none of these is reported as
 // unattributed, never matched by kernel name or size.
 //
 // No CUDA or CUPTI in here: the records are plain values (filled from CUPTI's activity records
@@ -65,10 +66,9 @@ const char* via_name(Via v);  // "node id", "graph", "graph + index", "top-level
 // it stays unattributed; so does an index that names two statements.
 class NodeIds {
  public:
+  // `sites`: the sites the ids are of, for the kinds of their nodes (the check of a match by
+  // index, which graphs a site owns) and their top-level graphs; without it, neither.
   explicit NodeIds(const SiteTable* sites = nullptr) : sites_(sites) {}
-  // The sites the ids are of: the kinds of their nodes (checks of index matches, which graphs a
-  // site owns) and their top-level graphs.
-  void set_sites(const SiteTable* sites);
 
   // The runtime starts and ends making the CUDA node(s) of `site` on this thread (nested for
   // conditional bodies).
