@@ -213,9 +213,11 @@ void NodeIds::index() const {
   };
   // A node id's high half that is a graph CUDA named is that graph, and its low half the node's
   // index there (the layout CUPTI's ids were seen to have; ids of another layout name no graph).
+  // Where no graph was named for it, the layout holding for every node that had one will do.
   auto named = [&](uint32_t g) { return g != 0 && graphs_.count(g) > 0; };
+  const bool layout = layout_agree_ > 0 && layout_disagree_ == 0;
   for (const auto& [id, site] : site_) {
-    if (!named(high(id))) continue;
+    if (high(id) == 0 || (!named(high(id)) && !layout)) continue;
     put(by_graph_index_, Key{high(id), low(id)}, site);
     // The graph CUDA said holds it, where that is another (a body numbered with its top-level
     // graph): the same index identifies it there.
@@ -234,7 +236,8 @@ void NodeIds::index() const {
   }
   // A node cloned from one graph into another: the clone's graph comes from the original's.
   for (const auto& [o, c] : node_clones_)
-    if (named(high(o)) && named(high(c)) && high(o) != high(c)) clone_graphs_.emplace(high(c), high(o));
+    if (high(o) != 0 && high(c) != 0 && high(o) != high(c) && (layout || (named(high(o)) && named(high(c)))))
+      clone_graphs_.emplace(high(c), high(o));
   indexed_ = true;
 }
 

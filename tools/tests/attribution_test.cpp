@@ -454,6 +454,25 @@ TEST_CASE("(graph, index) is not used where it is ambiguous or the id layout did
     CHECK(ids.find(ran_record(K::Kernel, "memset32", (uint64_t{50} << 32) | 0, 50, 0, 1)).site == -1);
   }
   {
+    // Body nodes whose graph CUDA never named (no graph in their callbacks): where the layout
+    // held for every node that had one, their ids' halves still give graph and index.
+    NodeIds ids(&t);
+    ids.phase_begin(0, -1);
+    ids.begin(top);
+    ids.created((uint64_t{1} << 32) | 0, 1);
+    ids.end(top, (uint64_t{1} << 32) | 0);
+    ids.begin(in_loop);
+    ids.created((uint64_t{2} << 32) | 4);
+    ids.end(in_loop, (uint64_t{2} << 32) | 4);
+    ids.phase_end();
+    ids.phase_begin(0, -1);
+    ids.exec_created(1, 7);
+    ids.phase_end();
+    const NodeIds::Found f = ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 7, 0, 1));
+    CHECK(f.site == in_loop);
+    CHECK(f.via == Via::TopIndex);
+  }
+  {
     // Without the sites, nothing is checked against a statement's kind, and no top-level index.
     NodeIds ids;
     ids.created((uint64_t{2} << 32) | 4, 2);
