@@ -49,7 +49,9 @@ class Observer {
     (void)site;
     (void)made;
   }
-  // A phase starts and ends on the calling thread; `member` as in NodeSite.
+  // A phase starts and ends on the calling thread; `member` as in NodeSite. What CUDA makes on
+  // this thread meanwhile (the executable graph and the graphs instantiation clones, which hold
+  // the nodes of conditional bodies) belongs to this top-level graph.
   virtual void phase_begin(Phase phase, int graph, int member) {
     (void)phase;
     (void)graph;

@@ -2,13 +2,17 @@
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <tuple>
 
 #include "tools/orch_run/cupti_api.h"
@@ -95,14 +99,33 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
 
 }  // namespace
 
+namespace {
+
+// What the resource callbacks need (lives as long as libcupti: CUPTI may call back until it is
+// unsubscribed, and the library is never unloaded).
+struct CallbackData {
+  const Cupti::Api* api = nullptr;
+  NodeIds* ids = nullptr;
+  const SiteTable* sites = nullptr;
+  const Cupti* cupti = nullptr;  // debug lines
+  bool debug = false;
+  std::mutex mutex;                                 // roots
+  std::vector<std::pair<uint32_t, CUgraph>> roots;  // debug: graphs made outside any window
+};
+CallbackData* g_callback_data = nullptr;
+
+}  // namespace
+
 // The runtime's observer: node ids through CUPTI, host phases through CUPTI's clock.
 class Cupti::Observer : public orch::Observer {
  public:
-  Observer(Cupti& c, const SiteTable& sites, bool node_ids) : c_(c), sites_(sites), node_ids_(node_ids) {}
+  Observer(Cupti& c, const SiteTable& sites, bool node_ids) : ids_(&sites), c_(c), sites_(sites), node_ids_(node_ids) {}
 
   void node_begin(const NodeSite& site) override {
     if (!node_ids_) return;
-    ids_.begin(site.path ? sites_.find(site.graph, site.member, *site.path) : -1);
+    const int s = site.path ? sites_.find(site.graph, site.member, *site.path) : -1;
+    ids_.begin(s);
+    if (c_.debug_) c_.debug_line("node_begin site " + site_text(s));
   }
   void node_end(const NodeSite& site, cudaGraphNode_t made) override {
     if (!node_ids_) return;
@@ -113,6 +136,11 @@ class Cupti::Observer : public orch::Observer {
     // instantiation clones, whether or not CUDA reported them made during the capture.
     if (made && s >= 0) map_child_nodes(made, s, 0);
     ids_.end(s, id);
+    if (c_.debug_) c_.debug_line("node_end site " + site_text(s) + " made node " + node_id_text(id));
+  }
+
+  std::string site_text(int s) const {
+    return s >= 0 ? std::to_string(s) + " (" + sites_[s].name + ")" : std::string("none");
   }
 
   void map_child_nodes(cudaGraphNode_t node, int site, int depth) {
@@ -129,6 +157,13 @@ class Cupti::Observer : public orch::Observer {
       (void)cudaGetLastError();
       return;
     }
+    // The embedded graph is the site's as a whole (what instantiation makes of it too, where
+    // CUDA says it was cloned from it).
+    uint32_t graph = 0;
+    if (c_.api_->graph_id && c_.api_->graph_id(reinterpret_cast<CUgraph>(child), &graph) == CUPTI_SUCCESS) {
+      ids_.add_graph(graph, site);
+      if (c_.debug_) c_.debug_line("child graph " + std::to_string(graph) + " of site " + site_text(site));
+    }
     std::vector<cudaGraphNode_t> nodes(count);
     if (count && cudaGraphGetNodes(child, nodes.data(), &count) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -136,17 +171,31 @@ class Cupti::Observer : public orch::Observer {
     }
     for (cudaGraphNode_t n : nodes) {
       uint64_t id = 0;
-      if (c_.api_->graph_node_id(reinterpret_cast<CUgraphNode>(n), &id) == CUPTI_SUCCESS) ids_.add(id, site);
+      if (c_.api_->graph_node_id(reinterpret_cast<CUgraphNode>(n), &id) == CUPTI_SUCCESS) {
+        ids_.add(id, site);
+        if (c_.debug_) c_.debug_line("child graph node " + node_id_text(id) + " of site " + site_text(site));
+      }
       map_child_nodes(n, site, depth + 1);
     }
   }
+  // Graphs CUDA makes while a top-level graph is built, instantiated, uploaded (or launched, when
+  // launches are observed) are part of it.
+  bool tracks(Phase phase) const { return node_ids_ && (phase != Phase::Launch || launches_.load()); }
   void phase_begin(Phase phase, int graph, int member) override {
     if (phase == Phase::Launch && !launches_.load()) return;
+    if (tracks(phase)) ids_.phase_begin(graph, member);
+    if (c_.debug_ && phase != Phase::Launch)
+      c_.debug_line(std::string("phase ") + phase_name(phase) + " of graph " + std::to_string(graph) +
+                    (member >= 0 ? "[" + std::to_string(member) + "]" : "") + " begins");
     std::lock_guard<std::mutex> lock(mutex_);
     open_[{phase, graph, member}] = c_.now_ns();
   }
   void phase_end(Phase phase, int graph, int member, bool ok) override {
     if (phase == Phase::Launch && !launches_.load()) return;
+    if (tracks(phase)) ids_.phase_end();
+    if (c_.debug_ && phase != Phase::Launch)
+      c_.debug_line(std::string("phase ") + phase_name(phase) + " of graph " + std::to_string(graph) +
+                    (member >= 0 ? "[" + std::to_string(member) + "]" : "") + (ok ? " ends" : " fails"));
     const uint64_t end = c_.now_ns();
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = open_.find({phase, graph, member});
@@ -180,28 +229,105 @@ class Cupti::Observer : public orch::Observer {
 
 namespace {
 
-// CUDA calls this on the thread that makes or clones a graph node.
-void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
-  if (domain != CUPTI_CB_DOMAIN_RESOURCE || !userdata || !cbdata) return;
-  auto* self = static_cast<std::pair<const Cupti::Api*, NodeIds*>*>(userdata);
-  if (!self->first || !self->second) return;
-  const auto* resource = static_cast<const CUpti_ResourceData*>(cbdata);
-  const auto* graph = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
-  if (!graph) return;
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && graph->node) {
-    uint64_t id = 0;
-    if (self->first->graph_node_id(graph->node, &id) == CUPTI_SUCCESS) self->second->created(id);
-  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED && graph->node && graph->originalNode) {
-    uint64_t clone = 0, original = 0;
-    if (self->first->graph_node_id(graph->node, &clone) == CUPTI_SUCCESS &&
-        self->first->graph_node_id(graph->originalNode, &original) == CUPTI_SUCCESS)
-      self->second->cloned(original, clone);
+const char* resource_name(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPH_CREATED: return "GRAPH_CREATED";
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING: return "GRAPH_DESTROY_STARTING";
+    case CUPTI_CBID_RESOURCE_GRAPH_CLONED: return "GRAPH_CLONED";
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATE_STARTING: return "GRAPHNODE_CREATE_STARTING";
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: return "GRAPHNODE_CREATED";
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING: return "GRAPHNODE_DESTROY_STARTING";
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_DEPENDENCY_CREATED: return "GRAPHNODE_DEPENDENCY_CREATED";
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_DEPENDENCY_DESTROY_STARTING: return "GRAPHNODE_DEPENDENCY_DESTROY_STARTING";
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING: return "GRAPHEXEC_CREATE_STARTING";
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: return "GRAPHEXEC_CREATED";
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: return "GRAPHEXEC_DESTROY_STARTING";
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: return "GRAPHNODE_CLONED";
+    case CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED: return "GRAPH_NODE_UPDATED";
+    case CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS: return "GRAPH_NODE_SET_PARAMS";
+    default: return "resource callback";
   }
 }
 
-// The callback's user data: the entry points and where the ids go (lives as long as libcupti:
-// CUPTI may call back until it is unsubscribed, and the library is never unloaded).
-std::pair<const Cupti::Api*, NodeIds*>* g_callback_data = nullptr;
+const char* node_type_name(int t) {
+  static const char* kNames[] = {"kernel", "memcpy", "memset", "host", "graph", "empty", "wait event",
+                                 "event record", "semaphore signal", "semaphore wait", "mem alloc", "mem free",
+                                 "batch mem op", "conditional"};
+  return t >= 0 && t < static_cast<int>(sizeof kNames / sizeof *kNames) ? kNames[t] : "?";
+}
+
+// CUDA calls this on the thread that makes, clones or instantiates a graph or graph node. Only
+// CUPTI's id functions are called here (no CUDA API call inside a callback).
+void CUPTIAPI on_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* cbdata) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || !userdata || !cbdata) return;
+  auto* self = static_cast<CallbackData*>(userdata);
+  const Cupti::Api* api = self->api;
+  NodeIds* ids = self->ids;
+  if (!api || !ids) return;
+  const auto* resource = static_cast<const CUpti_ResourceData*>(cbdata);
+  const auto* data = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
+  if (!data) return;
+  auto graph_id = [&](CUgraph g) {
+    uint32_t id = 0;
+    if (g && api->graph_id && api->graph_id(g, &id) != CUPTI_SUCCESS) id = 0;
+    return id;
+  };
+  auto node_id = [&](CUgraphNode n) {
+    uint64_t id = 0;
+    if (n && api->graph_node_id(n, &id) != CUPTI_SUCCESS) id = 0;
+    return id;
+  };
+  const uint32_t graph = graph_id(data->graph), original_graph = graph_id(data->originalGraph);
+  const uint64_t node = node_id(data->node), original = node_id(data->originalNode);
+  uint32_t exec = 0;
+  if (data->graphExec && api->graph_exec_id && api->graph_exec_id(data->graphExec, &exec) != CUPTI_SUCCESS) exec = 0;
+  const int window = self->debug ? ids->current_site() : -1;
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPH_CREATED:
+      ids->graph_created(graph);
+      // A graph made while nothing is built, instantiated or uploaded: a template (the graphs CUDA
+      // makes inside instantiation are its own).
+      if (self->debug && data->graph && !ids->busy()) {
+        std::lock_guard<std::mutex> lock(self->mutex);
+        self->roots.emplace_back(graph, data->graph);
+      }
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPH_CLONED: ids->graph_cloned(original_graph, graph); break;
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
+      if (self->debug) {
+        std::lock_guard<std::mutex> lock(self->mutex);
+        self->roots.erase(std::remove_if(self->roots.begin(), self->roots.end(),
+                                         [&](const auto& r) { return r.second == data->graph; }),
+                          self->roots.end());
+      }
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+      if (node) ids->created(node, graph);
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+      if (node) ids->cloned(original, node, original_graph, graph);
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: ids->exec_created(graph, exec); break;
+    default: break;
+  }
+  if (self->debug && self->cupti) {
+    std::ostringstream line;
+    line << resource_name(cbid) << ":";
+    if (data->graph) line << " graph " << graph;
+    if (data->originalGraph) line << " original graph " << original_graph;
+    if (data->node) line << " node " << node_id_text(node) << " type " << node_type_name(static_cast<int>(data->nodeType));
+    if (data->originalNode) line << " original node " << node_id_text(original);
+    if (data->dependency) line << " dependency " << node_id_text(node_id(data->dependency));
+    if (data->graphExec) line << " exec " << exec;
+    line << " window " << (window >= 0 && self->sites ? std::to_string(window) + " (" + (*self->sites)[window].name + ")"
+                                                      : std::string("none"));
+    if (node) {
+      const int site = ids->site_of(node);
+      if (site >= 0 && self->sites) line << " -> site " << site;
+    }
+    self->cupti->debug_line(line.str());
+  }
+}
 
 }  // namespace
 
@@ -241,6 +367,8 @@ std::unique_ptr<Cupti> Cupti::open(std::string* error) {
     return nullptr;
   }
   sym(&api->dropped_records, "cuptiActivityGetNumDroppedRecords");
+  sym(&api->graph_id, "cuptiGetGraphId");
+  sym(&api->graph_exec_id, "cuptiGetGraphExecId");
   sym(&api->profiler_initialize, "cuptiProfilerInitialize");
   sym(&api->profiler_deinitialize, "cuptiProfilerDeInitialize");
   sym(&api->chip_name, "cuptiDeviceGetChipName");
@@ -281,7 +409,13 @@ Cupti::~Cupti() {
     api_->subscriber = nullptr;
   }
   // g_callback_data stays: it points at observer_->ids_ only while subscribed.
-  if (g_callback_data) g_callback_data->second = nullptr;
+  if (g_callback_data) {
+    g_callback_data->ids = nullptr;
+    g_callback_data->cupti = nullptr;
+    g_callback_data->sites = nullptr;
+    std::lock_guard<std::mutex> lock(g_callback_data->mutex);
+    g_callback_data->roots.clear();
+  }
   // libcupti stays loaded: its threads may outlive this object. The observer goes last.
 }
 
@@ -291,12 +425,16 @@ std::string Cupti::result_text(int r) const {
   return s ? s : "CUPTI error " + std::to_string(r);
 }
 
-bool Cupti::observe(const SiteTable& sites, bool node_ids, std::string* error) {
+bool Cupti::observe(const SiteTable& sites, bool node_ids, std::string* error, std::ostream* debug) {
+  debug_ = debug;
   observer_ = std::make_unique<Observer>(*this, sites, node_ids);
   if (node_ids) {
-    if (!g_callback_data) g_callback_data = new std::pair<const Api*, NodeIds*>(api_.get(), nullptr);
-    g_callback_data->first = api_.get();
-    g_callback_data->second = &observer_->ids_;
+    if (!g_callback_data) g_callback_data = new CallbackData;
+    g_callback_data->api = api_.get();
+    g_callback_data->ids = &observer_->ids_;
+    g_callback_data->sites = &sites;
+    g_callback_data->cupti = this;
+    g_callback_data->debug = debug != nullptr;
     CUptiResult r = api_->subscribe(&api_->subscriber, on_callback, g_callback_data);
     if (r != CUPTI_SUCCESS) {
       api_->subscriber = nullptr;
@@ -306,16 +444,73 @@ bool Cupti::observe(const SiteTable& sites, bool node_ids, std::string* error) {
                     : "");
       return false;
     }
-    for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED}) {
+    // Nodes made and cloned (the exact path), and the graphs that hold them: made, cloned and
+    // instantiated (for nodes whose clones CUDA does not report, such as conditional bodies').
+    for (CUpti_CallbackId cbid :
+         {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPH_CREATED,
+          CUPTI_CBID_RESOURCE_GRAPH_CLONED, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED}) {
       r = api_->enable_callback(1, api_->subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
       if (r != CUPTI_SUCCESS) {
-        *error = "CUPTI refused the graph node callbacks: " + result_text(r);
+        *error = std::string("CUPTI refused the graph callback ") + resource_name(cbid) + ": " + result_text(r);
         return false;
       }
+    }
+    // ORCH_RUN_CUPTI_DEBUG: every other graph callback too, to be printed (refusals only said).
+    if (debug)
+      for (CUpti_CallbackId cbid :
+           {CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING,
+            CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+            CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS}) {
+        r = api_->enable_callback(1, api_->subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+        if (r != CUPTI_SUCCESS)
+          debug_line(std::string("CUPTI refused the callback ") + resource_name(cbid) + ": " + result_text(r));
+      }
+    if (debug) {
+      debug_line(std::string("cuptiGetGraphId ") + (api_->graph_id ? "found" : "MISSING") + ", cuptiGetGraphExecId " +
+                 (api_->graph_exec_id ? "found" : "MISSING"));
     }
   }
   orch::set_observer(observer_.get());
   return true;
+}
+
+void Cupti::debug_line(const std::string& line) const {
+  if (!debug_) return;
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  *debug_ << "[orch-run cupti] " << line << "\n";
+  debug_->flush();
+}
+
+void Cupti::debug_graphs() const {
+  if (!debug_) return;
+  if (observer_) debug_line("ids: " + observer_->ids_.summary());
+  if (!g_callback_data) return;
+  std::vector<std::pair<uint32_t, CUgraph>> roots;
+  {
+    std::lock_guard<std::mutex> lock(g_callback_data->mutex);
+    roots = g_callback_data->roots;
+  }
+  for (const auto& [id, graph] : roots) {
+    char path[] = "/tmp/orch-run-cupti-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0) return;
+    close(fd);
+    const cudaError_t e = cudaGraphDebugDotPrint(
+        reinterpret_cast<cudaGraph_t>(graph), path,
+        cudaGraphDebugDotFlagsConditionalNodeParams | cudaGraphDebugDotFlagsHandles);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      debug_line("graph " + std::to_string(id) + ": cudaGraphDebugDotPrint failed: " + cudaGetErrorString(e));
+    } else {
+      std::ifstream in(path);
+      std::ostringstream text;
+      text << in.rdbuf();
+      debug_line("graph " + std::to_string(id) + " (made outside any statement), as cudaGraphDebugDotPrint writes it:\n" +
+                 text.str());
+    }
+    std::remove(path);
+  }
 }
 
 const NodeIds& Cupti::ids() const {

@@ -3,9 +3,11 @@
 // observation hook, orch/observe.h), the activity records of profiled launches, timestamps for
 // the host-side phases, and the entry points the range profiler (metrics.cpp) needs.
 //
-// What CUPTI reports, as measured on an H200 (driver 580, CUDA 13.0):
-// - a node in the body of a WHILE conditional is reported once per launch, however many
-//   iterations ran (the first iteration; pytorch/kineto#1062 reports the same);
+// What CUPTI reports, as measured on an H200 and an H100 (driver 580, CUDA 13.0):
+// - a node in the body of a conditional runs with a node id no clone callback names (see
+//   NodeIds::find for how it is found); a node of a WHILE body was reported once per launch on
+//   the H200 and once per iteration on the H100 (driver 580.159; pytorch/kineto#1062 reports
+//   once per launch);
 // - the nodes of an IF branch not taken are reported with no duration;
 // - a fill may run as CUDA's own memset kernel (memset32, ...), reported as a kernel record
 //   with the fill's graph node id;
@@ -15,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -45,10 +48,18 @@ class Cupti {
   Cupti& operator=(const Cupti&) = delete;
 
   // Becomes the runtime's observer (orch::set_observer) for host phases, and with
-  // `node_ids`, subscribes to CUDA's graph node creation and cloning so that the records of
-  // later launches can be attributed to `sites`. Call before the pipeline is instantiated.
-  bool observe(const SiteTable& sites, bool node_ids, std::string* error);
+  // `node_ids`, subscribes to CUDA's graph and graph node creation and cloning so that the
+  // records of later launches can be attributed to `sites`. Call before the pipeline is
+  // instantiated. With `debug` (ORCH_RUN_CUPTI_DEBUG=1), every resource callback is printed
+  // there as it comes.
+  bool observe(const SiteTable& sites, bool node_ids, std::string* error, std::ostream* debug = nullptr);
   const NodeIds& ids() const;
+  // ORCH_RUN_CUPTI_DEBUG: where to print (null: off); prints lines to it, one at a time.
+  std::ostream* debug() const { return debug_; }
+  void debug_line(const std::string& line) const;
+  // ORCH_RUN_CUPTI_DEBUG: the template graphs made outside any statement's window (the
+  // top-level graphs), as cudaGraphDebugDotPrint writes them, and what the ids said.
+  void debug_graphs() const;
 
   // CUPTI's timestamp now (ns; the activity records' clock).
   uint64_t now_ns() const;
@@ -74,6 +85,7 @@ class Cupti {
   class Observer;
   std::unique_ptr<Api> api_;
   std::unique_ptr<Observer> observer_;
+  std::ostream* debug_ = nullptr;
 };
 
 }  // namespace orch::run

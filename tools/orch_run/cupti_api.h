@@ -30,6 +30,8 @@ struct Cupti::Api {
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiEnableCallback) enable_callback = nullptr;
   decltype(&cuptiGetGraphNodeId) graph_node_id = nullptr;
+  decltype(&cuptiGetGraphId) graph_id = nullptr;            // null where this libcupti lacks it
+  decltype(&cuptiGetGraphExecId) graph_exec_id = nullptr;   // likewise
   // The range profiler (metrics.cpp); null where this libcupti lacks it.
   decltype(&cuptiProfilerInitialize) profiler_initialize = nullptr;
   decltype(&cuptiProfilerDeInitialize) profiler_deinitialize = nullptr;

@@ -166,7 +166,12 @@ class Runner {
     if (observing()) {
       cupti_ = Cupti::open(&error);
       if (!cupti_) return fail(observe_flag() + ": " + error);
-      if (!cupti_->observe(*sites_, trace_gpu_, &error)) return fail(observe_flag() + ": " + error);
+      // ORCH_RUN_CUPTI_DEBUG=1: every graph callback CUDA makes and every activity record, with
+      // how it was attributed, on stderr (what to look at when a node is not attributed).
+      const char* debug = std::getenv("ORCH_RUN_CUPTI_DEBUG");
+      const bool debugging = debug && *debug && std::string(debug) != "0";
+      if (!cupti_->observe(*sites_, trace_gpu_, &error, debugging ? &err_ : nullptr))
+        return fail(observe_flag() + ": " + error);
     }
 
     // 4. Load, bind, instantiate.
@@ -215,6 +220,7 @@ class Runner {
       return (*pipeline)->instantiate(bindings, stream.s);
     }();
     if (!exec) return fail(exec.error());
+    if (cupti_) cupti_->debug_graphs();
     if (o_.timing && (e = sync_for_timing(&instantiate_ms_)) != cudaSuccess)
       return fail("cudaDeviceSynchronize: " + cuda_text(e));
     orch::Executable& x = *exec.value();
@@ -512,11 +518,13 @@ class Runner {
         if (!launch_and_wait(&error)) return fail(error);
         launches.push_back(cupti_->take(&error));
         if (!error.empty()) return fail(flag + ": " + error);
+        if (cupti_->debug()) cupti_->debug_line("\n" + describe_records(launches.back(), i, cupti_->ids(), *sites_));
       }
+      if (cupti_->debug()) cupti_->debug_line("ids after the launches: " + cupti_->ids().summary());
     }
     const Attribution attribution = attribute(launches, cupti_->ids());
     if (o_.nodes)
-      out() << format_node_table(*sites_, node_rows(attribution), launch, launches.size());
+      out() << format_node_table(*sites_, node_rows(attribution), launch, launches.size(), attribution.outside);
 
     if (!o_.roofline.empty()) {
       RooflineReport report;
@@ -658,7 +666,7 @@ class Runner {
       return false;
     }
     for (size_t i = 0; i < ranges.size(); ++i) {
-      const int site = cupti_->ids().site_of((*chosen)[i]->node_id);
+      const int site = cupti_->ids().find(*(*chosen)[i]).site;
       if (site < 0) continue;
       auto& [sum, runs] = (*measured)[site];
       sum.dram_bytes += ranges[i].dram_bytes;

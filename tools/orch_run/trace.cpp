@@ -87,8 +87,10 @@ std::string trace_json(const TraceInput& in) {
   // The earliest time of all is 0.
   uint64_t base = std::numeric_limits<uint64_t>::max();
   for (const HostSlice& h : in.host) base = std::min(base, h.start_ns);
-  if (in.gpu)
+  if (in.gpu) {
     for (const Attributed& a : in.gpu->records) base = std::min(base, a.record.start_ns);
+    for (const Attributed& a : in.gpu->outside) base = std::min(base, a.record.start_ns);
+  }
   if (base == std::numeric_limits<uint64_t>::max()) base = 0;
   auto us = [&](uint64_t ns) { return static_cast<double>(ns - std::min(ns, base)) / 1000.0; };
   auto slice_event = [&](const Slice& s, int pid, int tid) {
@@ -194,10 +196,12 @@ std::string trace_json(const TraceInput& in) {
           s.args["place"] = site.place;
           level = t.level_name(a->site);
           if (site.in_while) s.args["run in launch"] = a->run;
+          if (a->via != Via::NodeId) s.args["found by"] = via_name(a->via);
         } else {
           s.name = "not attributed: " + record_text(r.kind, r.name, r.bytes, r.copy_kind);
-          s.args["why"] = "CUDA graph node " + std::to_string(r.node_id) +
-                          " was not made for any statement as orch-run saw the graphs built";
+          s.args["why"] = "CUDA graph node " + node_id_text(r.node_id) +
+                          " was not made for any statement as orch-run saw the graphs built" +
+                          (a->why.empty() ? "" : " (" + a->why + ")");
           level = "not attributed";
         }
         if (r.kind == NodeRecord::Kind::Kernel) s.args["kernel"] = r.name;
@@ -209,6 +213,18 @@ std::string trace_json(const TraceInput& in) {
         if (r.device_launched) s.args["device-launched"] = true;
         slice_event(s, gpu_pid, track(level).place(s.start, s.end, meta, gpu_pid));
       }
+    }
+    // Work outside the graphs (orch-run's and the runtime's own copies): a track of its own.
+    for (const Attributed& a : g.outside) {
+      const NodeRecord& r = a.record;
+      Slice s{"outside the graphs: " + record_text(r.kind, r.name, r.bytes, r.copy_kind), kind_name(r.kind), r.start_ns,
+              std::max(r.end_ns, r.start_ns)};
+      s.args["why"] = "no graph node: a copy or fill orch-run or the runtime made around the launch, not a node of the pipeline";
+      if (r.kind == NodeRecord::Kind::Kernel) s.args["kernel"] = r.name;
+      if (r.bytes) s.args["bytes"] = r.bytes;
+      s.args["profiled launch"] = a.launch + 1;
+      s.args["CUDA stream"] = r.stream_id;
+      slice_event(s, gpu_pid, track("outside the pipeline's graphs").place(s.start, s.end, meta, gpu_pid));
     }
   }
 

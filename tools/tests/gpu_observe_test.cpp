@@ -83,6 +83,28 @@ std::string describe(const std::map<std::string, int>& names) {
   return s;
 }
 
+// One rank's allreduce after a kernel (out of place: on one rank NCCL copies s to r).
+const char* reduce_orch() {
+  return R"(pipeline reduce
+target sm_90
+param n: u32 = 65536
+buffer g: f32[n]
+buffer s: f32[n]
+buffer r: f32[n]
+comm world
+kernel twice(n: u32, g: in f32[], s: out f32[]) source """
+extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) s[i] = 2.0f * g[i];
+}
+"""
+graph main {
+  twice<<<ceil_div(n, 256), 256>>>(n, g, s)
+  allreduce sum s -> r on world
+}
+)";
+}
+
 // The runtime's observation hook, recorded.
 struct Recorder : orch::Observer {
   std::vector<std::tuple<int, int, std::vector<uint32_t>>> begun;
@@ -156,6 +178,44 @@ TEST_CASE("the observation hook hears every node the runtime builds, at the site
   }
 }
 
+TEST_CASE("CUPTI's graph and node ids as orch-run hears them (a probe, reported, not asserted)") {
+  // ORCH_RUN_CUPTI_DEBUG=1 prints every graph callback CUDA makes (graph, node, original,
+  // exec ids; the statement being built), the template graphs as cudaGraphDebugDotPrint writes
+  // them, and every activity record with how it was attributed: what the next attempt needs
+  // when a node is not attributed. Each run in a process of its own; the logs go to
+  // $ORCH_TEST_OUT (cupti-debug-*.log).
+  const char* env = std::getenv("ORCH_RUN");
+  const std::string orch_run_bin = env && *env ? env : ORCH_RUN_PATH;
+  struct Probe {
+    std::string name, bin, args;
+  };
+  std::vector<Probe> probes = {
+      {"fills", binary(write_temp("fills.orch", fills_orch())), "--fill src=random:-1:1"},
+      {"jacobi", binary(spec_dir() + "/examples/jacobi.orch"),
+       "--param n=4096 --param tol=-1 --param max_iters=6 --fill u_host=random --fill rhs_host=random"}};
+  if (orch::nccl_version()) probes.push_back({"reduce", binary(write_temp("reduce.orch", reduce_orch())), "--fill g=random"});
+  for (const Probe& p : probes) {
+    const std::string log = out_path("cupti-debug-" + p.name + ".log");
+    const std::string cmd = "ORCH_RUN_CUPTI_DEBUG=1 timeout -s KILL 120 '" + orch_run_bin + "' '" + p.bin + "' " + p.args +
+                            " --warmup 0 --repeat 2 --timeout 60 --nodes >'" + log + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    const std::string text = read_all(log);
+    size_t unattributed = 0, records = 0;
+    for (size_t at = text.find("[orch-run cupti] record:"); at != std::string::npos;
+         at = text.find("[orch-run cupti] record:", at + 1)) {
+      ++records;
+      const size_t eol = text.find('\n', at);
+      if (text.substr(at, eol - at).find("-> not attributed") != std::string::npos) ++unattributed;
+    }
+    // The table and the last lines (the ids' summary) in the test's output; the rest in the log.
+    const size_t table = text.find("per node (");
+    MESSAGE(p.name << ": exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", " << records
+                   << " records, " << unattributed << " not attributed; log " << log << "\n"
+                   << (table == std::string::npos ? text.substr(text.size() > 4000 ? text.size() - 4000 : 0)
+                                                  : text.substr(table)));
+  }
+}
+
 TEST_CASE("--nodes and --trace of the fills in and out of a loop (issue 13): each fill named once, by its own line") {
   const std::string bin = binary(write_temp("fills.orch", fills_orch()));
   const std::string trace = out_path("fills.trace.json"), acc = temp_dir() + "/acc.bin",
@@ -170,14 +230,23 @@ TEST_CASE("--nodes and --trace of the fills in and out of a loop (issue 13): eac
   REQUIRE(a.size() == 4096);
   for (size_t i = 0; i < s.size(); ++i) REQUIRE(a[i] == doctest::Approx(3.0f * s[i]).epsilon(1e-5));
   // The table: the top-level fill has its own row, once; nothing unattributed or matched by guess.
+  // Every node of the pipeline, the while body's included, on one row of its own.
   const std::string& out = r.out;
-  const size_t top = out.find("  fill acc = 0.0  fills.orch:24:3");
-  CHECK(top != std::string::npos);
-  CHECK(top == out.rfind("  fill acc = 0.0  fills.orch:24:3"));
-  CHECK(out.find("  fill tmp = 0.0  fills.orch:27:5") != std::string::npos);
-  CHECK(out.find("  step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5") != std::string::npos);
+  for (const char* name : {"  fill acc = 0.0  fills.orch:24:3", "  fill i = 0  fills.orch:25:3",
+                           "  fill tmp = 0.0  fills.orch:27:5", "  step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5"}) {
+    CAPTURE(name);
+    const size_t at = out.find(name);
+    CHECK(at != std::string::npos);
+    CHECK(at == out.rfind(name));
+  }
   CHECK(out.find("not attributed") == std::string::npos);
   CHECK(out.find("no statement") == std::string::npos);
+  // The condition kernels orchc writes, before the loop and in its body, are named too: six
+  // nodes ran (two fills, a condition, and in the body a fill, step and a condition).
+  CHECK(out.find("fills.orch:26:3") != std::string::npos);
+  CHECK(out.find("  6 nodes; their medians sum to") != std::string::npos);
+  // The device status record orch-run reads after each launch is no node of the pipeline.
+  CHECK(out.find("memcpy 16 B DtoH: ") == std::string::npos);
   // The trace: the same names, 4 launches.
   const json doc = trace_at(trace);
   int unattributed = 0;
@@ -410,24 +479,7 @@ TEST_CASE("--trace of a collective on one rank with NCCL: its kernels named by t
     MESSAGE("skipped: NCCL cannot be loaded here");
     return;
   }
-  const std::string src = write_temp("reduce.orch", R"(pipeline reduce
-target sm_90
-param n: u32 = 65536
-buffer g: f32[n]
-buffer s: f32[n]
-buffer r: f32[n]
-comm world
-kernel twice(n: u32, g: in f32[], s: out f32[]) source """
-extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) s[i] = 2.0f * g[i];
-}
-"""
-graph main {
-  twice<<<ceil_div(n, 256), 256>>>(n, g, s)
-  allreduce sum s -> r on world
-}
-)");
+  const std::string src = write_temp("reduce.orch", reduce_orch());
   const std::string bin = binary(src);
   // Out of place: on one rank NCCL copies s to r (in place it would do nothing at all).
   const std::string trace = out_path("reduce.trace.json"), gp = temp_dir() + "/g.bin", rp = temp_dir() + "/r.bin";

@@ -233,3 +233,42 @@ TEST_CASE("a trace of the host side only, with ranks as processes") {
   CHECK((*notes[0])["ph"] == "i");
   CHECK(doc["otherData"]["rank"] == 1);
 }
+
+TEST_CASE("a trace: body nodes found by index say so; work outside the graphs has a track of its own") {
+  Fixture f("fills.orch", fills_orch());
+  using K = NodeRecord::Kind;
+  const uint64_t top = f.id("fill acc = 0.0  fills.orch:24:3");
+  // A body node whose clone CUDA did not name: its graph (45) was cloned from the template's
+  // (graph 2, where the runtime made it as node 2:4).
+  const int step = static_cast<int>(f.id("step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5") - 1000);
+  f.ids.created((uint64_t{2} << 32) | 5, 2);
+  f.ids.add((uint64_t{2} << 32) | 5, step);
+  f.ids.graph_cloned(2, 45);
+  NodeRecord in_body = rec(K::Kernel, "step", (uint64_t{45} << 32) | 5, 2000, 3000);
+  NodeRecord status = rec(K::Memcpy, "", 0, 3500, 4000);
+  status.graph_id = 0;
+  status.bytes = 16;
+  status.copy_kind = 2;
+  const Attribution a = attribute({{rec(K::Kernel, "memset32", top, 1000, 1400), in_body, status}}, f.ids);
+  REQUIRE(a.outside.size() == 1);
+  TraceInput in;
+  in.sites = f.sites.get();
+  in.pipeline = "fills";
+  in.device = "GPU";
+  in.gpu = &a;
+  json doc;
+  REQUIRE(trace_problem(trace_json(in), &doc) == "");
+  const auto steps = events_named(doc, "step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5");
+  REQUIRE(steps.size() == 1);
+  CHECK((*steps[0])["args"]["found by"] == "graph + index");
+  CHECK((*steps[0])["args"]["CUDA graph node"] == std::to_string((uint64_t{45} << 32) | 5));
+  CHECK_FALSE((*events_named(doc, "fill acc = 0.0  fills.orch:24:3")[0])["args"].contains("found by"));
+  const auto outside = events_named(doc, "outside the graphs: memcpy 16 B DtoH");
+  REQUIRE(outside.size() == 1);
+  CHECK(thread_name(doc, 2, (*outside[0])["tid"]) == "outside the pipeline's graphs");
+  CHECK((*outside[0])["cat"] == "memcpy");
+  // The launch's span is the graphs' work: 1000 to 3000 ns.
+  const auto launch = events_named(doc, "launch 1 of fills");
+  REQUIRE(launch.size() == 1);
+  CHECK((*launch[0])["dur"].get<double>() == doctest::Approx(2.0));
+}
