@@ -711,6 +711,7 @@ Attribution attribute(const std::vector<std::vector<NodeRecord>>& launches, cons
       x.site = f.site;
       x.via = f.via;
       x.why = std::move(f.why);
+      if (f.site >= 0) x.how = found_text(f);
       these.push_back(std::move(x));
     }
     std::stable_sort(these.begin(), these.end(),

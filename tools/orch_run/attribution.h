@@ -211,6 +211,7 @@ struct Attributed {
   NodeRecord record;
   int site = -1;        // -1: CUPTI named a node the runtime did not make as orch-run saw it
   Via via = Via::None;  // how the site was found
+  std::string how;      // found_text(): with an exec index, which and in which order(s)
   std::string why;      // site -1: what more there is to say than "not made for any statement"
   uint32_t launch = 0;  // which profiled launch (0-based)
   uint32_t run = 1;     // the k-th run of its site in its launch, in start order (a loop's iteration)

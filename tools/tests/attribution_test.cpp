@@ -595,6 +595,7 @@ TEST_CASE("work outside the graphs (graph node 0) is no pipeline node: left out 
   REQUIRE(a.records.size() == 2);
   CHECK(a.records[0].site == step);
   CHECK(a.records[0].via == Via::ExecIndex);
+  CHECK(a.records[0].how == "exec index 5, both orders");  // the trace's "found by"
   REQUIRE(a.outside.size() == 2);
   CHECK(a.outside[1].launch == 1);
   const std::string table = format_node_table(t, node_rows(a), summarize({0.01}), 2, a.outside);
@@ -814,25 +815,26 @@ TEST_CASE("the H100's logs replayed: every record of fills, jacobi and a one-ran
 namespace {
 
 // Two sibling `if`s, each with an `if` nested in its body and a kernel after it: the pipeline of
-// the GPU probe that tells which order CUDA numbers nested graphs in. `same`: every statement in
-// the bodies runs one kernel (so no kind check can tell them apart).
+// the GPU probe that tells which order CUDA numbers nested graphs in (nested_orch()), or with
+// `same`, one where every statement in the bodies runs one kernel (no kind check tells them apart).
 std::string nested_text(bool same) {
-  std::string k[6] = {"a1", "a2", "a3", "b1", "b2", "b3"};
-  std::string text = "pipeline nested\ntarget sm_90\nparam n: u32 = 4096\nparam go: u32 = 1\nbuffer x: f32[n]\n";
-  for (const char* b : {"ya", "za", "wa", "yb", "zb", "wb"}) text += std::string("buffer ") + b + ": f32[n]\n";
-  for (int i = 0; i < (same ? 1 : 6); ++i) {
-    const std::string name = same ? "k" : k[i];
-    text += "kernel " + name + "(n: u32, a: in f32[], b: out f32[]) source \"\"\"\nextern \"C\" __global__ void " + name +
-            "(unsigned n, const float* a, float* b) {\n  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) b[i] = a[i] + " +
-            std::to_string(i + 1) + ".0f;\n}\n\"\"\"\n";
-  }
-  auto call = [&](int i, const char* a, const char* b) {
-    return (same ? std::string("k") : k[i]) + "<<<ceil_div(n, 256), 256>>>(n, " + a + ", " + b + ")\n";
-  };
-  text += "graph main {\n  if go == 1 {\n    " + call(0, "x", "ya") + "    if go != 0 {\n      " + call(1, "ya", "za") +
-          "    }\n    " + call(2, "za", "wa") + "  }\n  if go > 0 {\n    " + call(3, "x", "yb") + "    if go < 2 {\n      " +
-          call(4, "yb", "zb") + "    }\n    " + call(5, "zb", "wb") + "  }\n}\n";
-  return text;
+  if (!same) return nested_orch();
+  std::string text = R"(pipeline nested_same
+target sm_90
+param n: u32 = 4096
+param go: u32 = 1
+kernel k(n: u32, a: in f32[], b: out f32[]) source """
+extern "C" __global__ void k(unsigned n, const float* a, float* b) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] + 1.0f;
+}
+"""
+)";
+  for (const char* b : {"x", "ya", "za", "wa", "yb", "zb", "wb"}) text += std::string("buffer ") + b + ": f32[n]\n";
+  auto call = [](const char* a, const char* b) { return std::string("k<<<ceil_div(n, 256), 256>>>(n, ") + a + ", " + b + ")\n"; };
+  return text + "graph main {\n  if go == 1 {\n    " + call("x", "ya") + "    if go != 0 {\n      " + call("ya", "za") +
+         "    }\n    " + call("za", "wa") + "  }\n  if go > 0 {\n    " + call("x", "yb") + "    if go < 2 {\n      " +
+         call("yb", "zb") + "    }\n    " + call("zb", "wb") + "  }\n}\n";
 }
 
 // Builds and instantiates `t` as CUDA did on the H100 (graph 1 the template, a body graph per
