@@ -1032,3 +1032,54 @@ TEST_CASE("a collective's child graph: numbered after the top-level nodes throug
     CHECK(ids.find(ran_record(K::Kernel, "x", (uint64_t{4} << 32) | 4, 4, 0, 1)).site == -1);  // 4 nodes in all
   }
 }
+
+TEST_CASE("an if with an else: one node, two bodies; the else body's nodes after the then body's") {
+  LoadedPipeline l = compile_text("branches.orch", R"(pipeline branches
+target sm_90
+param n: u32 = 4096
+param go: u32 = 1
+buffer x: f32[n]
+buffer y: f32[n]
+buffer z: f32[n]
+kernel p(n: u32, a: in f32[], b: out f32[]) source """
+extern "C" __global__ void p(unsigned n, const float* a, float* b) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] + 1.0f;
+}
+"""
+kernel q(n: u32, a: in f32[], b: out f32[]) source """
+extern "C" __global__ void q(unsigned n, const float* a, float* b) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] * 2.0f;
+}
+"""
+graph main {
+  if go == 1 {
+    p<<<ceil_div(n, 256), 256>>>(n, x, y)
+  } else {
+    q<<<ceil_div(n, 256), 256>>>(n, x, y)
+    p<<<ceil_div(n, 256), 256>>>(n, y, z)
+  }
+  q<<<ceil_div(n, 256), 256>>>(n, y, z)
+}
+)");
+  SiteTable t(*l.pipeline);
+  NodeIds ids(&t);
+  const std::map<int, uint32_t> index = build_nested(t, ids, kBreadthFirst);
+  NodeIds scratch(&t);
+  CHECK(build_nested(t, scratch, kRecursive) == index);  // one level: the orders agree
+  INFO(ids.exec_numbering());
+  const int then_p = site_named(t, "p<<<ceil_div(n, 256), 256>>>  branches.orch:22:5");
+  const int else_q = site_named(t, "q<<<ceil_div(n, 256), 256>>>  branches.orch:24:5");
+  const int else_p = site_named(t, "p<<<ceil_div(n, 256), 256>>>  branches.orch:25:5");
+  // The condition, the if and the last q at the top (0 to 2); then the then body, then the else.
+  CHECK(index.at(then_p) == 3);
+  CHECK(index.at(else_q) == 4);
+  CHECK(index.at(else_p) == 5);
+  for (const int s : {then_p, else_q, else_p}) {
+    const NodeIds::Found f =
+        ids.find(ran_record(NodeRecord::Kind::Kernel, t[s].kernel_symbol, (uint64_t{100} << 32) | index.at(s), 100, 0, 1));
+    CHECK(f.site == s);
+    CHECK(found_text(f) == "exec index " + std::to_string(index.at(s)) + ", both orders");
+  }
+}
