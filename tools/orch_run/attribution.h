@@ -67,8 +67,9 @@ enum ExecOrder : uint8_t { kBreadthFirst = 1, kRecursive = 2 };
 // at 6; a one-rank allreduce: its captured copy at 2). So a record is found, in this order:
 //  1. by node id: a node made for a site, or a clone CUDA named of one;
 //  2. by graph: its graph belongs to a site as a whole (a collective's captured graph, clones);
-//  3. by (graph, index): its graph (the record's graph id, or its node id's high half), or any
-//     graph that one was cloned or instantiated from, holds a node of a site at that index;
+//  3. by (graph, index): its graph (its node id's high half where CUDA named that graph, else
+//     the record's graph id too), or any graph that one was cloned or instantiated from, holds
+//     a node of a site at that index;
 //  4. by exec index: its graph is an exec or the exec's clone of a top-level template T, and its
 //     index k is looked up in T's flattened numbering, computed from the callbacks (each
 //     template graph's nodes by index; which node each nested graph belongs to: the site whose
@@ -77,7 +78,8 @@ enum ExecOrder : uint8_t { kBreadthFirst = 1, kRecursive = 2 };
 //     bodies of level 1 in the order of their parent nodes, then level 2, ...) and recursive
 //     (the top graph's nodes, then each nested graph's own flattened list in the order of its
 //     parent node). Where they agree, that node; where they differ, the one candidate that can
-//     run the record, else none (ambiguous).
+//     run the record, else none (ambiguous). Only where every graph holding a nested site's
+//     node has a known parent and every graph's indices were all seen (0..n-1).
 // A node found by 3 or 4 must be able to run what the record says ran (a kernel node its own
 // kernel, a fill a memset or a memset kernel, a copy a copy; a collective's nodes anything),
 // else it stays unattributed; so does an index that names two statements. Never by name or size.
