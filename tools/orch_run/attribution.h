@@ -46,24 +46,43 @@ enum class Via : uint8_t {
   NodeId,      // its node id is one CUDA reported made or cloned for a site (the exact path)
   Graph,       // its graph belongs to a site as a whole (a collective's captured NCCL graph)
   GraphIndex,  // (graph, local index): the node with that index in a graph it was cloned from
-  TopIndex,    // (top-level graph, local index): as numbered in the template of that top-level graph
+  ExecIndex,   // (exec, index): the index in the exec's flattened numbering of its top-level template
 };
-const char* via_name(Via v);  // "node id", "graph", "graph + index", "top-level graph + index"
+const char* via_name(Via v);  // "node id", "graph", "graph + index", "exec index"
+
+// The orders an exec's numbering of nested graphs may follow (NodeIds::Found::orders, a mask).
+enum ExecOrder : uint8_t { kBreadthFirst = 1, kRecursive = 2 };
 
 // CUPTI graph node ids of the nodes made for each Site, and what CUDA said of the graphs that hold
 // them. Thread-safe; the "current site" and "current top-level graph" are per thread (CUDA calls
 // the resource callbacks on the thread that makes the node or graph).
 //
-// CUPTI's node ids were seen to be (graph id << 32 | the node's index in its graph): on an H100
-// (driver 580) the nodes of the fills pipeline's while body ran as 0x2D_00000004..6, indices
-// that follow the top-level graph's four nodes 0..3, and no GRAPHNODE_CLONED callback named
-// them. So where the clone callbacks name no original, a record is found by (graph, index):
-// its graph is the record's graph id or its node id's high half where that is a graph CUDA
-// named, or any graph those were cloned (GRAPH_CLONED, node clones) or instantiated
-// (GRAPHEXEC_CREATED) from; failing that, the top-level graph whose build, instantiation or
-// upload made that graph, and the index among the nodes the runtime made for it. A node found
-// by index must be able to run what the record says ran (a kernel node its own kernel), else
-// it stays unattributed; so does an index that names two statements.
+// CUPTI's node ids are (graph id << 32 | the node's index in its graph), indices counted per
+// graph from 0 in creation order. What an H100 (driver 580.159.04, CUDA 13.0) showed
+// (docs/observe.md): instantiation clones the top-level template (graph 1) into the exec's graph
+// (graph 3) and names every top-level node's clone (GRAPHNODE_CLONED), but the nodes of nested
+// graphs (conditional bodies, a collective's child graph) run with ids (exec's graph, k) that no
+// callback names, where k numbers the template's top-level nodes first (0..n0-1) and the nested
+// graphs' nodes after them (fills: body nodes at 4..6; jacobi: 7..10, after the top-level copy
+// at 6; a one-rank allreduce: its captured copy at 2). So a record is found, in this order:
+//  1. by node id: a node made for a site, or a clone CUDA named of one;
+//  2. by graph: its graph belongs to a site as a whole (a collective's captured graph, clones);
+//  3. by (graph, index): its graph (its node id's high half where CUDA named that graph, else
+//     the record's graph id too), or any graph that one was cloned or instantiated from, holds
+//     a node of a site at that index;
+//  4. by exec index: its graph is an exec or the exec's clone of a top-level template T, and its
+//     index k is looked up in T's flattened numbering, computed from the callbacks (each
+//     template graph's nodes by index; which node each nested graph belongs to: the site whose
+//     window made it, or the child graph node the observer walked). The order CUDA gives
+//     several nested graphs is not known yet, so k is looked up in two: breadth-first (all
+//     bodies of level 1 in the order of their parent nodes, then level 2, ...) and recursive
+//     (the top graph's nodes, then each nested graph's own flattened list in the order of its
+//     parent node). Where they agree, that node; where they differ, the one candidate that can
+//     run the record, else none (ambiguous). Only where every graph holding a nested site's
+//     node has a known parent and every graph's indices were all seen (0..n-1).
+// A node found by 3 or 4 must be able to run what the record says ran (a kernel node its own
+// kernel, a fill a memset or a memset kernel, a copy a copy; a collective's nodes anything),
+// else it stays unattributed; so does an index that names two statements. Never by name or size.
 class NodeIds {
  public:
   // `sites`: the sites the ids are of, for the kinds of their nodes (the check of a match by
@@ -95,8 +114,9 @@ class NodeIds {
   void exec_created(uint32_t graph, uint32_t exec);
   // Node `id` belongs to `site` (found by walking what the runtime made, e.g. a child graph).
   void add(uint64_t id, int site);
-  // Every node of graph `graph` belongs to `site` (a collective's embedded child graph).
-  void add_graph(uint32_t graph, int site);
+  // Every node of graph `graph` belongs to `site` (a collective's embedded child graph); with
+  // `parent`, the graph is the child graph of node `parent` (nested in the exec's numbering).
+  void add_graph(uint32_t graph, int site, uint64_t parent = 0);
 
   // The site of a node id CUDA reported for it, -1 for none.
   int site_of(uint64_t id) const;
@@ -104,6 +124,10 @@ class NodeIds {
     int site = -1;
     Via via = Via::None;
     std::string why;  // not found: why not, past "not made for any statement" (ambiguous, kinds)
+    // Via::ExecIndex: the index, and the orders (ExecOrder mask) whose candidate is the site.
+    uint32_t exec_index = 0;
+    uint8_t orders = 0;
+    std::string other;  // ... and the other order's candidate where they differ ("" none)
   };
   // The site of an activity record's node: by its id, else by its graph (see above).
   Found find(const NodeRecord& r) const;
@@ -114,6 +138,9 @@ class NodeIds {
   bool busy() const;
   // What was learned, for ORCH_RUN_CUPTI_DEBUG: counts and the id layout's check.
   std::string summary() const;
+  // Every top-level template's exec numbering in both orders, one line per index where they
+  // differ or a nested graph starts (ORCH_RUN_CUPTI_DEBUG).
+  std::string exec_numbering() const;
   size_t size() const;
 
  private:
@@ -126,10 +153,31 @@ class NodeIds {
   struct KeyHash {
     size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.a * 1000003u ^ k.b); }
   };
+  // A site's window open on a thread, and the graphs CUDA made in it (not in windows inside it).
+  struct Frame {
+    int site;
+    std::vector<uint32_t> graphs;
+  };
+  // One entry of an exec's flattened numbering: the template node and the site it runs for.
+  struct Slot {
+    uint64_t node;
+    int site;
+  };
+  // The flattened numbering of the exec of one top-level template graph.
+  struct Numbering {
+    size_t top = 0;                       // the template's own nodes: indices 0..top-1
+    std::vector<Slot> bfs, recursive;     // every index, in either order
+    std::string unknown;                  // why indices from `top` on cannot be numbered
+  };
   bool top_now(TopKey* top) const;  // callers hold mutex_
   void note_graph(uint32_t graph);
   void note_layout(uint64_t node, uint32_t graph);  // counts, for summary()
-  void index() const;  // (re)builds the (graph, index) and (top, index) tables
+  void index() const;  // (re)builds the (graph, index) tables and the exec numberings
+  void number() const;  // the exec numberings (part of index())
+  // The top-level templates whose exec a record's graph is (of its node id's high half alone
+  // with `high_only`).
+  std::vector<uint32_t> roots_of(const NodeRecord& r, bool high_only) const;
+  std::string site_text(int site) const;
 
   const SiteTable* sites_ = nullptr;
   mutable std::mutex mutex_;
@@ -143,20 +191,29 @@ class NodeIds {
   std::unordered_map<uint32_t, uint32_t> exec_graph_;         // exec id: the graph instantiated
   std::unordered_map<uint32_t, TopKey> exec_top_;             // exec id: its top-level graph
   std::vector<std::pair<uint64_t, uint64_t>> node_clones_;    // (original, clone) node ids
-  std::map<std::thread::id, std::vector<int>> current_;
+  std::vector<std::pair<uint64_t, uint32_t>> window_graphs_;  // (node made, graph made in its window)
+  std::vector<std::pair<uint64_t, uint32_t>> child_graphs_;   // (child graph node, its graph): walked
+  std::map<std::thread::id, std::vector<Frame>> current_;
   std::map<std::thread::id, std::vector<TopKey>> phases_;
   uint64_t layout_agree_ = 0, layout_disagree_ = 0;
   // Built on demand from the above.
   mutable bool indexed_ = false;
   mutable std::unordered_map<Key, int, KeyHash> by_graph_index_;  // (graph, index): site, -2 ambiguous
-  mutable std::unordered_map<Key, int, KeyHash> by_top_index_;    // (top, index): site, -2 ambiguous
   mutable std::unordered_multimap<uint32_t, uint32_t> clone_graphs_;  // from node clones' ids
+  mutable std::map<uint32_t, Numbering> numbering_;                 // top-level template graph: its exec's
+  mutable std::unordered_map<uint32_t, TopKey> root_top_;           // top-level template graph: its top
+  mutable std::unordered_set<uint32_t> nested_;                     // template graphs nested in a node
 };
+
+// How a record was found, for people: "node id"; "exec index 9, breadth-first order only
+// (recursive: a2<<<...>>>  nested.orch:58:7)"; "exec index 4, both orders".
+std::string found_text(const NodeIds::Found& f);
 
 struct Attributed {
   NodeRecord record;
   int site = -1;        // -1: CUPTI named a node the runtime did not make as orch-run saw it
   Via via = Via::None;  // how the site was found
+  std::string how;      // found_text(): with an exec index, which and in which order(s)
   std::string why;      // site -1: what more there is to say than "not made for any statement"
   uint32_t launch = 0;  // which profiled launch (0-based)
   uint32_t run = 1;     // the k-th run of its site in its launch, in start order (a loop's iteration)

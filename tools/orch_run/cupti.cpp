@@ -158,11 +158,16 @@ class Cupti::Observer : public orch::Observer {
       return;
     }
     // The embedded graph is the site's as a whole (what instantiation makes of it too, where
-    // CUDA says it was cloned from it).
+    // CUDA says it was cloned from it), and nested in `node` (the exec numbers its nodes after
+    // the top-level graph's).
     uint32_t graph = 0;
+    uint64_t parent = 0;
+    if (c_.api_->graph_node_id(reinterpret_cast<CUgraphNode>(node), &parent) != CUPTI_SUCCESS) parent = 0;
     if (c_.api_->graph_id && c_.api_->graph_id(reinterpret_cast<CUgraph>(child), &graph) == CUPTI_SUCCESS) {
-      ids_.add_graph(graph, site);
-      if (c_.debug_) c_.debug_line("child graph " + std::to_string(graph) + " of site " + site_text(site));
+      ids_.add_graph(graph, site, parent);
+      if (c_.debug_)
+        c_.debug_line("child graph " + std::to_string(graph) + " of node " + node_id_text(parent) + ", site " +
+                      site_text(site));
     }
     std::vector<cudaGraphNode_t> nodes(count);
     if (count && cudaGraphGetNodes(child, nodes.data(), &count) != cudaSuccess) {
@@ -484,7 +489,11 @@ void Cupti::debug_line(const std::string& line) const {
 
 void Cupti::debug_graphs() const {
   if (!debug_) return;
-  if (observer_) debug_line("ids: " + observer_->ids_.summary());
+  if (observer_) {
+    debug_line("ids: " + observer_->ids_.summary());
+    std::istringstream numbering(observer_->ids_.exec_numbering());
+    for (std::string line; std::getline(numbering, line);) debug_line(line);
+  }
   if (!g_callback_data) return;
   std::vector<std::pair<uint32_t, CUgraph>> roots;
   {

@@ -196,7 +196,7 @@ std::string trace_json(const TraceInput& in) {
           s.args["place"] = site.place;
           level = t.level_name(a->site);
           if (site.in_while) s.args["run in launch"] = a->run;
-          if (a->via != Via::NodeId) s.args["found by"] = via_name(a->via);
+          if (a->via != Via::NodeId) s.args["found by"] = a->how.empty() ? std::string(via_name(a->via)) : a->how;
         } else {
           s.name = "not attributed: " + record_text(r.kind, r.name, r.bytes, r.copy_kind);
           s.args["why"] = "CUDA graph node " + node_id_text(r.node_id) +

@@ -4,10 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "tools/orch_run/attribution.h"
 #include "tools/orch_run/sites.h"
+#include "tools/tests/cupti_logs.h"
 #include "tools/tests/test_util.h"
 
 using namespace orch::run;
@@ -284,17 +287,20 @@ TEST_CASE("orchc --emit=dot labels the statements' nodes with the names orch-run
 
 namespace {
 
-// CUDA as orch-run saw it on an H100 (driver 580, CUDA 13.0): a node id is (graph id << 32 |
-// the node's index), indices counted per top-level graph with its conditional bodies' nodes
-// after the nodes made before them (fills: 0..3 at the top, 4..6 in the while body). The
-// template is graph 1, each conditional body a graph of its own (2, 3, ...).
+// CUDA as orch-run saw it on an H100 (driver 580.159.04, CUDA 13.0; tools/tests/cupti_logs.h): a
+// node id is (graph id << 32 | the node's index), indices counted per graph from 0. The template
+// is graph 1, each conditional body a graph of its own (2, 3, ...) made in the conditional's
+// window before the conditional node itself. Instantiation clones graph 1 into graph 10 and names
+// every top-level node's clone; a body node runs as (graph 10, n0 + its index), n0 the top-level
+// graph's node count (one body: both orders agree).
 struct FakeCuda {
   const SiteTable& t;
   NodeIds& ids;
   std::map<int, uint64_t> made;          // site: template node id
   std::map<std::pair<int, uint32_t>, uint32_t> bodies;  // (conditional site, body): graph id
+  std::map<uint32_t, uint32_t> counted;  // graph: nodes made in it
   uint32_t next_graph = 2;
-  bool ids_of_top = false;  // a body node's id names the top-level graph (1), not its body's
+  bool ids_of_top = false;  // a body node's id names the top-level graph (1) and its counter, not its body's
   FakeCuda(const SiteTable& sites, NodeIds& node_ids) : t(sites), ids(node_ids) {}
 
   uint32_t graph_of(int site) const {
@@ -304,7 +310,6 @@ struct FakeCuda {
   void build() {
     ids.graph_created(1);  // cudaGraphCreate, before the build phase
     ids.phase_begin(0, -1);
-    uint32_t index = 0;
     std::vector<int> open;
     for (size_t i = 0; i < t.size(); ++i) {
       const Site& s = t[static_cast<int>(i)];
@@ -313,14 +318,15 @@ struct FakeCuda {
         open.pop_back();
       }
       ids.begin(static_cast<int>(i));
-      const uint64_t id = (uint64_t{ids_of_top ? 1u : graph_of(static_cast<int>(i))} << 32) | index++;
-      made[static_cast<int>(i)] = id;
-      ids.created(id, graph_of(static_cast<int>(i)));
       if (s.node->kind() == orch::fb::NodeKind::Conditional)
         for (uint32_t b = 0; b < s.node->bodies()->size(); ++b) {
           bodies[{static_cast<int>(i), b}] = next_graph;
           ids.graph_created(next_graph++);  // made with the conditional node, in its window
         }
+      const uint32_t counter = ids_of_top ? 1u : graph_of(static_cast<int>(i));
+      const uint64_t id = (uint64_t{ids_of_top ? 1u : graph_of(static_cast<int>(i))} << 32) | counted[counter]++;
+      made[static_cast<int>(i)] = id;
+      ids.created(id, graph_of(static_cast<int>(i)));
       open.push_back(static_cast<int>(i));
     }
     while (!open.empty()) {
@@ -341,11 +347,14 @@ struct FakeCuda {
     ids.exec_created(1, 7);
     ids.phase_end();
   }
-  // The id an activity record carries for `site`: the top-level graph's clone, or graph 45 for
-  // a body's node, with the template's index.
-  uint64_t ran(int site) const {
-    const uint64_t index = static_cast<uint32_t>(made.at(site));
-    return ((t[site].parent < 0 ? uint64_t{10} : uint64_t{45}) << 32) | index;
+  // The id an activity record carries for `site`: its clone in graph 10 for a top-level node; for
+  // a body's node, (graph 10, top-level nodes + its index) as the exec numbers it, or with
+  // `local`, (graph 45, its index in its body).
+  uint64_t ran(int site, bool local = false) const {
+    const uint32_t index = static_cast<uint32_t>(made.at(site));
+    if (t[site].parent < 0) return (uint64_t{10} << 32) | index;
+    if (local) return (uint64_t{45} << 32) | index;
+    return (uint64_t{10} << 32) | (counted.at(1) + index);
   }
 };
 
@@ -358,7 +367,7 @@ NodeRecord ran_record(NodeRecord::Kind kind, const std::string& name, uint64_t n
 
 }  // namespace
 
-TEST_CASE("nodes of a while body whose clones CUDA never names: found by (graph, index), each path") {
+TEST_CASE("nodes of a while body whose clones CUDA never names: found by (graph, index) or exec index, each path") {
   LoadedPipeline l = compile_text("fills.orch", fills_orch());
   SiteTable t(*l.pipeline);
   const int top = site_named(t, "fill acc = 0.0  fills.orch:24:3");
@@ -369,15 +378,19 @@ TEST_CASE("nodes of a while body whose clones CUDA never names: found by (graph,
     const char* what;
     bool body_graph_cloned, body_graph_made;
     uint32_t record_graph;  // the record's graphId
-    Via via;                // how a body node is found
+    bool local;             // a body node's record names graph 45 and its index in the body
+    Via via;                // how a body node is found (None: not at all)
     bool ids_of_top = false;
   };
-  for (const Case& c : {Case{"the body graph's clone is reported (GRAPH_CLONED)", true, false, 10, Via::GraphIndex},
-                        Case{"nothing said of the body's clone; the record names the exec", false, false, 7, Via::TopIndex},
-                        Case{"the body graph made during instantiation, unnamed", false, true, 45, Via::TopIndex},
-                        Case{"the record names the top-level graph's clone", false, false, 10, Via::TopIndex},
-                        Case{"body nodes' ids name the top-level graph; the body's clone is reported", true, false, 10,
-                             Via::GraphIndex, true}}) {
+  for (const Case& c :
+       {Case{"the body graph's clone is reported (GRAPH_CLONED)", true, false, 10, true, Via::GraphIndex},
+        Case{"nothing said of the body's clone; the record names the exec", false, false, 7, false, Via::ExecIndex},
+        Case{"the record names the top-level graph's clone (as on the H100)", false, false, 10, false, Via::ExecIndex},
+        // A graph CUDA made during instantiation that no clone ties to the template (fills' graphs
+        // 5 and 6 on the H100): its indices are its own, not the exec's.
+        Case{"the record names a graph made during instantiation, unnamed", false, true, 45, true, Via::None},
+        Case{"body nodes' ids name the top-level graph; the body's clone is reported", true, false, 10, true,
+             Via::GraphIndex, true}}) {
     const std::string what = c.what;
     CAPTURE(what);
     NodeIds ids(&t);
@@ -395,21 +408,30 @@ TEST_CASE("nodes of a while body whose clones CUDA never names: found by (graph,
     CHECK(f_top.site == top);
     CHECK(f_top.via == Via::NodeId);
     // Body nodes: by index.
-    const NodeIds::Found f_fill = ids.find(ran_record(K::Kernel, "memset32", cuda.ran(in_loop), c.record_graph, 0, 1));
-    CHECK(f_fill.site == in_loop);
+    const uint64_t fill_id = cuda.ran(in_loop, c.local), step_id = cuda.ran(step, c.local);
+    const NodeIds::Found f_fill = ids.find(ran_record(K::Kernel, "memset32", fill_id, c.record_graph, 0, 1));
+    CHECK(f_fill.site == (c.via == Via::None ? -1 : in_loop));
     CHECK(f_fill.via == c.via);
-    const NodeIds::Found f_step = ids.find(ran_record(K::Kernel, "step", cuda.ran(step), c.record_graph, 0, 1));
-    CHECK(f_step.site == step);
+    const NodeIds::Found f_step = ids.find(ran_record(K::Kernel, "step", step_id, c.record_graph, 0, 1));
+    CHECK(f_step.site == (c.via == Via::None ? -1 : step));
     CHECK(f_step.via == c.via);
+    if (c.via == Via::ExecIndex) {
+      CHECK(f_step.exec_index == 5);  // fill acc, fill i, the condition, the while; fill tmp, step
+      CHECK(f_step.orders == (kBreadthFirst | kRecursive));
+      CHECK(found_text(f_step) == "exec index 5, both orders");
+    }
     // A record that cannot be the statement's work is not attributed, and says why.
-    const NodeIds::Found f_odd = ids.find(ran_record(K::Kernel, "mystery", cuda.ran(step), c.record_graph, 0, 1));
+    const NodeIds::Found f_odd = ids.find(ran_record(K::Kernel, "mystery", step_id, c.record_graph, 0, 1));
     CHECK(f_odd.site == -1);
-    CHECK(f_odd.why.find("names step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5, which cannot run kernel mystery") !=
-          std::string::npos);
-    const NodeIds::Found f_copy = ids.find(ran_record(K::Memcpy, "", cuda.ran(in_loop), c.record_graph, 0, 1));
+    if (c.via != Via::None)
+      CHECK(f_odd.why.find("names step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5, which cannot run kernel mystery") !=
+            std::string::npos);
+    const NodeIds::Found f_copy = ids.find(ran_record(K::Memcpy, "", fill_id, c.record_graph, 0, 1));
     CHECK(f_copy.site == -1);
     // A graph nothing was said of, named by nothing: not attributed.
     CHECK(ids.find(ran_record(K::Kernel, "step", (uint64_t{99} << 32) | 5, 98, 0, 1)).site == -1);
+    // Past the exec's nodes: nothing.
+    CHECK(ids.find(ran_record(K::Kernel, "step", (uint64_t{10} << 32) | 7, 7, 0, 1)).site == -1);
   }
 }
 
@@ -420,21 +442,29 @@ TEST_CASE("(graph, index) is not used where it is ambiguous or the id layout did
   const int top = site_named(t, "fill acc = 0.0  fills.orch:24:3");
   using K = NodeRecord::Kind;
   {
-    // Two statements made with the same index in one top-level graph (not what CUDA does):
-    // a record with that index names neither.
+    // A body graph orch-run did not see made in any window (so not which node it is nested in):
+    // the exec's indices past the top-level graph's own nodes cannot be numbered, and say so.
     NodeIds ids(&t);
     ids.phase_begin(0, -1);
     ids.begin(top);
-    ids.created((uint64_t{1} << 32) | 4, 1);
-    ids.end(top, (uint64_t{1} << 32) | 4);
+    ids.created((uint64_t{1} << 32) | 0, 1);
+    ids.end(top, (uint64_t{1} << 32) | 0);
     ids.begin(in_loop);
-    ids.created((uint64_t{2} << 32) | 4, 2);
-    ids.end(in_loop, (uint64_t{2} << 32) | 4);
-    ids.graph_created(45);
+    ids.created((uint64_t{2} << 32) | 0, 2);
+    ids.end(in_loop, (uint64_t{2} << 32) | 0);
+    ids.graph_cloned(1, 45);
+    ids.cloned((uint64_t{1} << 32) | 0, (uint64_t{45} << 32) | 0, 1, 45);
+    ids.exec_created(1, 45);
     ids.phase_end();
-    const NodeIds::Found f = ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 45, 0, 1));
+    const NodeIds::Found f = ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 1, 45, 0, 1));
     CHECK(f.site == -1);
-    CHECK(f.why == "its top-level graph and index names more than one statement");
+    CHECK(f.why ==
+          "the exec's numbering of nested graphs is unknown here: graph 2 holds fill tmp = 0.0  fills.orch:27:5, but "
+          "orch-run did not see which node it is nested in");
+    CHECK(ids.exec_numbering().find("exec numbering of template graph 1: 1 top-level nodes (indices 0 to 0), 1 in all; "
+                                    "past the top-level nodes unknown: graph 2 holds") == 0);
+    // The top-level graph's own nodes still are (here found by their clone).
+    CHECK(ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 0, 45, 0, 1)).site == top);
   }
   {
     // A node whose id's high half names no graph CUDA reported (ids of another layout) has no
@@ -456,21 +486,26 @@ TEST_CASE("(graph, index) is not used where it is ambiguous or the id layout did
   {
     // Body nodes whose graph CUDA never named (no graph in their callbacks): where the layout
     // held for every node that had one, their ids' halves still give graph and index.
+    const int loop = t[in_loop].parent;
     NodeIds ids(&t);
     ids.phase_begin(0, -1);
     ids.begin(top);
     ids.created((uint64_t{1} << 32) | 0, 1);
     ids.end(top, (uint64_t{1} << 32) | 0);
+    ids.begin(loop);
+    ids.graph_created(2);
+    ids.created((uint64_t{1} << 32) | 1, 1);
     ids.begin(in_loop);
-    ids.created((uint64_t{2} << 32) | 4);
-    ids.end(in_loop, (uint64_t{2} << 32) | 4);
+    ids.created((uint64_t{2} << 32) | 0);
+    ids.end(in_loop, (uint64_t{2} << 32) | 0);
+    ids.end(loop, (uint64_t{1} << 32) | 1);
     ids.phase_end();
     ids.phase_begin(0, -1);
     ids.exec_created(1, 7);
     ids.phase_end();
-    const NodeIds::Found f = ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 4, 7, 0, 1));
+    const NodeIds::Found f = ids.find(ran_record(K::Memset, "", (uint64_t{45} << 32) | 2, 7, 0, 1));
     CHECK(f.site == in_loop);
-    CHECK(f.via == Via::TopIndex);
+    CHECK(f.via == Via::ExecIndex);
   }
   {
     // Without the sites, nothing is checked against a statement's kind, and no top-level index.
@@ -559,7 +594,8 @@ TEST_CASE("work outside the graphs (graph node 0) is no pipeline node: left out 
   const Attribution a = attribute(launches, ids);
   REQUIRE(a.records.size() == 2);
   CHECK(a.records[0].site == step);
-  CHECK(a.records[0].via == Via::TopIndex);
+  CHECK(a.records[0].via == Via::ExecIndex);
+  CHECK(a.records[0].how == "exec index 5, both orders");  // the trace's "found by"
   REQUIRE(a.outside.size() == 2);
   CHECK(a.outside[1].launch == 1);
   const std::string table = format_node_table(t, node_rows(a), summarize({0.01}), 2, a.outside);
@@ -573,10 +609,477 @@ TEST_CASE("work outside the graphs (graph node 0) is no pipeline node: left out 
   // ORCH_RUN_CUPTI_DEBUG's lines: every record, how it was found.
   const std::string lines = describe_records(launches[0], 0, ids, t);
   CHECK(lines.find("[orch-run cupti] record: launch 1 kernel step graph 7 node " + node_id_text(cuda.ran(step)) +
-                   " stream 0 1.0 us -> step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5 [top-level graph + index]\n") !=
+                   " stream 0 1.0 us -> step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5 [exec index 5, both orders]\n") !=
         std::string::npos);
   CHECK(lines.find("memcpy 16 B DtoH graph 0 node 0 stream 0 1.4 us -> outside the pipeline's graphs\n") !=
         std::string::npos);
   CHECK(node_id_text((uint64_t{45} << 32) | 4) == "193273528324 (graph 45, index 4)");
   CHECK(node_id_text(77) == "77");
+}
+
+namespace {
+
+// One rank's allreduce after a kernel, as the GPU tests and the probe run it.
+const char* reduce_text() {
+  return R"(pipeline reduce
+target sm_90
+param n: u32 = 65536
+buffer g: f32[n]
+buffer s: f32[n]
+buffer r: f32[n]
+comm world
+kernel twice(n: u32, g: in f32[], s: out f32[]) source """
+extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) s[i] = 2.0f * g[i];
+}
+"""
+graph main {
+  twice<<<ceil_div(n, 256), 256>>>(n, g, s)
+  allreduce sum s -> r on world
+}
+)";
+}
+
+uint64_t bytes_of(const std::string& number, const std::string& unit) {
+  const double v = std::stod(number);
+  return static_cast<uint64_t>(v * (unit == "KiB" ? 1024.0 : unit == "MiB" ? 1048576.0 : 1.0));
+}
+
+// Replays an ORCH_RUN_CUPTI_DEBUG log (tools/tests/cupti_logs.h) into `ids` as cupti.cpp's
+// callbacks and observer did (the lines they print are what they were told), checking that each
+// site the log names is the table's; returns the activity records. `walked_parent`: a child graph
+// the observer walked is tied to the node the runtime made (as orch-run does now; the logged
+// build did not yet), else left to the window it was made in.
+std::vector<NodeRecord> replay(const std::string& log, const SiteTable& t, NodeIds& ids, bool walked_parent) {
+  std::vector<NodeRecord> records;
+  std::vector<std::pair<uint32_t, int>> walked;  // (child graph, site) until the node's id is known
+  uint64_t clock = 1000;
+  const std::regex begin_re(R"(node_begin site (\d+) \((.*)\))"),
+      end_re(R"(node_end site (\d+) \((.*)\) made node (\d+).*)"), graph_re(R"(GRAPH_CREATED: graph (\d+) window.*)"),
+      node_re(R"(GRAPHNODE_CREATED: graph (\d+) node (\d+) .*)"),
+      clone_re(R"(GRAPHNODE_CLONED: graph (\d+) original graph (\d+) node (\d+) .* original node (\d+) .*)"),
+      exec_re(R"(GRAPHEXEC_CREATED: graph (\d+) exec (\d+) .*)"), phase_re(R"(phase \w+ of graph (\d+) (begins|ends))"),
+      child_re(R"(child graph (\d+) of site (\d+) .*)"), child_node_re(R"(child graph node (\d+) .* of site (\d+) .*)"),
+      record_re(R"(record: launch 1 (kernel (\S+)|memset ([\d.]+) (\w+)|memcpy ([\d.]+) (\w+) (\w+)) graph (\d+) node (\d+)(?: \(graph \d+, index \d+\))? stream (\d+) ([\d.]+) us -> .*)");
+  std::istringstream in(log);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    const std::string prefix = "[orch-run cupti] ";
+    if (line.empty()) continue;
+    REQUIRE(line.rfind(prefix, 0) == 0);
+    const std::string l = line.substr(prefix.size());
+    std::smatch m;
+    ++lines;
+    auto u64 = [&](int i) { return static_cast<uint64_t>(std::stoull(m[i].str())); };
+    auto u32 = [&](int i) { return static_cast<uint32_t>(std::stoul(m[i].str())); };
+    if (std::regex_match(l, m, begin_re)) {
+      REQUIRE(t[static_cast<int>(u32(1))].name == m[2].str());
+      ids.begin(static_cast<int>(u32(1)));
+    } else if (std::regex_match(l, m, end_re)) {
+      REQUIRE(t[static_cast<int>(u32(1))].name == m[2].str());
+      for (const auto& [g, site] : walked) ids.add_graph(g, site, u64(3));
+      walked.clear();
+      ids.end(static_cast<int>(u32(1)), u64(3));
+    } else if (std::regex_match(l, m, graph_re)) {
+      ids.graph_created(u32(1));
+    } else if (std::regex_match(l, m, node_re)) {
+      ids.created(u64(2), u32(1));
+    } else if (std::regex_match(l, m, clone_re)) {
+      ids.cloned(u64(4), u64(3), u32(2), u32(1));
+    } else if (std::regex_match(l, m, exec_re)) {
+      ids.exec_created(u32(1), u32(2));
+    } else if (std::regex_match(l, m, phase_re)) {
+      if (m[2] == "begins")
+        ids.phase_begin(static_cast<int>(u32(1)), -1);
+      else
+        ids.phase_end();
+    } else if (std::regex_match(l, m, child_node_re)) {
+      ids.add(u64(1), static_cast<int>(u32(2)));
+    } else if (std::regex_match(l, m, child_re)) {
+      if (walked_parent)
+        walked.emplace_back(u32(1), static_cast<int>(u32(2)));
+      else
+        ids.add_graph(u32(1), static_cast<int>(u32(2)));
+    } else if (std::regex_match(l, m, record_re)) {
+      NodeRecord r;
+      if (m[2].matched) {
+        r.kind = NodeRecord::Kind::Kernel;
+        r.name = m[2];
+      } else if (m[3].matched) {
+        r.kind = NodeRecord::Kind::Memset;
+        r.bytes = bytes_of(m[3], m[4]);
+      } else {
+        r.kind = NodeRecord::Kind::Memcpy;
+        r.bytes = bytes_of(m[5], m[6]);
+        r.copy_kind = m[7] == "HtoD" ? 1 : m[7] == "DtoH" ? 2 : m[7] == "DtoD" ? 8 : 0;
+      }
+      r.graph_id = u32(8);
+      r.node_id = u64(9);
+      r.stream_id = u32(10);
+      r.start_ns = clock;
+      r.end_ns = clock + static_cast<uint64_t>(std::stod(m[11]) * 1000.0);
+      clock += 10000;
+      records.push_back(r);
+    }
+    // Everything else (the destroy callbacks, GRAPHEXEC_CREATE_STARTING): only printed.
+  }
+  REQUIRE(lines > 20);
+  return records;
+}
+
+}  // namespace
+
+TEST_CASE("the H100's logs replayed: every record of fills, jacobi and a one-rank allreduce attributed") {
+  struct Case {
+    const char* name;
+    std::string source;
+    const char* log;
+    size_t records;
+    std::map<uint32_t, std::string> nested;  // exec index: the statement found by it
+  };
+  const std::string jacobi = spec_dir() + "/examples/jacobi.orch";
+  const std::vector<Case> cases = {
+      {"fills", write_temp("fills.orch", fills_orch()), kFillsLog, 13,
+       // The while body after the top-level graph's 4 nodes.
+       {{4, "fill tmp = 0.0  fills.orch:27:5"},
+        {5, "step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5"},
+        {6, "orch_condition_1<<<1, 1>>>  fills.orch:26:3"}}},
+      {"jacobi", jacobi, kJacobiLog, 19,
+       // After all 7 top-level nodes, the copy after the while (index 6) included.
+       {{7, "fill residual = 0.0  jacobi.orch:26:5"},
+        {8, "sweep<<<ceil_div(n, 256), 256>>>  jacobi.orch:27:5"},
+        {9, "sweep<<<ceil_div(n, 256), 256>>>  jacobi.orch:28:5"},
+        {10, "orch_condition_1<<<1, 1>>>  jacobi.orch:25:3"}}},
+      {"reduce", write_temp("reduce.orch", reduce_text()), kReduceLog, 2,
+       // The child graph's captured copy after the kernel and the child graph node.
+       {{2, "allreduce sum s -> r on world  reduce.orch:16:3"}}},
+  };
+  for (const Case& c : cases)
+    for (const bool walked : {false, true}) {
+      CAPTURE(c.name);
+      CAPTURE(walked);
+      std::string log;
+      const std::string bin = compiled(c.source, &log);
+      REQUIRE_MESSAGE(!bin.empty(), log);
+      LoadedPipeline l = load_pipeline(bin);
+      REQUIRE_MESSAGE(l.pipeline, l.error);
+      SiteTable t(*l.pipeline);
+      NodeIds ids(&t);
+      const std::vector<NodeRecord> records = replay(c.log, t, ids, walked);
+      REQUIRE(records.size() == c.records);
+      INFO(ids.summary());
+      INFO(ids.exec_numbering());
+      size_t nested = 0;
+      for (const NodeRecord& r : records) {
+        CAPTURE(node_id_text(r.node_id));
+        CAPTURE(r.name);
+        if (outside_graphs(r)) continue;
+        const NodeIds::Found f = ids.find(r);
+        REQUIRE_MESSAGE(f.site >= 0, f.why);
+        const auto it = c.nested.find(static_cast<uint32_t>(r.node_id));
+        if (it == c.nested.end()) {
+          CHECK(f.via == Via::NodeId);  // a top-level node: its clone CUDA named
+          continue;
+        }
+        ++nested;
+        CHECK(t[f.site].name == it->second);
+        CHECK(f.via == Via::ExecIndex);
+        CHECK(f.exec_index == it->first);
+        CHECK(f.orders == (kBreadthFirst | kRecursive));  // one nested graph: both orders agree
+      }
+      CHECK(nested > 0);
+      // Every record attributed in the debug lines too, none guessed.
+      const std::string lines = describe_records(records, 0, ids, t);
+      CHECK(lines.find("not attributed") == std::string::npos);
+      if (std::string(c.name) == "fills") {
+        CHECK(lines.find("[orch-run cupti] record: launch 1 kernel step graph 3 node 12884901893 (graph 3, index 5) stream "
+                         "16 1.9 us -> step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5 [exec index 5, both orders]\n") !=
+              std::string::npos);
+        CHECK(lines.find("[orch-run cupti] record: launch 1 memset 16.0 KiB graph 3 node 12884901888 (graph 3, index 0) "
+                         "stream 13 0.8 us -> fill acc = 0.0  fills.orch:24:3 [node id]\n") != std::string::npos);
+        CHECK(ids.exec_numbering().find("exec numbering of template graph 1: 4 top-level nodes (indices 0 to 3), 7 in "
+                                        "all\n  index 4: breadth-first 8589934592 (graph 2, index 0) fill tmp = 0.0  "
+                                        "fills.orch:27:5 (both orders)\n") == 0);
+      }
+      if (std::string(c.name) == "reduce")  // the capture (graph 2) is not nested; its clone (3) is
+        CHECK(ids.exec_numbering().find("exec numbering of template graph 1: 2 top-level nodes (indices 0 to 1), 3 in "
+                                        "all\n  index 2: breadth-first 12884901888 (graph 3, index 0) allreduce") == 0);
+      // A record past what the exec numbers, or of a kind its statement cannot run: nothing.
+      NodeRecord past = records[0];
+      past.node_id = (past.node_id & ~uint64_t{0xffffffff}) | 99;
+      CHECK(ids.find(past).site == -1);
+    }
+}
+
+namespace {
+
+// Two sibling `if`s, each with an `if` nested in its body and a kernel after it: the pipeline of
+// the GPU probe that tells which order CUDA numbers nested graphs in (nested_orch()), or with
+// `same`, one where every statement in the bodies runs one kernel (no kind check tells them apart).
+std::string nested_text(bool same) {
+  if (!same) return nested_orch();
+  std::string text = R"(pipeline nested_same
+target sm_90
+param n: u32 = 4096
+param go: u32 = 1
+kernel k(n: u32, a: in f32[], b: out f32[]) source """
+extern "C" __global__ void k(unsigned n, const float* a, float* b) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] + 1.0f;
+}
+"""
+)";
+  for (const char* b : {"x", "ya", "za", "wa", "yb", "zb", "wb"}) text += std::string("buffer ") + b + ": f32[n]\n";
+  auto call = [](const char* a, const char* b) { return std::string("k<<<ceil_div(n, 256), 256>>>(n, ") + a + ", " + b + ")\n"; };
+  return text + "graph main {\n  if go == 1 {\n    " + call("x", "ya") + "    if go != 0 {\n      " + call("ya", "za") +
+         "    }\n    " + call("za", "wa") + "  }\n  if go > 0 {\n    " + call("x", "yb") + "    if go < 2 {\n      " +
+         call("yb", "zb") + "    }\n    " + call("zb", "wb") + "  }\n}\n";
+}
+
+// Builds and instantiates `t` as CUDA did on the H100 (graph 1 the template, a body graph per
+// conditional made in its window, indices per graph; the top-level nodes cloned into graph 100,
+// exec 100) and returns every site's exec index under `order`: the top-level nodes, then the
+// nested graphs breadth-first or recursively.
+std::map<int, uint32_t> build_nested(const SiteTable& t, NodeIds& ids, ExecOrder order) {
+  std::map<int, uint64_t> made;
+  std::map<int, uint32_t> graph_of;                  // site: graph
+  std::map<uint32_t, std::vector<int>> nodes;        // graph: sites in index order
+  std::map<int, std::vector<uint32_t>> bodies;       // conditional site: its graphs
+  uint32_t next = 2;
+  ids.graph_created(1);
+  ids.phase_begin(0, -1);
+  std::function<void(uint32_t, int)> build = [&](uint32_t g, int parent) {
+    for (size_t i = 0; i < t.size(); ++i) {
+      const int s = static_cast<int>(i);
+      if (t[s].parent != parent || (parent >= 0 && bodies[parent][t[s].body] != g)) continue;
+      ids.begin(s);
+      if (t[s].node->kind() == orch::fb::NodeKind::Conditional)
+        for (uint32_t b = 0; b < t[s].node->bodies()->size(); ++b) {
+          bodies[s].push_back(next);
+          ids.graph_created(next++);
+        }
+      const uint64_t id = (uint64_t{g} << 32) | nodes[g].size();
+      nodes[g].push_back(s);
+      graph_of[s] = g;
+      made[s] = id;
+      ids.created(id, g);
+      for (uint32_t body : bodies[s]) build(body, s);
+      ids.end(s, id);
+    }
+  };
+  build(1, -1);
+  ids.phase_end();
+  ids.phase_begin(0, -1);
+  ids.graph_created(100);
+  for (size_t i = 0; i < nodes[1].size(); ++i) {
+    const uint64_t clone = (uint64_t{100} << 32) | i;
+    ids.created(clone, 100);
+    ids.cloned(made[nodes[1][i]], clone, 1, 100);
+  }
+  ids.exec_created(1, 100);
+  ids.phase_end();
+  std::vector<uint32_t> flat;
+  std::function<void(uint32_t)> recurse = [&](uint32_t g) {
+    flat.push_back(g);
+    for (int s : nodes[g])
+      for (uint32_t b : bodies[s]) recurse(b);
+  };
+  if (order == kRecursive) {
+    recurse(1);
+  } else {
+    flat.push_back(1);
+    for (size_t i = 0; i < flat.size(); ++i)
+      for (int s : nodes[flat[i]])
+        for (uint32_t b : bodies[s]) flat.push_back(b);
+  }
+  std::map<int, uint32_t> index;
+  uint32_t k = 0;
+  for (uint32_t g : flat)
+    for (int s : nodes[g]) index[s] = k++;
+  return index;
+}
+
+}  // namespace
+
+TEST_CASE("sibling bodies with nested bodies: the two orders diverge; the kind check decides or nothing is found") {
+  using K = NodeRecord::Kind;
+  for (const bool same : {false, true})
+    for (const ExecOrder truth : {kBreadthFirst, kRecursive}) {
+      CAPTURE(same);
+      CAPTURE(static_cast<int>(truth));
+      LoadedPipeline l = compile_text(same ? "nested_same.orch" : "nested.orch", nested_text(same));  // (compiled() caches by path)
+      SiteTable t(*l.pipeline);
+      NodeIds ids(&t);
+      const std::map<int, uint32_t> index = build_nested(t, ids, truth);
+      const std::map<int, uint32_t> other = [&] {
+        NodeIds scratch(&t);
+        return build_nested(t, scratch, truth == kBreadthFirst ? kRecursive : kBreadthFirst);
+      }();
+      INFO(ids.exec_numbering());
+      REQUIRE(index.size() == 14);  // 2 conditions and 2 ifs at the top; per body a kernel, a condition, an if, a kernel; 2 nested kernels
+      size_t differ = 0, decided = 0, ambiguous = 0;
+      for (const auto& [site, k] : index) {
+        const Site& s = t[site];
+        if (s.node->kind() != orch::fb::NodeKind::Kernel) continue;  // conditional nodes run nothing
+        CAPTURE(s.name);
+        const NodeIds::Found f = ids.find(ran_record(K::Kernel, s.kernel_symbol, (uint64_t{100} << 32) | k, 100, 0, 1));
+        if (s.parent < 0) {
+          CHECK(f.via == Via::NodeId);
+          continue;
+        }
+        // Which statement each order puts at this index.
+        int in_other = -1;
+        for (const auto& [o, ko] : other)
+          if (ko == k) in_other = o;
+        REQUIRE(in_other >= 0);
+        const bool agree = in_other == site;
+        differ += !agree;
+        const bool other_fits = t[in_other].node->kind() == orch::fb::NodeKind::Kernel &&
+                                t[in_other].kernel_symbol == s.kernel_symbol;
+        if (agree || !other_fits) {
+          REQUIRE_MESSAGE(f.site == site, f.why);
+          CHECK(f.via == Via::ExecIndex);
+          CHECK(f.exec_index == k);
+          CHECK(f.orders == (agree ? (kBreadthFirst | kRecursive) : truth));
+          decided += !agree;
+        } else {
+          // Both orders name a node that can run it: no guess, and the candidates said.
+          CHECK(f.site == -1);
+          CHECK(f.why.find("the exec's numbering of nested graphs is ambiguous here (its exec index " +
+                           std::to_string(k) + "; candidates: breadth-first ") == 0);
+          CHECK(f.why.find(s.name) != std::string::npos);
+          CHECK(f.why.find(t[in_other].name) != std::string::npos);
+          ++ambiguous;
+        }
+      }
+      CHECK(differ > 0);
+      if (same) {
+        CHECK(ambiguous > 0);  // k against k
+        CHECK(decided > 0);    // k against a condition kernel
+      } else {
+        CHECK(ambiguous == 0);  // every kernel its own
+        CHECK(decided == differ);
+      }
+      // A record whose kernel neither candidate runs: not attributed, both candidates named.
+      uint32_t k_differ = 0;
+      for (const auto& [site, k] : index)
+        if (t[site].parent >= 0 && other.at(site) != k) k_differ = k;
+      const NodeIds::Found none = ids.find(ran_record(K::Kernel, "mystery", (uint64_t{100} << 32) | k_differ, 100, 0, 1));
+      CHECK(none.site == -1);
+      CHECK(none.why.find("neither can run kernel mystery") != std::string::npos);
+    }
+  // Without the sites there is no kind check: where the orders differ, nothing is found.
+  LoadedPipeline l = compile_text("nested.orch", nested_text(false));
+  SiteTable t(*l.pipeline);
+  NodeIds ids;
+  const std::map<int, uint32_t> index = build_nested(t, ids, kBreadthFirst);
+  NodeIds scratch(&t);
+  const std::map<int, uint32_t> rec = build_nested(t, scratch, kRecursive);
+  for (const auto& [site, k] : index) {
+    if (t[site].parent < 0) continue;
+    const NodeIds::Found f = ids.find(ran_record(K::Kernel, "any", (uint64_t{100} << 32) | k, 100, 0, 1));
+    CAPTURE(t[site].name);
+    if (rec.at(site) == k) {
+      CHECK(f.site == site);
+    } else {
+      CHECK(f.site == -1);
+      CHECK(f.why.find("ambiguous") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a collective's child graph: numbered after the top-level nodes through the node walked, or its window") {
+  LoadedPipeline l = compile_text("reduce.orch", reduce_text());
+  SiteTable t(*l.pipeline);
+  const int twice = site_named(t, "twice<<<ceil_div(n, 256), 256>>>  reduce.orch:15:3");
+  const int reduce = site_named(t, "allreduce sum s -> r on world  reduce.orch:16:3");
+  using K = NodeRecord::Kind;
+  for (const bool walked : {false, true}) {
+    CAPTURE(walked);
+    NodeIds ids(&t);
+    ids.graph_created(1);
+    ids.phase_begin(0, -1);
+    ids.begin(twice);
+    ids.created((uint64_t{1} << 32) | 0, 1);
+    ids.end(twice, (uint64_t{1} << 32) | 0);
+    ids.begin(reduce);
+    ids.graph_created(2);  // NCCL's capture: two kernels here
+    ids.created((uint64_t{2} << 32) | 0, 2);
+    ids.created((uint64_t{2} << 32) | 1, 2);
+    ids.graph_created(3);  // the child graph node's copy, its nodes clones of the capture's
+    ids.created((uint64_t{3} << 32) | 0, 3);
+    ids.cloned((uint64_t{2} << 32) | 0, (uint64_t{3} << 32) | 0, 2, 3);
+    ids.created((uint64_t{3} << 32) | 1, 3);
+    ids.cloned((uint64_t{2} << 32) | 1, (uint64_t{3} << 32) | 1, 2, 3);
+    ids.created((uint64_t{1} << 32) | 1, 1);
+    if (walked) ids.add_graph(3, reduce, (uint64_t{1} << 32) | 1);
+    ids.end(reduce, (uint64_t{1} << 32) | 1);
+    ids.phase_end();
+    ids.phase_begin(0, -1);
+    ids.graph_created(4);
+    ids.cloned((uint64_t{1} << 32) | 0, (uint64_t{4} << 32) | 0, 1, 4);
+    ids.cloned((uint64_t{1} << 32) | 1, (uint64_t{4} << 32) | 1, 1, 4);
+    ids.exec_created(1, 4);
+    ids.phase_end();
+    INFO(ids.exec_numbering());
+    for (uint32_t k : {2u, 3u}) {
+      const NodeIds::Found f =
+          ids.find(ran_record(K::Kernel, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", (uint64_t{4} << 32) | k, 4, 0, 1));
+      CHECK(f.site == reduce);
+      CHECK(f.via == Via::ExecIndex);
+    }
+    CHECK(ids.find(ran_record(K::Kernel, "x", (uint64_t{4} << 32) | 4, 4, 0, 1)).site == -1);  // 4 nodes in all
+  }
+}
+
+TEST_CASE("an if with an else: one node, two bodies; the else body's nodes after the then body's") {
+  LoadedPipeline l = compile_text("branches.orch", R"(pipeline branches
+target sm_90
+param n: u32 = 4096
+param go: u32 = 1
+buffer x: f32[n]
+buffer y: f32[n]
+buffer z: f32[n]
+kernel p(n: u32, a: in f32[], b: out f32[]) source """
+extern "C" __global__ void p(unsigned n, const float* a, float* b) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] + 1.0f;
+}
+"""
+kernel q(n: u32, a: in f32[], b: out f32[]) source """
+extern "C" __global__ void q(unsigned n, const float* a, float* b) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] * 2.0f;
+}
+"""
+graph main {
+  if go == 1 {
+    p<<<ceil_div(n, 256), 256>>>(n, x, y)
+  } else {
+    q<<<ceil_div(n, 256), 256>>>(n, x, y)
+    p<<<ceil_div(n, 256), 256>>>(n, y, z)
+  }
+  q<<<ceil_div(n, 256), 256>>>(n, y, z)
+}
+)");
+  SiteTable t(*l.pipeline);
+  NodeIds ids(&t);
+  const std::map<int, uint32_t> index = build_nested(t, ids, kBreadthFirst);
+  NodeIds scratch(&t);
+  CHECK(build_nested(t, scratch, kRecursive) == index);  // one level: the orders agree
+  INFO(ids.exec_numbering());
+  const int then_p = site_named(t, "p<<<ceil_div(n, 256), 256>>>  branches.orch:22:5");
+  const int else_q = site_named(t, "q<<<ceil_div(n, 256), 256>>>  branches.orch:24:5");
+  const int else_p = site_named(t, "p<<<ceil_div(n, 256), 256>>>  branches.orch:25:5");
+  // The condition, the if and the last q at the top (0 to 2); then the then body, then the else.
+  CHECK(index.at(then_p) == 3);
+  CHECK(index.at(else_q) == 4);
+  CHECK(index.at(else_p) == 5);
+  for (const int s : {then_p, else_q, else_p}) {
+    const NodeIds::Found f =
+        ids.find(ran_record(NodeRecord::Kind::Kernel, t[s].kernel_symbol, (uint64_t{100} << 32) | index.at(s), 100, 0, 1));
+    CHECK(f.site == s);
+    CHECK(found_text(f) == "exec index " + std::to_string(index.at(s)) + ", both orders");
+  }
 }

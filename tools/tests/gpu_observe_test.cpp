@@ -189,10 +189,14 @@ TEST_CASE("CUPTI's graph and node ids as orch-run hears them (a probe, reported,
   struct Probe {
     std::string name, bin, args;
   };
+  // nested: two sibling ifs, each with an if nested in its body; its records tell which order
+  // the exec numbers nested graphs' nodes in (breadth-first or recursive; every statement its
+  // own kernel, so the kind check tells the candidates apart).
   std::vector<Probe> probes = {
       {"fills", binary(write_temp("fills.orch", fills_orch())), "--fill src=random:-1:1"},
       {"jacobi", binary(spec_dir() + "/examples/jacobi.orch"),
-       "--param n=4096 --param tol=-1 --param max_iters=6 --fill u_host=random --fill rhs_host=random"}};
+       "--param n=4096 --param tol=-1 --param max_iters=6 --fill u_host=random --fill rhs_host=random"},
+      {"nested", binary(write_temp("nested.orch", nested_orch())), "--fill x=random:-1:1"}};
   if (orch::nccl_version()) probes.push_back({"reduce", binary(write_temp("reduce.orch", reduce_orch())), "--fill g=random"});
   for (const Probe& p : probes) {
     const std::string log = out_path("cupti-debug-" + p.name + ".log");
@@ -201,18 +205,39 @@ TEST_CASE("CUPTI's graph and node ids as orch-run hears them (a probe, reported,
     const int status = std::system(cmd.c_str());
     const std::string text = read_all(log);
     size_t unattributed = 0, records = 0;
-    for (size_t at = text.find("[orch-run cupti] record:"); at != std::string::npos;
-         at = text.find("[orch-run cupti] record:", at + 1)) {
+    // Records found by exec index, by the order(s) whose candidate ran them.
+    std::map<std::string, int> orders;
+    std::string numbering, first_launch;
+    for (size_t at = 0; at < text.size();) {
+      size_t eol = text.find('\n', at);
+      if (eol == std::string::npos) eol = text.size();
+      const std::string line = text.substr(at, eol - at);
+      at = eol + 1;
+      if (line.rfind("[orch-run cupti] exec numbering", 0) == 0 || line.rfind("[orch-run cupti]   index ", 0) == 0)
+        numbering += line + "\n";
+      if (line.rfind("[orch-run cupti] record:", 0) != 0) continue;
       ++records;
-      const size_t eol = text.find('\n', at);
-      if (text.substr(at, eol - at).find("-> not attributed") != std::string::npos) ++unattributed;
+      if (line.rfind("[orch-run cupti] record: launch 1 ", 0) == 0) first_launch += line + "\n";
+      if (line.find("-> not attributed") != std::string::npos) {
+        ++unattributed;
+        ++orders[line.find("ambiguous") != std::string::npos ? "not attributed: ambiguous" : "not attributed"];
+        continue;
+      }
+      std::smatch m;
+      if (std::regex_search(line, m, std::regex(R"(\[exec index \d+, (both orders|breadth-first order only|recursive order only))")))
+        ++orders[m[1].str()];
     }
+    std::string counts;
+    for (const auto& [what, count] : orders) counts += "  " + what + ": " + std::to_string(count) + "\n";
     // The table and the last lines (the ids' summary) in the test's output; the rest in the log.
     const size_t table = text.find("per node (");
     MESSAGE(p.name << ": exit status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", " << records
                    << " records, " << unattributed << " not attributed; log " << log << "\n"
+                   << "records by exec index (the order whose candidate could run each):\n"
+                   << (counts.empty() ? "  none\n" : counts) << numbering
+                   << (p.name == "nested" ? first_launch : std::string())
                    << (table == std::string::npos ? text.substr(text.size() > 4000 ? text.size() - 4000 : 0)
-                                                  : text.substr(table)));
+                                                  : text.substr(table, 6000)));
   }
 }
 
@@ -260,6 +285,54 @@ TEST_CASE("--nodes and --trace of the fills in and out of a loop (issue 13): eac
   CHECK(names.count("fill i = 0  fills.orch:25:3"));
   // What CUPTI reports of the loop (3 rounds per launch), for the record.
   MESSAGE("step records over 4 launches (3 rounds each): " << names.at("step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5"));
+}
+
+TEST_CASE("--nodes and --trace of sibling ifs with nested ifs: every kernel named once by its line; results match the CPU") {
+  // The nested graphs' nodes run with exec indices whose order among several nested graphs is
+  // not known (breadth-first or recursive): every statement here runs its own kernel, so the
+  // kind check picks the one candidate that ran it. This fails if CUDA uses neither order.
+  const std::string bin = binary(write_temp("nested.orch", nested_orch()));
+  const std::string trace = out_path("nested.trace.json"), x = temp_dir() + "/nx.bin", wa = temp_dir() + "/nwa.bin",
+                    wb = temp_dir() + "/nwb.bin";
+  RunOutput r = orch_run({bin, "--fill", "x=random:-1:1", "--seed", "17", "--warmup", "1", "--repeat", "3", "--nodes",
+                          "--trace", trace, "--dump", "x=" + x, "--dump", "wa=" + wa, "--dump", "wb=" + wb});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  // CPU: go = 1 takes every if: wa = 3 (2x + 1) - 0.5, wb = (x - 4)^2 + 7.
+  const auto xs = floats(read_all(x)), a = floats(read_all(wa)), b = floats(read_all(wb));
+  REQUIRE(xs.size() == 4096);
+  REQUIRE(a.size() == 4096);
+  REQUIRE(b.size() == 4096);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    REQUIRE(a[i] == doctest::Approx(3.0f * (2.0f * xs[i] + 1.0f) - 0.5f).epsilon(1e-5));
+    const float yb = xs[i] - 4.0f;
+    REQUIRE(b[i] == doctest::Approx(yb * yb + 7.0f).epsilon(1e-5));
+  }
+  const std::string& out = r.out;
+  CHECK(out.find("not attributed") == std::string::npos);
+  for (const char* name : {"  a1<<<ceil_div(n, 256), 256>>>  nested.orch:56:5", "  a2<<<ceil_div(n, 256), 256>>>  nested.orch:58:7",
+                           "  a3<<<ceil_div(n, 256), 256>>>  nested.orch:60:5", "  b1<<<ceil_div(n, 256), 256>>>  nested.orch:63:5",
+                           "  b2<<<ceil_div(n, 256), 256>>>  nested.orch:65:7", "  b3<<<ceil_div(n, 256), 256>>>  nested.orch:67:5"}) {
+    CAPTURE(name);
+    const size_t at = out.find(name);
+    CHECK(at != std::string::npos);
+    CHECK(at == out.rfind(name));
+  }
+  // Six kernels and four conditions.
+  CHECK(out.find("  10 nodes; their medians sum to") != std::string::npos);
+  const json doc = trace_at(trace);
+  int unattributed = 0;
+  const auto names = record_names(doc, &unattributed);
+  INFO(describe(names));
+  CHECK(unattributed == 0);
+  // Which order each nested kernel was found in, for the record.
+  std::map<std::string, int> found_by;
+  for (const json& e : doc["traceEvents"])
+    if (e["ph"] == "X" && e.contains("args") && e["args"].contains("found by"))
+      ++found_by[e["args"]["found by"].get<std::string>()];
+  std::string how;
+  for (const auto& [f, c] : found_by) how += std::to_string(c) + "x " + f + "\n";
+  MESSAGE("nested graphs' nodes found by (3 launches):\n" << how);
 }
 
 TEST_CASE("--trace of jacobi: every copy, fill and sweep named by its line; the result matches the CPU") {

@@ -107,6 +107,79 @@ graph main {
 )";
 }
 
+const char* nested_orch() {
+  return R"(// Two sibling conditional bodies, each with a conditional body nested in it and a node after
+// that: which order CUDA numbers nested graphs' nodes in an executable graph.
+pipeline nested
+target sm_90
+
+param n: u32 = 4096
+param go: u32 = 1
+
+buffer x: f32[n]
+buffer ya: f32[n]
+buffer za: f32[n]
+buffer wa: f32[n]
+buffer yb: f32[n]
+buffer zb: f32[n]
+buffer wb: f32[n]
+
+kernel a1(n: u32, x: in f32[], ya: out f32[]) source """
+extern "C" __global__ void a1(unsigned n, const float* x, float* ya) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) ya[i] = 2.0f * x[i] + 1.0f;
+}
+"""
+kernel a2(n: u32, ya: in f32[], za: out f32[]) source """
+extern "C" __global__ void a2(unsigned n, const float* ya, float* za) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) za[i] = 3.0f * ya[i];
+}
+"""
+kernel a3(n: u32, za: in f32[], wa: out f32[]) source """
+extern "C" __global__ void a3(unsigned n, const float* za, float* wa) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) wa[i] = za[i] - 0.5f;
+}
+"""
+kernel b1(n: u32, x: in f32[], yb: out f32[]) source """
+extern "C" __global__ void b1(unsigned n, const float* x, float* yb) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) yb[i] = x[i] - 4.0f;
+}
+"""
+kernel b2(n: u32, yb: in f32[], zb: out f32[]) source """
+extern "C" __global__ void b2(unsigned n, const float* yb, float* zb) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) zb[i] = yb[i] * yb[i];
+}
+"""
+kernel b3(n: u32, zb: in f32[], wb: out f32[]) source """
+extern "C" __global__ void b3(unsigned n, const float* zb, float* wb) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) wb[i] = zb[i] + 7.0f;
+}
+"""
+
+graph main {
+  if go == 1 {
+    a1<<<ceil_div(n, 256), 256>>>(n, x, ya)
+    if go != 0 {
+      a2<<<ceil_div(n, 256), 256>>>(n, ya, za)
+    }
+    a3<<<ceil_div(n, 256), 256>>>(n, za, wa)
+  }
+  if go > 0 {
+    b1<<<ceil_div(n, 256), 256>>>(n, x, yb)
+    if go < 2 {
+      b2<<<ceil_div(n, 256), 256>>>(n, yb, zb)
+    }
+    b3<<<ceil_div(n, 256), 256>>>(n, zb, wb)
+  }
+}
+)";
+}
+
 LoadedPipeline load_pipeline(const std::string& bin) {
   LoadedPipeline l;
   const std::string bytes = read_all(bin);

@@ -38,6 +38,10 @@ std::string test_out_dir();
 // A pipeline with a top-level 16 KiB fill and a fill of the same size inside a while loop (the
 // misattribution of issue 13), as .orch text: src in, acc = rounds * src out.
 const char* fills_orch();
+// Two sibling `if`s, each with an `if` nested in its body and a kernel after that, every
+// statement its own kernel (a1 a2 a3, b1 b2 b3): the pipeline whose records tell which order an
+// exec numbers nested graphs' nodes in. x in; wa = 3 (2x + 1) - 0.5, wb = (x - 4)^2 + 7 out.
+const char* nested_orch();
 
 struct RunOutput {
   int exit_code = -1;
