@@ -302,6 +302,9 @@ struct Program {
   uint32_t file = 0;
   std::vector<std::string> targets;  // arch names, e.g. {"sm_90"}
   TargetProfile profile;             // of the first target: the limits that were checked
+  // Every target's profile says programmatic_dependent_launch (lowering may then make
+  // programmatic edges; lowering/programmatic_edges.cpp).
+  bool targets_have_pdl = false;
   std::vector<Param> params;
   std::vector<Buffer> buffers;
   std::vector<Comm> comms;
