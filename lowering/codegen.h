@@ -43,6 +43,9 @@ class GeneratedKernel {
               const std::string& what);
 
   void add_statement(const std::string& code) { body_ += "  " + code + "\n"; }
+  // The kernel executes griddepcontrol.wait first, before anything else (Kernel::waits_at_entry),
+  // so programmatic edges may enter it.
+  void wait_at_entry() { wait_ = true; }
   // Every statement the kernel runs so far, to fuse it with another.
   const std::string& body() const { return body_; }
   const std::vector<ir::BufferAccess>& accesses() const { return accesses_; }
@@ -64,7 +67,13 @@ class GeneratedKernel {
   std::vector<std::string> param_code_;
   std::vector<ir::BufferAccess> accesses_;
   int site_ = -1;  // the status site, once status() registered one
+  bool wait_ = false;
 };
+
+// The first statement of a generated kernel that waits at entry: griddepcontrol.wait
+// (cudaGridDependencySynchronize), which needs sm_90; older archs (an ejected file built for one)
+// never get programmatic edges and skip it.
+extern const char* const kPdlWait;
 
 // What a generated kernel writes into the executable's device status record (16 bytes, four
 // u32: code, site, detail, count), as defined in every generated kernel that takes it; the

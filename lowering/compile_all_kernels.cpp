@@ -105,6 +105,9 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     }
     for (std::string& dir : s.include_dirs)
       if (dir.empty()) dir = ".";
+    // A user kernel that a programmatic edge enters waits at entry: orchc puts the wait in its
+    // PTX (programmatic_edges.cpp decided which).
+    if (!k.generated) s.patch.wait = k.waits_at_entry;
     input_of[i] = inputs.size();
     inputs.push_back(std::move(s));
   }

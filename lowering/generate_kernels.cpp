@@ -35,7 +35,7 @@ void add_updates(GeneratedKernel& k, const ir::Program& p,
 
 class Generator {
  public:
-  explicit Generator(ir::Program& p) : p_(p) {}
+  Generator(ir::Program& p, const PassOptions& o) : p_(p), o_(o) {}
 
   void region(ir::Region& r, int graph) {
     for (ir::Node& n : r.nodes) {
@@ -65,7 +65,7 @@ class Generator {
   }
 
   ir::Node scalar_update(const ir::Node& n) {
-    GeneratedKernel k(p_, name("update"));
+    GeneratedKernel k = kernel("update");
     std::vector<std::pair<int, ir::Expr>> updates = n.fused_updates;
     if (updates.empty()) updates.push_back({n.dst, n.value});
     add_updates(k, p_, updates);
@@ -73,7 +73,7 @@ class Generator {
   }
 
   ir::Node set_condition(const ir::Node& n) {
-    GeneratedKernel k(p_, name("condition"));
+    GeneratedKernel k = kernel("condition");
     add_updates(k, p_, n.fused_updates);
     std::string h = k.handle(n.handle);
     std::string value = k.expr(*n.cond);
@@ -105,7 +105,7 @@ class Generator {
 
   ir::Node fill(const ir::Node& n) {
     const ir::Buffer& b = p_.buffers[n.dst];
-    GeneratedKernel k(p_, name("fill"));
+    GeneratedKernel k = kernel("fill");
     // The host converts the value to the element type (exactly, or the runtime refuses it).
     std::string value = k.value(n.value, b.elem);
     std::string dst = k.buffer(n.dst, true);
@@ -128,7 +128,7 @@ class Generator {
   // index out of range is reported instead of read past the family's table.
   ir::Node launcher(const ir::Node& n, int graph) {
     const ir::Graph& g = p_.graphs[n.graph];
-    GeneratedKernel k(p_, name("launch"));
+    GeneratedKernel k = kernel("launch");
     bool family = g.family_size > 0;
     std::string exec = k.graph(n.graph, family, n.graph == graph);
     std::string what = "launch " + g.name;
@@ -152,14 +152,22 @@ class Generator {
     return out;
   }
 
+  // A kernel named for `what`, waiting at entry where programmatic edges may enter it.
+  GeneratedKernel kernel(const char* what) {
+    GeneratedKernel k(p_, name(what));
+    if (o_.pdl) k.wait_at_entry();
+    return k;
+  }
+
   ir::Program& p_;
+  const PassOptions& o_;
   int count_ = 0;
 };
 
 }  // namespace
 
-void generate_kernels(ir::Program& p) {
-  Generator gen(p);
+void generate_kernels(ir::Program& p, const PassOptions& o) {
+  Generator gen(p, o);
   for (size_t g = 0; g < p.graphs.size(); ++g) gen.region(p.graphs[g].body, static_cast<int>(g));
 }
 

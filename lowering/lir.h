@@ -165,8 +165,13 @@ using NodeOp =
     std::variant<KernelNode, MemcpyNode, MemsetNode, EmptyNode, ConditionalNode, CollectiveNode>;
 const char* kind_name(const NodeOp& op);  // "kernel", "memcpy", ...
 
-// Room for programmatic (PDL) edges: Full is an ordinary graph edge.
-enum class DepKind : uint8_t { Full };
+// Full: an ordinary graph edge (the dependency finishes, then this node starts). Programmatic
+// (programmatic dependent launch, artifact EdgeKind::Programmatic): between two kernel nodes,
+// the dependent kernel may start once every block of the dependency has started; it executes
+// griddepcontrol.wait at entry (Kernel::waits_at_entry), which returns when the dependency has
+// finished and its memory is visible, so it orders memory like a full edge
+// (lowering/programmatic_edges.cpp has the argument).
+enum class DepKind : uint8_t { Full, Programmatic };
 const char* to_string(DepKind k);
 
 struct Dep {
@@ -244,6 +249,11 @@ struct Program {
   std::vector<BindCheck> bind_checks;
   std::vector<StatusSite> status_sites;
   uint64_t collective_hash = 0;
+  // Where programmatic edges may be (lowering/programmatic_edges.cpp sets these from
+  // PassOptions; the verifier holds every edge to them).
+  bool pdl = false;
+  bool pdl_in_bodies = false;
+  bool pdl_in_device_graphs = false;
 };
 
 // Calls `f` on every node of a body and of the bodies of its conditional nodes, parents first.

@@ -111,7 +111,7 @@ class Printer {
     line("kernel " + std::to_string(i) + " " + k.name + "(" + params + ")  " + from +
          (k.entry != k.name ? ", entry " + k.entry : "") +
          (k.uses_device_runtime ? ", device runtime" : "") +
-         (k.launches_kernels ? ", launches kernels" : ""));
+         (k.launches_kernels ? ", launches kernels" : "") + (k.waits_at_entry ? ", waits at entry" : ""));
     ++indent_;
     if (k.module >= 0)
       line("code: module " + std::to_string(k.module) + ", symbol " + k.lowered_name);

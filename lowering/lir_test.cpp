@@ -293,7 +293,7 @@ buffer x: f32[n]
 buffer h: f32[n] host
 buffer flag: u32
 kernel 0 k(n: u32, x: inout f32[])  inline source
-kernel 1 orch_condition_0(h0: cond, b2: in u32, orch_status: status)  generated, device runtime
+kernel 1 orch_condition_0(h0: cond, b2: in u32, orch_status: status)  generated, device runtime, waits at entry
 handle 0: graph main, default 0
 bind check E0201 n * 1 * 1 <= 1024  at t.orch:9:25: block of `k` has too many threads; sm_90 allows at most 1024 per block
 bind check E0202 n <= 1024  at t.orch:9:25: block of `k` has too many threads in x; sm_90 allows at most 1024

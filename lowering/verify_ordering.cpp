@@ -1,4 +1,8 @@
+// The ordering verifier: every conflicting pair of accesses is joined by a path of dependencies
+// (full or programmatic: programmatic_edges.cpp says why both order memory), conditional handles
+// are set in order and before their nodes, and every programmatic edge is one that orders.
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 
 #include "lowering/passes.h"
@@ -54,12 +58,36 @@ bool sets_handle(const lir::Node& n, int h) {
   return false;
 }
 
-bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
+// Why a programmatic edge into node `to` from node `from` is not allowed, or "" (see
+// programmatic_edges.cpp: it orders memory like a full edge only into a kernel that waits at
+// entry, between kernels that launch nothing from the device, where CUDA is known to take it).
+std::string programmatic_problem(const lir::Program& p, const lir::Graph& g, bool in_body, const lir::Node& from,
+                                 const lir::Node& to) {
+  if (!p.pdl) return "programmatic edges are off for this program (option or targets)";
+  if (in_body && !p.pdl_in_bodies) return "a programmatic edge inside a conditional body";
+  if (g.device && !p.pdl_in_device_graphs) return "a programmatic edge in a graph launched from the device";
+  for (const lir::Node* n : {&from, &to}) {
+    const auto* k = std::get_if<lir::KernelNode>(&n->op);
+    if (!k) return std::string("a programmatic edge ") + (n == &to ? "into" : "from") + " a " + lir::kind_name(n->op) +
+                   " node";
+    const lir::Kernel& kernel = p.kernels[k->kernel];
+    bool launches = kernel.launches_kernels || kernel.may_launch_kernels || !kernel.budgets.empty();
+    for (const lir::KernelArg& a : k->args)
+      launches |= a.kind == lir::ArgKind::GraphExec || a.kind == lir::ArgKind::GraphTable;
+    if (launches) return "a programmatic edge joins kernel `" + kernel.name + "`, which launches work from the device";
+    if (n == &to && !kernel.waits_at_entry)
+      return "a programmatic edge enters kernel `" + kernel.name +
+             "`, which does not wait at entry: it could touch memory before the kernel it depends on has finished";
+  }
+  return "";
+}
+
+bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r, bool in_body,
                  DiagnosticEngine& diags) {
   bool ok = true;
   for (const lir::Node& n : r.nodes)
     if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
-      for (const lir::Body& b : c->bodies) ok &= verify_body(p, g, b, diags);
+      for (const lir::Body& b : c->bodies) ok &= verify_body(p, g, b, true, diags);
 
   const int n = static_cast<int>(r.nodes.size());
   std::vector<std::vector<int>> preds(n);
@@ -71,6 +99,15 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
         return false;
       }
       preds[to].push_back(static_cast<int>(d.from));
+      if (d.kind == lir::DepKind::Programmatic) {
+        std::string problem = programmatic_problem(p, g, in_body, r.nodes[d.from], r.nodes[to]);
+        if (!problem.empty()) {
+          Diagnostic& diag = diags.error("E0899", r.nodes[to].loc,
+                                         "internal compiler error: in graph `" + g.name + "`, " + problem);
+          diags.add_note(diag, r.nodes[d.from].loc, "the node it depends on");
+          ok = false;
+        }
+      }
     }
   }
   // Every conflicting pair, found afresh from the accesses: per buffer, the last writer and
@@ -147,7 +184,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
 
 bool verify_ordering(const lir::Program& p, DiagnosticEngine& diags) {
   bool ok = true;
-  for (const lir::Graph& g : p.graphs) ok &= verify_body(p, g, g.body, diags);
+  for (const lir::Graph& g : p.graphs) ok &= verify_body(p, g, g.body, false, diags);
   return ok;
 }
 
