@@ -152,6 +152,35 @@ void GeneratedKernel::status(const SourceRange& loc, const std::vector<SourceRan
   if (site_ >= 0) return;
   site_ = static_cast<int>(program_.status_sites.size());
   program_.status_sites.push_back({loc, call_stack, what});
+  status_param();
+}
+
+std::string GeneratedKernel::guard_slots(int buffer, bool reset) {
+  const std::string name = "b" + std::to_string(buffer);
+  for (size_t i = 0; i < args_.size(); ++i)
+    if (args_[i].kind == ir::ArgKind::Buffer && args_[i].ref == buffer) {
+      for (ir::BufferAccess& a : accesses_)
+        if (a.buffer == buffer) a.write |= reset;
+      return name;
+    }
+  ir::KernelParam p;
+  p.name = name;
+  p.kind = ir::KernelParamKind::Array;
+  p.access = ir::Access::InOut;
+  p.elem = ir::ScalarType::U32;
+  params_.push_back(p);
+  ir::KernelArg a;
+  a.kind = ir::ArgKind::Buffer;
+  a.ref = buffer;
+  args_.push_back(a);
+  param_code_.push_back("unsigned* " + name);
+  accesses_.push_back({buffer, !reset, reset});
+  return name;
+}
+
+void GeneratedKernel::status_param() {
+  for (const ir::KernelParam& q : params_)
+    if (q.kind == ir::KernelParamKind::Status) return;
   ir::KernelParam p;
   p.name = "orch_status";
   p.kind = ir::KernelParamKind::Status;
@@ -202,6 +231,30 @@ std::string GeneratedKernel::expr(const ir::Expr& e) {
   return expr::print(code, [&](const expr::Instr& in) { return leaves[in.ref]; });
 }
 
+std::string GeneratedKernel::finish_function(const std::string& name) const {
+  bool status = false;
+  for (const ir::KernelParam& q : params_) status |= q.kind == ir::KernelParamKind::Status;
+  std::string code = generated_preamble(status);
+  std::string args, unpack;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const ir::KernelParam& q = params_[i];
+    const std::string a = "orch_a" + std::to_string(i);
+    args += (i ? ", " : "") + std::string("unsigned long long ") + a;
+    // param_code_[i] is "TYPE NAME" as the kernel would declare it: the same name, from the bits.
+    const std::string& decl = param_code_[i];
+    const std::string type = decl.substr(0, decl.rfind(' '));
+    std::string value;
+    if (q.kind != ir::KernelParamKind::Value) value = "(" + type + ")" + a;
+    else if (q.elem == ir::ScalarType::F32) value = "__uint_as_float((unsigned)" + a + ")";
+    else if (q.elem == ir::ScalarType::F64) value = "__longlong_as_double((long long)" + a + ")";
+    else if (q.elem == ir::ScalarType::Bool) value = "(" + a + " != 0ull)";
+    else value = "(" + type + ")" + a;
+    unpack += "  " + decl + " = " + value + ";\n";
+  }
+  code += "extern \"C\" __device__ unsigned " + name + "(" + args + ") {\n" + unpack + body_ + "  return 1u;\n}\n";
+  return code;
+}
+
 ir::Node GeneratedKernel::finish(const SourceRange& loc,
                                  const std::vector<SourceRange>& call_stack) {
   return finish_with_shape(loc, call_stack, int_constant(1), int_constant(1));
@@ -212,7 +265,9 @@ ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
                                             ir::Expr grid, ir::Expr block) {
   if (site_ < 0 && body_.find("orch_expr_error(") != std::string::npos)
     status(loc, call_stack, "an expression evaluated by " + name_);
-  std::string code = generated_preamble(site_ >= 0);
+  bool with_status = false;  // status_param() alone (a guard's) needs the record's definitions too
+  for (const ir::KernelParam& q : params_) with_status |= q.kind == ir::KernelParamKind::Status;
+  std::string code = generated_preamble(with_status);
   code += "extern \"C\" __global__ void " + name_ + "(";
   for (size_t i = 0; i < param_code_.size(); ++i) code += (i ? ", " : "") + param_code_[i];
   code += ") {\n";

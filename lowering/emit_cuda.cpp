@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "lowering/codegen.h"
 #include "lowering/lir.h"
@@ -1730,6 +1731,10 @@ class Emitter {
 }  // namespace
 
 std::string emit_cuda(const lir::Program& lowered, const SourceManager& sources) {
+  for (const lir::Kernel& k : lowered.kernels)
+    if (!k.generated && (k.waits_at_entry || k.guard_of >= 0))
+      throw std::logic_error("emit_cuda: kernel `" + k.name +
+                             "` was lowered to be patched at its PTX entry; lower with for_emit_cuda()");
   return Emitter(lowered, sources).run();
 }
 

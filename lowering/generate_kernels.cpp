@@ -48,7 +48,11 @@ class Generator {
           n = set_condition(n);
           break;
         case ir::NodeKind::Fill:
-          if (!memset_pattern(p_, n)) n = fill(n);  // the rest become memset nodes
+          // The rest become memset nodes; a guarded fill must be a kernel to hold its guard.
+          if (n.guard || !memset_pattern(p_, n)) n = fill(n);
+          break;
+        case ir::NodeKind::Copy:
+          if (n.guard) n = copy(n);  // a guarded copy must be a kernel to hold its guard
           break;
         case ir::NodeKind::LaunchGraph:
           n = launcher(n, graph);
@@ -66,15 +70,56 @@ class Generator {
 
   ir::Node scalar_update(const ir::Node& n) {
     GeneratedKernel k = kernel("update");
+    std::vector<std::string> variants;
+    if (n.guard) add_guard(k, p_, *n.guard, &variants);
     std::vector<std::pair<int, ir::Expr>> updates = n.fused_updates;
     if (updates.empty()) updates.push_back({n.dst, n.value});
     add_updates(k, p_, updates);
-    return k.finish(n.loc, n.call_stack);
+    return guarded(k.finish(n.loc, n.call_stack), n, std::move(variants));
+  }
+
+  // A node of an unrolled copy keeps its guard; its kernel holds the guard's code for each role.
+  ir::Node guarded(ir::Node out, const ir::Node& n, std::vector<std::string> variants) {
+    if (!n.guard) return out;
+    out.guard = n.guard;
+    p_.kernels[out.kernel].guard_variants = std::move(variants);
+    return out;
+  }
+
+  // Sets an unrolled loop's guard slots back to undecided (0).
+  void reset_guards(GeneratedKernel& k, const ir::Node& n) {
+    for (int loop : n.reset_guards) {
+      const ir::UnrolledLoop& L = p_.unrolled_loops[loop];
+      const std::string slots = k.guard_slots(L.slots, true);
+      k.add_statement("for (unsigned i = 0u; i < " + std::to_string(L.copies - 1) + "u; ++i) " + slots + "[i] = 0u;");
+    }
+  }
+
+  // copy src -> dst of a copy node of an unrolled loop: element by element, like fill.
+  ir::Node copy(const ir::Node& n) {
+    const ir::Buffer& b = p_.buffers[n.src];
+    GeneratedKernel k = kernel("copy");
+    std::vector<std::string> variants;
+    add_guard(k, p_, *n.guard, &variants);
+    const std::string src = k.buffer(n.src, false);
+    const std::string dst = k.buffer(n.dst, true);
+    ir::Expr count = b.count ? *b.count : int_constant(1, ir::ScalarType::U64);
+    std::string count_code = k.value(count, ir::ScalarType::U64);
+    k.add_statement(
+        "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
+        "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + src + "[i];");
+    ir::Expr blocks = ir::operation(expr::Op::Min,
+                                    ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
+                                    int_constant(4096, ir::ScalarType::U64));
+    ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
+    out.accesses = n.accesses;
+    return guarded(std::move(out), n, std::move(variants));
   }
 
   ir::Node set_condition(const ir::Node& n) {
     GeneratedKernel k = kernel("condition");
     add_updates(k, p_, n.fused_updates);
+    reset_guards(k, n);
     std::string h = k.handle(n.handle);
     std::string value = k.expr(*n.cond);
     const ir::ScalarType t = n.cond->type;
@@ -106,6 +151,8 @@ class Generator {
   ir::Node fill(const ir::Node& n) {
     const ir::Buffer& b = p_.buffers[n.dst];
     GeneratedKernel k = kernel("fill");
+    std::vector<std::string> variants;
+    if (n.guard) add_guard(k, p_, *n.guard, &variants);
     // The host converts the value to the element type (exactly, or the runtime refuses it).
     std::string value = k.value(n.value, b.elem);
     std::string dst = k.buffer(n.dst, true);
@@ -120,7 +167,7 @@ class Generator {
                                     int_constant(4096, ir::ScalarType::U64));
     ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
     out.accesses = n.accesses;
-    return out;
+    return guarded(std::move(out), n, std::move(variants));
   }
 
   // Launches the graph and reports a failed launch (cudaGraphLaunch returns the error to the

@@ -82,6 +82,7 @@ void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o
   r.run("drop_helper_graphs", [&] { lowering::drop_helper_graphs(p); });
   r.run("split_segments", [&] { lowering::split_segments(p); });
   r.run("lower_conditions", [&] { lowering::lower_conditions(p); });
+  r.note(r.run("unroll_loops", [&] { return lowering::unroll_loops(p, o); }));
   r.run("fuse_generated_kernels", [&] { lowering::fuse_generated_kernels(p); });
   r.run("generate_kernels", [&] { lowering::generate_kernels(p, o); });
   r.run("rebuild_edges", [&] { lowering::rebuild_edges(p); });
@@ -95,6 +96,7 @@ void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const Sour
   run_ir_passes(r, p, o);
   r.show([&l, &sources] { return lir::print(l, sources); });
   r.run("build_lir", [&] { l = lowering::build_lir(p); });
+  r.note(r.run("assign_guards", [&] { return lowering::assign_guards(l); }));
   r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
   r.note(r.run("programmatic_edges", [&] { return lowering::programmatic_edges(l, o, false); }));
 }
@@ -106,6 +108,11 @@ LowerOptions plain_lowering() {
   o.pdl = false;
   o.unroll = 1;
   return o;
+}
+
+LowerOptions for_emit_cuda(LowerOptions options) {
+  options.patch_user_kernels = false;
+  return options;
 }
 
 void lower_graphs(ir::Program& program, const LowerOptions& options) {

@@ -47,5 +47,8 @@ void lower_graphs(ir::Program& program, const LowerOptions& options = {});
 
 // LowerOptions with every speed pass off (--no-pdl --unroll 1): the graph a person would build.
 LowerOptions plain_lowering();
+// `options` for --emit=cuda (emit_cuda needs it): nvcc compiles the user kernels from their source,
+// so none is patched (edges into them stay full, loops holding them are not unrolled).
+LowerOptions for_emit_cuda(LowerOptions options = {});
 
 }  // namespace orch

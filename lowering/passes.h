@@ -55,14 +55,25 @@ void split_segments(ir::Program& program);
 // arguments bound to their loop's handle; sparse switch cases map onto dense bodies.
 void lower_conditions(ir::Program& program);
 
+// unroll_loops.cpp: a `while` body repeated options.unroll times per WHILE iteration; the nodes
+// of copies 2 and up get a guard (Node::guard) and read the condition's scalars and the loop's
+// guard slots, the condition kernels before the loop and at the end of the body reset the slots.
+// Returns one line per loop: how many copies, or why it is not unrolled (--print-passes).
+std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options);
+
 // fuse_generated_kernels.cpp: adjacent scalar updates, and a scalar update followed by a
-// condition evaluation, become one generated kernel.
+// condition evaluation, become one generated kernel (not across unrolled copies).
 void fuse_generated_kernels(ir::Program& program);
 
 // generate_kernels.cpp: scalar updates, condition evaluations, kernel fills and `launch`
 // statements become kernel nodes running kernels orchc writes; with options.pdl each one waits
 // at entry (griddepcontrol.wait, Kernel::waits_at_entry).
 void generate_kernels(ir::Program& program, const PassOptions& options);
+
+// assign_guards (unroll_loops.cpp), on the lowered program: each guarded node's role from the
+// edges within its copy; a generated kernel gets that role's guard code, a user kernel a variant
+// that calls that role's guard function at entry. Returns a line per loop for --print-passes.
+std::vector<std::string> assign_guards(lir::Program& program);
 
 // rebuild_edges.cpp: dependency edges from the final nodes' accesses (transitively reduced).
 void rebuild_edges(ir::Program& program);
@@ -101,6 +112,19 @@ bool check_compiled_kernels(lir::Program& program, DiagnosticEngine& diags);
 std::string serialize(const lir::Program& program, const SourceManager& sources);
 
 // ---- helpers of several passes -------------------------------------------------------------
+
+class GeneratedKernel;
+// unroll_loops.cpp: the guard of an unrolled copy, for a kernel orchc writes: what it reads
+// registered with `k`, a placeholder (kGuardPlaceholder) as its first statement, and the code
+// that replaces it for each GuardRole in `variants` (assign_guards picks one).
+void add_guard(GeneratedKernel& k, const ir::Program& program, const ir::Guard& guard,
+               std::vector<std::string>* variants);
+extern const char* const kGuardPlaceholder;
+// One guard as C++: `truth` the condition as orch_v<orch_bool> (unused by Follow), `slots` the
+// slot array and `index` the copy's slot in it (unused by Alone), `site` the status site of
+// errors; in a kernel (returns to skip it) or a device function (returns 0u).
+std::string guard_statement(const std::string& truth, const std::string& slots, const std::string& index,
+                            int site, ir::GuardRole role, bool function);
 
 // memset_pattern.cpp: the memset a fill becomes, where one does it: a 1, 2 or 4 byte pattern,
 // or an 8-byte one whose halves agree, of a value known at compile time, into device memory.

@@ -205,7 +205,8 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
   if (!params.empty()) {
     std::string decls;
     for (size_t i = 0; i < params.size(); ++i)
-      decls += std::string(i ? ",\n" : "") + "\t.param ." + ld_type(patch.extra_params[i]) + " " + params[i];
+      // Untyped bits (.b32, not .u32): a float argument is a 4-byte float as much as an integer.
+      decls += std::string(i ? ",\n" : "") + "\t.param .b" + std::to_string(8 * patch.extra_params[i]) + " " + params[i];
     size_t last = span->close_paren;
     while (last > span->open_paren && space(m[last - 1])) --last;
     if (last == span->open_paren + 1) out.insert(last, "\n" + decls + "\n");

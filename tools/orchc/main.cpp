@@ -32,8 +32,7 @@ orch::LowerOptions lower_options(const Flags& f) {
   lower.print_passes = f.print_passes;
   lower.pdl = !f.no_pdl;
   lower.unroll = f.unroll;
-  lower.patch_user_kernels = f.emit != "cuda";
-  return lower;
+  return f.emit == "cuda" ? orch::for_emit_cuda(lower) : lower;
 }
 
 // Checks, then emits a view or compiles. Returns the exit code; diagnostics are in `diags`.
