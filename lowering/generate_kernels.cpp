@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "lowering/codegen.h"
 #include "lowering/passes.h"
 
@@ -31,6 +33,17 @@ void add_updates(GeneratedKernel& k, const ir::Program& p,
                     "; if (r.e) orch_expr_error(r.e); else *" + target + " = orch_to_storage<" + tc +
                     ">(r.v); }");
   }
+}
+
+// One thread per element up to 4096 blocks of 256 (a grid-stride loop covers the rest): a
+// constant where the count is one (so a one-block kernel is seen to be one: unroll_loops.cpp).
+ir::Expr element_blocks(const ir::Expr& count) {
+  if (count.kind == ir::ExprKind::Const && !ir::is_float(count.value.type)) {
+    const uint64_t n = count.value.bits;
+    return int_constant(static_cast<int64_t>(std::min<uint64_t>((n + 255) / 256, 4096)), ir::ScalarType::U64);
+  }
+  return ir::operation(expr::Op::Min, ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
+                       int_constant(4096, ir::ScalarType::U64));
 }
 
 class Generator {
@@ -108,9 +121,7 @@ class Generator {
     k.add_statement(
         "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
         "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + src + "[i];");
-    ir::Expr blocks = ir::operation(expr::Op::Min,
-                                    ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
-                                    int_constant(4096, ir::ScalarType::U64));
+    ir::Expr blocks = element_blocks(count);
     ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
     out.accesses = n.accesses;
     return guarded(std::move(out), n, std::move(variants));
@@ -161,10 +172,7 @@ class Generator {
     k.add_statement(
         "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
         "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + value + ";");
-    // One thread per element up to 4096 blocks of 256; a grid-stride loop covers the rest.
-    ir::Expr blocks = ir::operation(expr::Op::Min,
-                                    ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
-                                    int_constant(4096, ir::ScalarType::U64));
+    ir::Expr blocks = element_blocks(count);
     ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
     out.accesses = n.accesses;
     return guarded(std::move(out), n, std::move(variants));
