@@ -158,9 +158,8 @@ class Unroller {
       case ir::NodeKind::If:
       case ir::NodeKind::While:
       case ir::NodeKind::Switch:
+      case ir::NodeKind::SetCondition:  // a nested conditional's
         return "its body holds a conditional (each copy would need a conditional node and handle of its own)";
-      case ir::NodeKind::SetCondition:
-        return "its body sets a conditional handle";
       case ir::NodeKind::LaunchGraph:
         return "its body launches a graph from the device";
       case ir::NodeKind::Collective:
