@@ -112,8 +112,7 @@ class Builder {
     x.loc = n.loc;
     x.call_stack = n.call_stack;
     x.what = describe_node(p_, n);
-    x.guard = n.guard;
-    if (n.guard) x.what += " (unrolled copy " + std::to_string(n.guard->copy) + ")";
+    x.guard = n.guard;  // an unrolled copy is its statement's, and named as it (--emit=ir shows the copy)
     for (const ir::BufferAccess& a : n.accesses) x.accesses.push_back({a.buffer, a.read, a.write});
     x.op = op(n);
     return x;
