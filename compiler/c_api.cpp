@@ -63,6 +63,9 @@ int run(const orch_compile_options* o, bool compile, const Outputs& out) {
   if (!o->path) return out.usage(std::string(fn) + ": `options->path` is NULL");
   if (!o->source && o->source_size != 0)
     return out.usage(std::string(fn) + ": `options->source` is NULL but `source_size` is not 0");
+  if (o->unroll > 64)
+    return out.usage(std::string(fn) + ": `options->unroll` is " + std::to_string(o->unroll) +
+                     "; at most 64 copies of a loop body (0 for the compiler's choice, 1 for none)");
 
   orch::SourceManager sources;
   orch::DiagnosticEngine diags;
@@ -80,6 +83,8 @@ int run(const orch_compile_options* o, bool compile, const Outputs& out) {
     lower.compile.use_cache = !no_cache;
     lower.compile.cache_dir = no_cache ? "" : o->cache_dir ? std::string(o->cache_dir) : orch::default_kernel_cache_dir();
     lower.compile.jobs = o->jobs;
+    lower.pdl = o->no_pdl == 0;
+    lower.unroll = o->unroll;
     bytes = orch::lower_to_artifact(*result.program, sources, lower, diags);
   }
   const auto sorted = diags.sorted();

@@ -117,6 +117,7 @@ void Checker::load_target() {
   if (auto profile = load_target_profile(name, dirs, where, diags_)) {
     program_->profile = *profile;
     profile_ok_ = true;
+    program_->targets_have_pdl = profile->programmatic_dependent_launch;
   }
   // Every `target` line names an arch to build for; --target replaces them all.
   if (!options_.target_override.empty()) {
@@ -125,8 +126,10 @@ void Checker::load_target() {
     program_->targets.push_back(name);
   } else {
     for (const ast::Ident& t : module_.targets) {
-      if (&t != &module_.targets.front())
-        load_target_profile(t.name, dirs, t.loc, diags_);  // reports unknown archs
+      if (&t != &module_.targets.front()) {
+        auto other = load_target_profile(t.name, dirs, t.loc, diags_);  // reports unknown archs
+        program_->targets_have_pdl &= other && other->programmatic_dependent_launch;
+      }
       program_->targets.push_back(t.name);
     }
   }

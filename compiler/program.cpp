@@ -6,6 +6,16 @@
 namespace orch::ir {
 
 // The checker copies these enums from the AST's, value for value.
+const char* to_string(GuardRole r) {
+  switch (r) {
+    case GuardRole::Alone: return "alone";
+    case GuardRole::Decide: return "decide";
+    case GuardRole::Race: return "race";
+    case GuardRole::Follow: return "follow";
+  }
+  return "?";
+}
+
 const char* to_string(LaunchMode m) { return ast::to_string(static_cast<ast::LaunchMode>(m)); }
 const char* to_string(Access a) { return ast::to_string(static_cast<ast::Access>(a)); }
 

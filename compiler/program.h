@@ -157,6 +157,14 @@ struct Kernel {
   // memset cannot do, device launchers). Their compiled code is the lowered program's
   // (lowering/lir.h).
   bool generated = false;
+  // Set by lowering: every block executes griddepcontrol.wait before it touches memory (orchc's
+  // kernels have it in their source; a user kernel gets it at its PTX entry,
+  // lowering/ptx_entry.h), so a programmatic edge may enter its nodes.
+  bool waits_at_entry = false;
+  // Set by lowering: a generated kernel of an unrolled copy holds kGuardPlaceholder where its
+  // guard goes, and here the guard's code for each GuardRole (index), all on its parameters; the
+  // role is chosen once the edges are known (lowering/unroll_loops.cpp).
+  std::vector<std::string> guard_variants;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------
@@ -205,6 +213,24 @@ enum class ReduceOp : uint8_t { None, Sum, Prod, Min, Max, Avg };
 const char* to_string(ReduceOp op);  // "sum", ...; "" for None
 std::optional<ReduceOp> parse_reduce_op(std::string_view name);
 
+// How a node of an unrolled loop's copy learns whether it runs (lowering/unroll_loops.cpp):
+// Alone: the copy's only node, one block: it evaluates the condition itself. Decide: the copy's
+// one-block source that every other node of the copy follows: it evaluates and stores the
+// decision in the copy's slot. Race: one of the copy's sources: the first block to reach any of
+// them claims the slot (atomicCAS), evaluates and publishes; the others wait for it. Follow: a
+// node after another node of its copy: it reads the decided slot.
+enum class GuardRole : uint8_t { Alone, Decide, Race, Follow };
+const char* to_string(GuardRole r);
+
+// Set by lowering (unroll_loops): the node belongs to copy `copy` (2 and up) of unrolled loop
+// `loop` (Program::unrolled_loops) and does nothing unless the loop's condition holds on what
+// the copy before it left. The role is settled on the lowered program, from its edges.
+struct Guard {
+  int loop = -1;
+  uint32_t copy = 0;
+  GuardRole role = GuardRole::Race;
+};
+
 struct Node {
   NodeKind kind = NodeKind::Kernel;
   SourceRange loc;
@@ -240,6 +266,11 @@ struct Node {
   ReduceOp reduce_op = ReduceOp::None;
   int comm = -1;
   std::optional<Expr> root;
+  // Set by lowering: the unrolled copy this node belongs to (copies 2 and up).
+  std::optional<Guard> guard;
+  // SetCondition: unrolled loops whose guard slots this kernel resets (before the loop and at
+  // the end of each iteration).
+  std::vector<int> reset_guards;
 };
 
 // Condition: a condition kernel before the conditional node whose handle it sets.
@@ -290,6 +321,28 @@ struct StatusSite {
   std::string what;  // e.g. "launch child tail"
 };
 
+// A `while` loop whose body lowering repeated (lowering/unroll_loops.cpp): `copies` copies per
+// WHILE iteration, copies 2 and up guarded. Guard slots live in buffer `slots` (u32, one per
+// copy from 2 on, at index copy - 2): 0 undecided, 1 being decided, 2 run, 3 do not run.
+struct UnrolledLoop {
+  Expr cond;
+  int handle = -1;
+  uint32_t copies = 0;
+  int slots = -1;
+  int status_site = -1;  // where a guard reports a condition that cannot be evaluated
+  SourceRange loc;
+  // The guard function a user kernel of a copy calls at entry, per GuardRole: a translation unit
+  // defining `extern "C" __device__ unsigned orch_guard(unsigned long long...)`, and what the
+  // kernel passes it (appended to its parameters and arguments; the copy's slot index is the
+  // first, a u32 value).
+  struct Function {
+    std::string code;
+    std::vector<KernelParam> params;
+    std::vector<KernelArg> args;
+  };
+  std::vector<Function> functions;  // by GuardRole
+};
+
 // A CUDA conditional handle, created on the top-level graph that holds its node.
 struct ConditionalHandle {
   int graph = -1;
@@ -302,6 +355,9 @@ struct Program {
   uint32_t file = 0;
   std::vector<std::string> targets;  // arch names, e.g. {"sm_90"}
   TargetProfile profile;             // of the first target: the limits that were checked
+  // Every target's profile says programmatic_dependent_launch (lowering may then make
+  // programmatic edges; lowering/programmatic_edges.cpp).
+  bool targets_have_pdl = false;
   std::vector<Param> params;
   std::vector<Buffer> buffers;
   std::vector<Comm> comms;
@@ -316,6 +372,7 @@ struct Program {
   std::vector<ConditionalHandle> handles;
   std::vector<int> segments;  // host graphs launched in order; {main_graph} unless split
   std::vector<StatusSite> status_sites;
+  std::vector<UnrolledLoop> unrolled_loops;
 };
 
 }  // namespace orch::ir

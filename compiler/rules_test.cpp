@@ -102,6 +102,7 @@ class TestProfile {
         {"supports_while", "true"},
         {"supports_switch", "true"},
         {"supports_device_launch", "true"},
+        {"programmatic_dependent_launch", "true"},
     };
     for (const auto& [key, value] : changes) {
       if (!values.count(key)) throw std::logic_error("no profile key " + key);

@@ -52,6 +52,7 @@ const Field kFields[] = {
     {"supports_while", &TargetProfile::supports_while, false},
     {"supports_switch", &TargetProfile::supports_switch, false},
     {"supports_device_launch", &TargetProfile::supports_device_launch, false},
+    {"programmatic_dependent_launch", &TargetProfile::programmatic_dependent_launch, false},
 };
 
 enum class Parsed { Ok, NotUnsigned, TooLarge };
@@ -337,6 +338,12 @@ class ProfileReader {
     } else if (digits != std::to_string(p.compute_capability)) {
       key_error("compute_capability",
                 "is " + std::to_string(p.compute_capability) + " but 'arch' is '" + p.arch + "'");
+    } else if (p.programmatic_dependent_launch && p.compute_capability < 90) {
+      // griddepcontrol (PTX ISA 7.8) needs sm_90: a profile claiming it below would make orchc
+      // emit code that does not compile for its arch.
+      key_error("programmatic_dependent_launch",
+                "is true but compute capability " + std::to_string(p.compute_capability) +
+                    " has no programmatic dependent launch (it needs 90 or newer)");
     }
     if (p.max_shared_bytes_per_block_optin < p.max_shared_bytes_per_block)
       key_error("max_shared_bytes_per_block_optin", "is smaller than 'max_shared_bytes_per_block'");

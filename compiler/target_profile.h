@@ -53,6 +53,10 @@ struct TargetProfile {
   bool supports_while = true;
   bool supports_switch = true;
   bool supports_device_launch = true;
+  // Programmatic dependent launch (programmatic graph edges, griddepcontrol.wait): compute
+  // capability 9.0 and newer. orchc makes kernel -> kernel edges programmatic only when every
+  // target has it (lowering/programmatic_edges.cpp).
+  bool programmatic_dependent_launch = false;
   // Optional (a profile used only to check pipelines need not know its devices): the peaks of
   // the devices of this architecture.
   std::vector<DevicePeaks> peaks;

@@ -31,6 +31,7 @@ supports_if_else: true
 supports_while: true
 supports_switch: true
 supports_device_launch: true
+programmatic_dependent_launch: true
 )";
 
 const char* const kAllKeys[] = {
@@ -51,6 +52,7 @@ const char* const kAllKeys[] = {
     "supports_while",
     "supports_switch",
     "supports_device_launch",
+    "programmatic_dependent_launch",
 };
 
 // kGood with the line of `key` replaced by `key: value`, or removed when `value` is null.
@@ -129,6 +131,7 @@ TEST_SUITE("target_profile") {
     CHECK(p.arch == "sm_80");
     CHECK(p.compute_capability == 80);
     CHECK(p.max_shared_bytes_per_block_optin == 166912);  // 163 KiB
+    CHECK_FALSE(p.programmatic_dependent_launch);  // Ampere has no griddepcontrol
     check_common_limits(p);
   }
 
@@ -138,6 +141,7 @@ TEST_SUITE("target_profile") {
     CHECK(p.arch == "sm_90");
     CHECK(p.compute_capability == 90);
     CHECK(p.max_shared_bytes_per_block_optin == 232448);  // 227 KiB
+    CHECK(p.programmatic_dependent_launch);
     check_common_limits(p);
   }
 
@@ -147,6 +151,7 @@ TEST_SUITE("target_profile") {
     CHECK(p.arch == "sm_100");
     CHECK(p.compute_capability == 100);
     CHECK(p.max_shared_bytes_per_block_optin == 232448);  // 227 KiB
+    CHECK(p.programmatic_dependent_launch);
     check_common_limits(p);
   }
 
@@ -182,6 +187,7 @@ supports_if_else: false
 supports_while: false
 supports_switch: false
 supports_device_launch: false
+programmatic_dependent_launch: false
 )";
     DiagnosticEngine diags;
     auto p = parse_target_profile(text, "custom.yaml", SourceRange{}, diags);
@@ -208,6 +214,25 @@ supports_device_launch: false
     CHECK_FALSE(p->supports_while);
     CHECK_FALSE(p->supports_switch);
     CHECK_FALSE(p->supports_device_launch);
+    CHECK_FALSE(p->programmatic_dependent_launch);
+    // The one key whose value above is its default: read as true where the arch allows it.
+    DiagnosticEngine diags90;
+    auto q = parse_target_profile(with("programmatic_dependent_launch", "true"), "x.yaml", SourceRange{}, diags90);
+    REQUIRE(q.has_value());
+    CHECK(q->programmatic_dependent_launch);
+    auto r = parse_target_profile(with("programmatic_dependent_launch", "false"), "x.yaml", SourceRange{}, diags90);
+    REQUIRE(r.has_value());
+    CHECK_FALSE(r->programmatic_dependent_launch);
+  }
+
+  TEST_CASE("target profile programmatic dependent launch needs compute capability 9.0") {
+    std::string text = with("arch", "sm_89");
+    text = std::string(text).replace(text.find("compute_capability: 90"), 22, "compute_capability: 89");
+    CHECK(bad(text) ==
+          "target profile targets/x.yaml: key 'programmatic_dependent_launch' is true but compute capability 89 "
+          "has no programmatic dependent launch (it needs 90 or newer)\n");
+    CHECK(bad(with("programmatic_dependent_launch", "maybe")) ==
+          "target profile targets/x.yaml: key 'programmatic_dependent_launch' must be true or false\n");
   }
 
   TEST_CASE("target profile accepts YAML's other spellings of the same data") {

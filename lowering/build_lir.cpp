@@ -69,6 +69,22 @@ class Builder {
     }
     for (const ir::StatusSite& s : p_.status_sites)
       out.status_sites.push_back({s.loc, s.call_stack, s.what});
+    for (const ir::UnrolledLoop& u : p_.unrolled_loops) {
+      lir::UnrolledLoop x;
+      x.handle = u.handle;
+      x.copies = u.copies;
+      x.slots = u.slots;
+      x.status_site = u.status_site;
+      x.loc = u.loc;
+      for (const ir::UnrolledLoop::Function& f : u.functions) {
+        lir::UnrolledLoop::Function g;
+        g.code = f.code;
+        g.params = f.params;
+        for (const ir::KernelArg& a : f.args) g.args.push_back(arg(a));
+        x.functions.push_back(std::move(g));
+      }
+      out.unrolled_loops.push_back(std::move(x));
+    }
     return out;
   }
 
@@ -96,6 +112,7 @@ class Builder {
     x.loc = n.loc;
     x.call_stack = n.call_stack;
     x.what = describe_node(p_, n);
+    x.guard = n.guard;  // an unrolled copy is its statement's, and named as it (--emit=ir shows the copy)
     for (const ir::BufferAccess& a : n.accesses) x.accesses.push_back({a.buffer, a.read, a.write});
     x.op = op(n);
     return x;

@@ -79,6 +79,12 @@ class Checker {
       // against, they launch graphs only through their `graph` parameters and never kernels, and
       // their code is the module's (lir::Program::modules, k.ptx empty), shared by all of them.
       if (k.generated || k.ptx.empty() || k.lowered_name.empty()) continue;
+      // A guarded variant is its user kernel's code and the guard's parameters: the user kernel
+      // itself is checked (once), and the variant's launches are its kernel's.
+      if (k.guard_of >= 0) {
+        k.launches_kernels = p_.kernels[k.guard_of].launches_kernels;
+        continue;
+      }
       PtxModule m = parse_ptx(k.ptx);
       auto it = m.functions.find(k.lowered_name);
       if (it == m.functions.end() || !it->second.entry) continue;

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)views;
   if (diags.has_errors()) return 0;
 
-  orch::lir::Program lowered = orch::lower_to_lir(*r.program);
+  orch::lir::Program lowered = orch::lower_to_lir(*r.program, orch::for_emit_cuda());
   std::string cuda = orch::emit_cuda(lowered, sources) + orch::lir::print(lowered, sources);
   (void)cuda;
   orch::DiagnosticEngine verify;

@@ -41,8 +41,18 @@ class GeneratedKernel {
   // finish() without asking.
   void status(const SourceRange& loc, const std::vector<SourceRange>& call_stack,
               const std::string& what);
+  // The status record parameter alone (`orch_status`), for code that reports at sites of its
+  // own (a guard reports at its loop's site).
+  void status_param();
+  // An unrolled loop's guard slots (u32 buffer `buffer`) as a writable pointer parameter; the
+  // node records a read (the guards of one copy share their slot through atomics, which order
+  // nothing else), or a write for `reset` (a condition kernel setting them back to undecided).
+  std::string guard_slots(int buffer, bool reset);
 
   void add_statement(const std::string& code) { body_ += "  " + code + "\n"; }
+  // The kernel executes griddepcontrol.wait first, before anything else (Kernel::waits_at_entry),
+  // so programmatic edges may enter it.
+  void wait_at_entry() { wait_ = true; }
   // Every statement the kernel runs so far, to fuse it with another.
   const std::string& body() const { return body_; }
   const std::vector<ir::BufferAccess>& accesses() const { return accesses_; }
@@ -52,6 +62,13 @@ class GeneratedKernel {
   ir::Node finish(const SourceRange& loc, const std::vector<SourceRange>& call_stack);
   ir::Node finish_with_shape(const SourceRange& loc, const std::vector<SourceRange>& call_stack,
                              ir::Expr grid, ir::Expr block);
+  // Not a kernel but a device function, for a user kernel's entry to call (lowering/ptx_entry.h):
+  // a translation unit defining `extern "C" __device__ unsigned NAME(unsigned long long...)`,
+  // one 8-byte argument per parameter registered so far (the parameter's bits, zero-extended),
+  // whose statements return 0u to skip the kernel and fall through to `return 1u`.
+  std::string finish_function(const std::string& name) const;
+  const std::vector<ir::KernelParam>& params() const { return params_; }
+  const std::vector<ir::KernelArg>& args() const { return args_; }
 
  private:
   void postfix(const ir::Expr& e, std::vector<expr::Instr>& code, std::vector<std::string>& leaves);
@@ -64,7 +81,13 @@ class GeneratedKernel {
   std::vector<std::string> param_code_;
   std::vector<ir::BufferAccess> accesses_;
   int site_ = -1;  // the status site, once status() registered one
+  bool wait_ = false;
 };
+
+// The first statement of a generated kernel that waits at entry: griddepcontrol.wait
+// (cudaGridDependencySynchronize), which needs sm_90; older archs (an ejected file built for one)
+// never get programmatic edges and skip it.
+extern const char* const kPdlWait;
 
 // What a generated kernel writes into the executable's device status record (16 bytes, four
 // u32: code, site, detail, count), as defined in every generated kernel that takes it; the

@@ -105,6 +105,15 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     }
     for (std::string& dir : s.include_dirs)
       if (dir.empty()) dir = ".";
+    // A user kernel that a programmatic edge enters waits at entry: orchc puts the wait in its
+    // PTX (programmatic_edges.cpp decided which).
+    if (!k.generated) s.patch.wait = k.waits_at_entry;
+    // A guarded variant of a user kernel (unroll_loops.cpp) calls its guard function at entry.
+    if (!k.generated && !k.guard_code.empty()) {
+      s.patch.guard = "orch_guard";
+      s.patch.extra_params = k.guard_param_sizes;
+      s.guard_code = k.guard_code;
+    }
     input_of[i] = inputs.size();
     inputs.push_back(std::move(s));
   }

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "lowering/codegen.h"
 #include "lowering/lir.h"
@@ -1075,30 +1076,58 @@ class Emitter {
       node_comment(n);
       open("{");
       std::string dep_args = "nullptr, 0";
-      std::vector<int> d;
-      for (const lir::Dep& dep : n.deps) d.push_back(static_cast<int>(dep.from));
-      std::sort(d.begin(), d.end());
-      d.erase(std::unique(d.begin(), d.end()), d.end());
+      std::map<int, bool> d;  // dependency -> programmatic
+      for (const lir::Dep& dep : n.deps) d[static_cast<int>(dep.from)] |= dep.kind == lir::DepKind::Programmatic;
+      bool programmatic = false;
       if (!d.empty()) {
         std::string list;
-        for (int j : d) list += (list.empty() ? "" : ", ") + nodes + "[" + std::to_string(j) + "]";
+        for (const auto& [j, prog] : d) {
+          list += (list.empty() ? "" : ", ") + nodes + "[" + std::to_string(j) + "]";
+          programmatic |= prog;
+        }
         line("const cudaGraphNode_t deps[] = {" + list + "};  // must finish first");
         dep_args = "deps, " + std::to_string(d.size());
       }
-      node(n, s, nodes + "[" + std::to_string(i) + "]", dep_args);
+      if (programmatic) {
+        // The kernel waits at entry (griddepcontrol.wait), so it may start as soon as the
+        // kernels of its programmatic edges have all started: their launch latency is hidden.
+        line("cudaGraphEdgeData edges[" + std::to_string(d.size()) + "] = {};  // programmatic edges:");
+        size_t k = 0;
+        for (const auto& [j, prog] : d) {
+          if (prog) {
+            line("edges[" + std::to_string(k) + "].from_port = cudaGraphKernelNodePortProgrammatic;");
+            line("edges[" + std::to_string(k) + "].type = cudaGraphDependencyTypeProgrammatic;");
+          }
+          ++k;
+        }
+      }
+      node(n, s, nodes + "[" + std::to_string(i) + "]", dep_args, programmatic);
       close();
     }
   }
 
-  void node(const lir::Node& n, const Scope& s, const std::string& slot, const std::string& deps) {
+  void node(const lir::Node& n, const Scope& s, const std::string& slot, const std::string& deps,
+            bool programmatic = false) {
     std::string w = where(n.loc, n.what);
     std::string g = s.graph_var;
     std::visit(
         lir::overloaded{
             [&](const lir::KernelNode& k) {
               kernel_params(n, k, s);
-              line("ORCH_CHECK(cudaGraphAddKernelNode(&" + slot + ", " + g + ", " + deps +
-                   ", &kernel), " + w + ");");
+              if (programmatic) {
+                // Edge data goes only through cudaGraphAddNode.
+                line("cudaGraphNodeParams node_params = {};");
+                line("node_params.type = cudaGraphNodeTypeKernel;");
+                line("node_params.kernel.func = kernel.func;");
+                line("node_params.kernel.gridDim = kernel.gridDim;");
+                line("node_params.kernel.blockDim = kernel.blockDim;");
+                line("node_params.kernel.sharedMemBytes = kernel.sharedMemBytes;");
+                line("node_params.kernel.kernelParams = kernel.kernelParams;");
+                line("ORCH_CHECK(cudaGraphAddNode(&" + slot + ", " + g + ", deps, edges, " +
+                     deps.substr(deps.find(',') + 2) + ", &node_params), " + w + ");");
+              } else {
+                line("ORCH_CHECK(cudaGraphAddKernelNode(&" + slot + ", " + g + ", " + deps + ", &kernel), " + w + ");");
+              }
               auto& late = late_nodes_[s.graph];
               auto it = std::find(late.begin(), late.end(), &n);
               if (s.device && it != late.end())
@@ -1702,6 +1731,10 @@ class Emitter {
 }  // namespace
 
 std::string emit_cuda(const lir::Program& lowered, const SourceManager& sources) {
+  for (const lir::Kernel& k : lowered.kernels)
+    if (!k.generated && (k.waits_at_entry || k.guard_of >= 0))
+      throw std::logic_error("emit_cuda: kernel `" + k.name +
+                             "` was lowered to be patched at its PTX entry; lower with for_emit_cuda()");
   return Emitter(lowered, sources).run();
 }
 

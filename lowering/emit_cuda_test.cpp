@@ -62,7 +62,7 @@ std::string eject_file(const std::string& path) {
   CheckResult r = check_file(path, sources, {}, diags);
   REQUIRE_MESSAGE(!diags.has_errors(),
                   format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
-  return emit_cuda(lower_to_lir(*r.program), sources);
+  return emit_cuda(lower_to_lir(*r.program, for_emit_cuda()), sources);
 }
 
 std::string eject_text(const std::string& text) {
@@ -71,7 +71,7 @@ std::string eject_text(const std::string& text) {
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   REQUIRE_MESSAGE(!diags.has_errors(),
                   format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
-  return emit_cuda(lower_to_lir(*r.program), sources);
+  return emit_cuda(lower_to_lir(*r.program, for_emit_cuda()), sources);
 }
 
 size_t count(const std::string& haystack, const std::string& needle) {

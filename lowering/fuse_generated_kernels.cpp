@@ -18,6 +18,12 @@ void merge_accesses(std::vector<ir::BufferAccess>& into,
   }
 }
 
+// Both of no unrolled copy, or of the same one: one kernel can hold one guard.
+bool same_guard(const ir::Node& a, const ir::Node& b) {
+  if (a.guard.has_value() != b.guard.has_value()) return false;
+  return !a.guard || (a.guard->loop == b.guard->loop && a.guard->copy == b.guard->copy);
+}
+
 std::vector<std::pair<int, ir::Expr>> updates_of(ir::Node& n) {
   if (n.kind == ir::NodeKind::ScalarUpdate && n.fused_updates.empty()) return {{n.dst, n.value}};
   return std::move(n.fused_updates);
@@ -32,7 +38,7 @@ void fuse_generated_kernels(ir::Program& p) {
       bool fusable = n.kind == ir::NodeKind::ScalarUpdate || n.kind == ir::NodeKind::SetCondition;
       // Adjacent in program order means no statement lies between them, so running both in
       // one kernel at the later one's place keeps every dependency.
-      if (fusable && !out.empty() && out.back().kind == ir::NodeKind::ScalarUpdate) {
+      if (fusable && !out.empty() && out.back().kind == ir::NodeKind::ScalarUpdate && same_guard(out.back(), n)) {
         ir::Node prev = std::move(out.back());
         out.pop_back();
         std::vector<std::pair<int, ir::Expr>> updates = updates_of(prev);

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "lowering/codegen.h"
 #include "lowering/passes.h"
 
@@ -33,9 +35,20 @@ void add_updates(GeneratedKernel& k, const ir::Program& p,
   }
 }
 
+// One thread per element up to 4096 blocks of 256 (a grid-stride loop covers the rest): a
+// constant where the count is one (so a one-block kernel is seen to be one: unroll_loops.cpp).
+ir::Expr element_blocks(const ir::Expr& count) {
+  if (count.kind == ir::ExprKind::Const && !ir::is_float(count.value.type)) {
+    const uint64_t n = count.value.bits;
+    return int_constant(static_cast<int64_t>(std::min<uint64_t>((n + 255) / 256, 4096)), ir::ScalarType::U64);
+  }
+  return ir::operation(expr::Op::Min, ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
+                       int_constant(4096, ir::ScalarType::U64));
+}
+
 class Generator {
  public:
-  explicit Generator(ir::Program& p) : p_(p) {}
+  Generator(ir::Program& p, const PassOptions& o) : p_(p), o_(o) {}
 
   void region(ir::Region& r, int graph) {
     for (ir::Node& n : r.nodes) {
@@ -48,7 +61,11 @@ class Generator {
           n = set_condition(n);
           break;
         case ir::NodeKind::Fill:
-          if (!memset_pattern(p_, n)) n = fill(n);  // the rest become memset nodes
+          // The rest become memset nodes; a guarded fill must be a kernel to hold its guard.
+          if (n.guard || !memset_pattern(p_, n)) n = fill(n);
+          break;
+        case ir::NodeKind::Copy:
+          if (n.guard) n = copy(n);  // a guarded copy must be a kernel to hold its guard
           break;
         case ir::NodeKind::LaunchGraph:
           n = launcher(n, graph);
@@ -65,16 +82,55 @@ class Generator {
   }
 
   ir::Node scalar_update(const ir::Node& n) {
-    GeneratedKernel k(p_, name("update"));
+    GeneratedKernel k = kernel("update");
+    std::vector<std::string> variants;
+    if (n.guard) add_guard(k, p_, *n.guard, &variants);
     std::vector<std::pair<int, ir::Expr>> updates = n.fused_updates;
     if (updates.empty()) updates.push_back({n.dst, n.value});
     add_updates(k, p_, updates);
-    return k.finish(n.loc, n.call_stack);
+    return guarded(k.finish(n.loc, n.call_stack), n, std::move(variants));
+  }
+
+  // A node of an unrolled copy keeps its guard; its kernel holds the guard's code for each role.
+  ir::Node guarded(ir::Node out, const ir::Node& n, std::vector<std::string> variants) {
+    if (!n.guard) return out;
+    out.guard = n.guard;
+    p_.kernels[out.kernel].guard_variants = std::move(variants);
+    return out;
+  }
+
+  // Sets an unrolled loop's guard slots back to undecided (0).
+  void reset_guards(GeneratedKernel& k, const ir::Node& n) {
+    for (int loop : n.reset_guards) {
+      const ir::UnrolledLoop& L = p_.unrolled_loops[loop];
+      const std::string slots = k.guard_slots(L.slots, true);
+      k.add_statement("for (unsigned i = 0u; i < " + std::to_string(L.copies - 1) + "u; ++i) " + slots + "[i] = 0u;");
+    }
+  }
+
+  // copy src -> dst of a copy node of an unrolled loop: element by element, like fill.
+  ir::Node copy(const ir::Node& n) {
+    const ir::Buffer& b = p_.buffers[n.src];
+    GeneratedKernel k = kernel("copy");
+    std::vector<std::string> variants;
+    add_guard(k, p_, *n.guard, &variants);
+    const std::string src = k.buffer(n.src, false);
+    const std::string dst = k.buffer(n.dst, true);
+    ir::Expr count = b.count ? *b.count : int_constant(1, ir::ScalarType::U64);
+    std::string count_code = k.value(count, ir::ScalarType::U64);
+    k.add_statement(
+        "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
+        "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + src + "[i];");
+    ir::Expr blocks = element_blocks(count);
+    ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
+    out.accesses = n.accesses;
+    return guarded(std::move(out), n, std::move(variants));
   }
 
   ir::Node set_condition(const ir::Node& n) {
-    GeneratedKernel k(p_, name("condition"));
+    GeneratedKernel k = kernel("condition");
     add_updates(k, p_, n.fused_updates);
+    reset_guards(k, n);
     std::string h = k.handle(n.handle);
     std::string value = k.expr(*n.cond);
     const ir::ScalarType t = n.cond->type;
@@ -105,7 +161,9 @@ class Generator {
 
   ir::Node fill(const ir::Node& n) {
     const ir::Buffer& b = p_.buffers[n.dst];
-    GeneratedKernel k(p_, name("fill"));
+    GeneratedKernel k = kernel("fill");
+    std::vector<std::string> variants;
+    if (n.guard) add_guard(k, p_, *n.guard, &variants);
     // The host converts the value to the element type (exactly, or the runtime refuses it).
     std::string value = k.value(n.value, b.elem);
     std::string dst = k.buffer(n.dst, true);
@@ -114,13 +172,10 @@ class Generator {
     k.add_statement(
         "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
         "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + value + ";");
-    // One thread per element up to 4096 blocks of 256; a grid-stride loop covers the rest.
-    ir::Expr blocks = ir::operation(expr::Op::Min,
-                                    ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
-                                    int_constant(4096, ir::ScalarType::U64));
+    ir::Expr blocks = element_blocks(count);
     ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
     out.accesses = n.accesses;
-    return out;
+    return guarded(std::move(out), n, std::move(variants));
   }
 
   // Launches the graph and reports a failed launch (cudaGraphLaunch returns the error to the
@@ -128,7 +183,7 @@ class Generator {
   // index out of range is reported instead of read past the family's table.
   ir::Node launcher(const ir::Node& n, int graph) {
     const ir::Graph& g = p_.graphs[n.graph];
-    GeneratedKernel k(p_, name("launch"));
+    GeneratedKernel k = kernel("launch");
     bool family = g.family_size > 0;
     std::string exec = k.graph(n.graph, family, n.graph == graph);
     std::string what = "launch " + g.name;
@@ -152,14 +207,22 @@ class Generator {
     return out;
   }
 
+  // A kernel named for `what`, waiting at entry where programmatic edges may enter it.
+  GeneratedKernel kernel(const char* what) {
+    GeneratedKernel k(p_, name(what));
+    if (o_.pdl) k.wait_at_entry();
+    return k;
+  }
+
   ir::Program& p_;
+  const PassOptions& o_;
   int count_ = 0;
 };
 
 }  // namespace
 
-void generate_kernels(ir::Program& p) {
-  Generator gen(p);
+void generate_kernels(ir::Program& p, const PassOptions& o) {
+  Generator gen(p, o);
   for (size_t g = 0; g < p.graphs.size(); ++g) gen.region(p.graphs[g].body, static_cast<int>(g));
 }
 

@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -242,6 +245,95 @@ struct Target {
   bool ptx = false;
 };
 
+// What one NVRTC compile to PTX gave, shared by the jobs of one compile_kernels call: every
+// patched variant of a kernel (one per unrolled copy) starts from the same PTX, and every
+// guard of a loop from the same guard module.
+struct PtxResult {
+  bool compiled = false;
+  std::string log, lowered_name, ptx, failure;
+};
+
+class PtxMemo {
+ public:
+  // The result under `key`, computing it with `make` once (other callers wait for it).
+  template <class F>
+  PtxResult get(const std::string& key, F&& make) {
+    std::shared_ptr<Slot> slot;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::shared_ptr<Slot>& s = slots_[key];
+      if (!s) s = std::make_shared<Slot>();
+      slot = s;
+    }
+    std::call_once(slot->once, [&] { slot->result = make(); });
+    return slot->result;
+  }
+
+ private:
+  struct Slot {
+    std::once_flag once;
+    PtxResult result;
+  };
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Slot>> slots_;
+};
+
+// NVRTC to PTX for a virtual arch ("compute_90"); `entry` (a name expression) names the kernel
+// whose lowered name is wanted, empty for none.
+PtxResult nvrtc_ptx(const std::string& code, const std::string& file_name, const std::string& entry,
+                    const std::vector<std::string>& opts) {
+  PtxResult out;
+  NvrtcProgram program;
+  nvrtcResult r = program.create(code, file_name);
+  if (r != NVRTC_SUCCESS) {
+    out.failure = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  if (!entry.empty() && (r = nvrtcAddNameExpression(program.get(), entry.c_str())) != NVRTC_SUCCESS) {
+    out.failure = std::string("nvrtcAddNameExpression: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  std::vector<const char*> argv;
+  for (const std::string& o : opts) argv.push_back(o.c_str());
+  nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  if (nvrtcGetProgramLogSize(program.get(), &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    std::string log(log_size, '\0');
+    if (nvrtcGetProgramLog(program.get(), log.data()) == NVRTC_SUCCESS) out.log = log.substr(0, log.find('\0'));
+  }
+  if (compiled != NVRTC_SUCCESS) {
+    if (out.log.empty()) out.log = std::string("nvrtc: ") + nvrtcGetErrorString(compiled);
+    return out;
+  }
+  out.compiled = true;
+  if (!entry.empty()) {
+    const char* lowered = nullptr;
+    r = nvrtcGetLoweredName(program.get(), entry.c_str(), &lowered);
+    if (r != NVRTC_SUCCESS || !lowered) {
+      out.failure = "no lowered name for entry \"" + entry + "\": " + nvrtcGetErrorString(r);
+      return out;
+    }
+    out.lowered_name = lowered;
+  }
+  size_t size = 0;
+  if ((r = nvrtcGetPTXSize(program.get(), &size)) != NVRTC_SUCCESS) {
+    out.failure = std::string("nvrtcGetPTXSize: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  out.ptx.assign(size, '\0');
+  if ((r = nvrtcGetPTX(program.get(), out.ptx.data())) != NVRTC_SUCCESS) {
+    out.failure = std::string("nvrtcGetPTX: ") + nvrtcGetErrorString(r);
+    return out;
+  }
+  while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
+  return out;
+}
+
+// "sm_90a" -> "compute_90a"; a "compute_" arch stays.
+std::string virtual_arch(const std::string& arch) {
+  return arch.rfind("sm_", 0) == 0 ? "compute_" + arch.substr(3) : arch;
+}
+
 struct BuildResult {
   bool compiled = false;  // NVRTC succeeded
   bool linked = false;    // and the image is final
@@ -254,12 +346,13 @@ struct BuildResult {
 class KernelJob {
  public:
   KernelJob(const KernelSource& source, const CompileOptions& options, const Toolkit& toolkit,
-            const std::vector<Target>& targets, bool use_cache)
+            const std::vector<Target>& targets, bool use_cache, PtxMemo& memo)
       : src_(source),
         options_(options),
         toolkit_(toolkit),
         targets_(targets),
-        use_cache_(use_cache) {}
+        use_cache_(use_cache),
+        memo_(memo) {}
 
   std::optional<CompiledKernel> run();
   std::vector<Diagnostic>& diagnostics() { return diags_; }
@@ -267,6 +360,7 @@ class KernelJob {
  private:
   std::vector<std::string> nvrtc_options(const std::string& arch) const;
   BuildResult build(const Target& target) const;
+  BuildResult build_patched(const Target& target) const;
   void add_log_diagnostics(const std::string& log, bool errors);
   void error(const char* code, std::string message) {
     diags_.push_back({Severity::Error, code, src_.origin, std::move(message), {}});
@@ -277,6 +371,7 @@ class KernelJob {
   const Toolkit& toolkit_;
   const std::vector<Target>& targets_;
   bool use_cache_;
+  PtxMemo& memo_;
   bool device_runtime_ = false;
   std::string entry_;
   std::vector<Diagnostic> diags_;
@@ -294,7 +389,83 @@ std::vector<std::string> KernelJob::nvrtc_options(const std::string& arch) const
   return opts;
 }
 
+// The patched path: NVRTC to PTX for the target's virtual arch, the entry patched
+// (lowering/ptx_entry.h), the guard's module joined, then nvJitLink to a CUBIN (with cudadevrt
+// where the kernel uses the device runtime). The PTX target keeps the patched, joined PTX.
+BuildResult KernelJob::build_patched(const Target& target) const {
+  BuildResult out;
+  const std::string varch = virtual_arch(target.arch);
+  const std::vector<std::string> opts = nvrtc_options(varch);
+  std::string key = src_.code + '\0' + src_.file_name + '\0' + entry_;
+  for (const std::string& o : opts) key += '\0' + o;
+  PtxResult user = memo_.get(key, [&] { return nvrtc_ptx(src_.code, src_.file_name, entry_, opts); });
+  out.log = user.log;
+  if (!user.compiled) return out;
+  out.compiled = true;
+  if (!user.failure.empty()) {
+    out.failure = user.failure;
+    return out;
+  }
+  out.lowered_name = user.lowered_name;
+  std::string why;
+  std::optional<std::string> ptx = lowering::patch_ptx_entry(user.ptx, user.lowered_name, src_.patch, &why);
+  if (!ptx) {
+    out.failure = "cannot put orchc's code at the kernel's entry: " + why;
+    return out;
+  }
+  if (!src_.guard_code.empty()) {
+    std::vector<std::string> gopts = {"-arch=" + varch, "-std=c++17", "-rdc=true"};
+    if (!toolkit_.include_dir.empty()) gopts.push_back("--include-path=" + toolkit_.include_dir);
+    std::string gkey = "guard\0" + src_.guard_code;
+    for (const std::string& o : gopts) gkey += '\0' + o;
+    PtxResult guard = memo_.get(gkey, [&] { return nvrtc_ptx(src_.guard_code, "orch_guard.cu", "", gopts); });
+    if (!guard.compiled || !guard.failure.empty()) {
+      out.failure = "orchc's guard code does not compile (a bug in orchc): " +
+                    (guard.failure.empty() ? guard.log : guard.failure);
+      return out;
+    }
+    ptx = lowering::merge_ptx_modules(*ptx, guard.ptx, &why);
+    if (!ptx) {
+      out.failure = "cannot join orchc's guard code to the kernel: " + why;
+      return out;
+    }
+  }
+  if (target.ptx) {
+    out.image = std::move(*ptx);
+    out.linked = true;
+    return out;
+  }
+  JitLinker linker;
+  auto link_failed = [&](const char* step, nvJitLinkResult lr) {
+    out.failure = std::string(step) + ": " + jitlink_error_name(lr);
+    std::string logs = linker.logs();
+    if (!logs.empty()) out.failure += "\n" + logs;
+    return out;
+  };
+  nvJitLinkResult lr = linker.create({"-arch=" + target.arch});
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkCreate", lr);
+  lr = nvJitLinkAddData(linker.get(), NVJITLINK_INPUT_PTX, ptx->data(), ptx->size(), src_.file_name.c_str());
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddData", lr);
+  if (device_runtime_) {
+    lr = nvJitLinkAddFile(linker.get(), NVJITLINK_INPUT_LIBRARY, toolkit_.cudadevrt.c_str());
+    if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddFile(libcudadevrt.a)", lr);
+  }
+  lr = nvJitLinkComplete(linker.get());
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkComplete", lr);
+  size_t linked_size = 0;
+  lr = nvJitLinkGetLinkedCubinSize(linker.get(), &linked_size);
+  if (lr != NVJITLINK_SUCCESS || linked_size == 0) return link_failed("nvJitLinkGetLinkedCubinSize", lr);
+  out.image.assign(linked_size, '\0');
+  lr = nvJitLinkGetLinkedCubin(linker.get(), out.image.data());
+  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkGetLinkedCubin", lr);
+  std::string info = linker.logs();
+  if (!info.empty()) out.log += (out.log.empty() ? "" : "\n") + info;
+  out.linked = true;
+  return out;
+}
+
 BuildResult KernelJob::build(const Target& target) const {
+  if (!src_.patch.empty()) return build_patched(target);
   BuildResult out;
   NvrtcProgram program;
   nvrtcResult r = program.create(src_.code, src_.file_name);
@@ -430,6 +601,9 @@ std::optional<CompiledKernel> KernelJob::run() {
     for (const std::string& o : nvrtc_options("<arch>")) key.add(o);
     key.add(
         include_fingerprint(src_.code, src_.file_name, src_.include_dirs, toolkit_.include_dir));
+    // A patched kernel is another image: the patch and the guard's code are part of it (an
+    // unpatched kernel's key is what it always was).
+    if (!src_.patch.empty()) key.add("ptx entry patch").add(src_.patch.describe()).add(src_.guard_code);
     if (device_runtime_)
       key.add(toolkit_.cudadevrt)
           .add(toolkit_.cudadevrt_size)
@@ -560,11 +734,12 @@ std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<Ker
   targets.push_back({"compute_" + std::to_string(newest), true});
 
   bool use_cache = options.use_cache && !options.cache_dir.empty();
+  PtxMemo memo;
   std::vector<Outcome> outcomes(sources.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < sources.size(); i = next++) {
-      KernelJob job(sources[i], options, toolkit, targets, use_cache);
+      KernelJob job(sources[i], options, toolkit, targets, use_cache, memo);
       try {
         outcomes[i].kernel = job.run();
         outcomes[i].diags = std::move(job.diagnostics());

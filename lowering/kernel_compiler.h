@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering/ptx_entry.h"
 #include "support/diagnostics.h"
 #include "support/source.h"
 
@@ -39,6 +40,13 @@ struct KernelSource {
     SourceRange origin;
   };
   std::vector<Segment> segments;
+  // Code orchc puts at the kernel's entry (lowering/ptx_entry.h): the wait that lets a
+  // programmatic edge enter it, an unrolled loop's guard. When set, the kernel is compiled to PTX
+  // for each target, patched there, and the PTX linked to a CUBIN by nvJitLink.
+  lowering::PtxEntryPatch patch;
+  // The guard's translation unit, defining `patch.guard` (extern "C" __device__): compiled with
+  // -rdc for the same target and joined to the kernel's PTX (lowering/ptx_entry.h).
+  std::string guard_code;
 };
 
 struct KernelImage {

@@ -26,6 +26,7 @@ const char* to_string(ConditionalType t) {
 const char* to_string(DepKind k) {
   switch (k) {
     case DepKind::Full: return "full";
+    case DepKind::Programmatic: return "programmatic";
   }
   return "?";
 }

@@ -93,6 +93,14 @@ struct Kernel : ir::Kernel {
   std::string ptx_arch;
   int module = -1;  // >= 0: the code is Program::modules[module] (images and ptx stay empty)
   bool launches_kernels = false;  // its PTX calls the device runtime's kernel launch
+  // Set by assign_guards for a kernel of an unrolled copy (lowering/unroll_loops.cpp), with its
+  // role. A user kernel's guarded variant (a kernel of its own: `guard_of` is the user's kernel)
+  // takes the guard function's parameters after its own and calls `guard_code`'s orch_guard at
+  // its PTX entry; guard_param_sizes are those parameters' sizes in bytes.
+  std::optional<ir::Guard> guard;
+  int guard_of = -1;
+  std::string guard_code;
+  std::vector<uint32_t> guard_param_sizes;
 };
 
 // ---- nodes --------------------------------------------------------------------------------
@@ -165,8 +173,13 @@ using NodeOp =
     std::variant<KernelNode, MemcpyNode, MemsetNode, EmptyNode, ConditionalNode, CollectiveNode>;
 const char* kind_name(const NodeOp& op);  // "kernel", "memcpy", ...
 
-// Room for programmatic (PDL) edges: Full is an ordinary graph edge.
-enum class DepKind : uint8_t { Full };
+// Full: an ordinary graph edge (the dependency finishes, then this node starts). Programmatic
+// (programmatic dependent launch, artifact EdgeKind::Programmatic): between two kernel nodes,
+// the dependent kernel may start once every block of the dependency has started; it executes
+// griddepcontrol.wait at entry (Kernel::waits_at_entry), which returns when the dependency has
+// finished and its memory is visible, so it orders memory like a full edge
+// (lowering/programmatic_edges.cpp has the argument).
+enum class DepKind : uint8_t { Full, Programmatic };
 const char* to_string(DepKind k);
 
 struct Dep {
@@ -186,6 +199,9 @@ struct Node {
   SourceRange loc;        // the statement it came from
   std::vector<SourceRange> call_stack;  // `call` sites it was inlined through, outermost first
   std::string what;                     // one line for people: "copy u_host -> u"
+  // A node of an unrolled loop's copy 2 and up (lowering/unroll_loops.cpp); the role is set by
+  // assign_guards.
+  std::optional<ir::Guard> guard;
   // What it reads and writes (a conditional: its condition and all its bodies), for the
   // ordering verifier.
   std::vector<BufferAccess> accesses;
@@ -202,6 +218,21 @@ struct Graph {
   SourceRange loc;
   uint64_t fire_and_forget_launches = 0;  // per execution
   uint64_t tail_launches = 0;
+};
+
+// A `while` loop lowering unrolled (ir::UnrolledLoop, its guard functions' arguments lowered).
+struct UnrolledLoop {
+  int handle = -1;
+  uint32_t copies = 0;
+  int slots = -1;  // the buffer of guard slots
+  int status_site = -1;
+  SourceRange loc;
+  struct Function {
+    std::string code;
+    std::vector<KernelParam> params;
+    std::vector<KernelArg> args;  // the first is the slot index, a u32 value each copy sets
+  };
+  std::vector<Function> functions;  // by ir::GuardRole
 };
 
 // A CUDA conditional handle, created on the top-level graph that holds its node.
@@ -243,7 +274,13 @@ struct Program {
   std::vector<ConditionalHandle> handles;
   std::vector<BindCheck> bind_checks;
   std::vector<StatusSite> status_sites;
+  std::vector<UnrolledLoop> unrolled_loops;
   uint64_t collective_hash = 0;
+  // Where programmatic edges may be (lowering/programmatic_edges.cpp sets these from
+  // PassOptions; the verifier holds every edge to them).
+  bool pdl = false;
+  bool pdl_in_bodies = false;
+  bool pdl_in_device_graphs = false;
 };
 
 // Calls `f` on every node of a body and of the bodies of its conditional nodes, parents first.

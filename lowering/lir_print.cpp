@@ -111,7 +111,12 @@ class Printer {
     line("kernel " + std::to_string(i) + " " + k.name + "(" + params + ")  " + from +
          (k.entry != k.name ? ", entry " + k.entry : "") +
          (k.uses_device_runtime ? ", device runtime" : "") +
-         (k.launches_kernels ? ", launches kernels" : ""));
+         (k.launches_kernels ? ", launches kernels" : "") + (k.waits_at_entry ? ", waits at entry" : "") +
+         (k.guard ? ", guard of loop " + std::to_string(k.guard->loop) +
+                        (k.guard->copy ? " copy " + std::to_string(k.guard->copy) : std::string()) + " (" +
+                        ir::to_string(k.guard->role) + ")"
+                  : "") +
+         (k.guard_of >= 0 ? ", guarded variant of kernel " + std::to_string(k.guard_of) : ""));
     ++indent_;
     if (k.module >= 0)
       line("code: module " + std::to_string(k.module) + ", symbol " + k.lowered_name);

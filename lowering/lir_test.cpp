@@ -31,7 +31,8 @@ std::unique_ptr<Lowered> lower_text(const std::string& text) {
   l->checked = check_text("t.orch", text, l->sources, {}, l->diags);
   REQUIRE_MESSAGE(!l->diags.has_errors(),
                   format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
-  l->program = lower_to_lir(*l->checked.program);
+  // The structure build_lir makes, without the speed passes (speed_test.cpp has those).
+  l->program = lower_to_lir(*l->checked.program, plain_lowering());
   return l;
 }
 

@@ -4,6 +4,7 @@
 // `--emit=ir` does) and how long each pass took, on stderr.
 #include "lowering/lower.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +41,11 @@ class PassRunner {
   }
   // What to print after each pass from now on; empty: the timing only.
   void show(std::function<std::string()> f) { show_ = std::move(f); }
+  // A pass's own account of its decisions (what it did not do, and why), printed with it.
+  void note(const std::vector<std::string>& lines) {
+    if (!print_) return;
+    for (const std::string& l : lines) std::fprintf(stderr, "  note: %s\n", l.c_str());
+  }
 
  private:
   bool print_;
@@ -51,37 +57,74 @@ bool print_requested(bool option) {
   return option || (env && *env && std::string(env) != "0");
 }
 
-void run_ir_passes(PassRunner& r, ir::Program& p) {
+// The arch number of "sm_90" / "sm_90a" / "compute_90", or 0.
+uint32_t arch_number(const std::string& arch) {
+  size_t i = arch.find('_');
+  if (i == std::string::npos) return 0;
+  uint32_t n = 0;
+  for (size_t j = i + 1; j < arch.size() && std::isdigit(static_cast<unsigned char>(arch[j])) && n < 100000; ++j)
+    n = n * 10 + static_cast<uint32_t>(arch[j] - '0');
+  return n;
+}
+
+lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) {
+  lowering::PassOptions x;
+  const std::vector<std::string>& archs = o.compile.archs.empty() ? p.targets : o.compile.archs;
+  bool archs_have_pdl = !archs.empty();
+  for (const std::string& a : archs) archs_have_pdl &= arch_number(a) >= 90;
+  x.pdl = o.pdl && p.targets_have_pdl && archs_have_pdl;
+  x.patch_user_kernels = o.patch_user_kernels;
+  x.unroll = o.unroll == 0 ? kDefaultUnroll : o.unroll;
+  return x;
+}
+
+void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o) {
   r.run("drop_helper_graphs", [&] { lowering::drop_helper_graphs(p); });
   r.run("split_segments", [&] { lowering::split_segments(p); });
   r.run("lower_conditions", [&] { lowering::lower_conditions(p); });
+  r.note(r.run("unroll_loops", [&] { return lowering::unroll_loops(p, o); }));
   r.run("fuse_generated_kernels", [&] { lowering::fuse_generated_kernels(p); });
-  r.run("generate_kernels", [&] { lowering::generate_kernels(p); });
+  r.run("generate_kernels", [&] { lowering::generate_kernels(p, o); });
   r.run("rebuild_edges", [&] { lowering::rebuild_edges(p); });
 }
 
 // The ir passes, then the lowered program `l` (which the printer keeps showing after this
 // returns); `sources` for printing.
-void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const SourceManager& sources) {
+void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const SourceManager& sources,
+                      const lowering::PassOptions& o) {
   r.show([&p, &sources] { return emit_yaml(p, sources); });
-  run_ir_passes(r, p);
+  run_ir_passes(r, p, o);
   r.show([&l, &sources] { return lir::print(l, sources); });
   r.run("build_lir", [&] { l = lowering::build_lir(p); });
+  r.note(r.run("assign_guards", [&] { return lowering::assign_guards(l); }));
   r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
+  r.note(r.run("programmatic_edges", [&] { return lowering::programmatic_edges(l, o, false); }));
 }
 
 }  // namespace
 
-void lower_graphs(ir::Program& program) {
-  PassRunner r(false);
-  run_ir_passes(r, program);
+LowerOptions plain_lowering() {
+  LowerOptions o;
+  o.pdl = false;
+  o.unroll = 1;
+  return o;
 }
 
-lir::Program lower_to_lir(ir::Program& program) {
+LowerOptions for_emit_cuda(LowerOptions options) {
+  options.patch_user_kernels = false;
+  return options;
+}
+
+void lower_graphs(ir::Program& program, const LowerOptions& options) {
+  PassRunner r(false);
+  run_ir_passes(r, program, pass_options(program, options));
+}
+
+lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options) {
   SourceManager unused;
   PassRunner r(false);
   lir::Program l;
-  run_graph_passes(r, program, l, unused);
+  run_graph_passes(r, program, l, unused, pass_options(program, options));
   return l;
 }
 
@@ -91,7 +134,8 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   PassRunner r(print_requested(options.print_passes));
   lir::Program own;
   lir::Program& l = lowered ? *lowered : own;
-  run_graph_passes(r, p, l, sources);
+  const lowering::PassOptions o = pass_options(p, options);
+  run_graph_passes(r, p, l, sources, o);
   if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
   r.show(nullptr);  // CUBINs make the program unreadable; the timing is what matters
   if (!r.run("compile_all_kernels",
@@ -100,6 +144,11 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   r.show([&] { return lir::print(l, sources); });  // code sizes and symbols, not the bytes
   if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(l, diags); }))
     return std::nullopt;
+  // Again with what the PTX showed: a kernel whose launches from the device only its PTX reveals
+  // loses its programmatic edges (the pass only takes edges away now), and the verifier checks
+  // the final edges.
+  r.note(r.run("programmatic_edges (compiled)", [&] { return lowering::programmatic_edges(l, o, true); }));
+  if (!r.run("verify_ordering (compiled)", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
   r.show(nullptr);
   return r.run("serialize", [&] { return lowering::serialize(l, sources); });
 }

@@ -14,7 +14,20 @@ namespace orch {
 struct LowerOptions {
   CompileOptions compile;     // archs come from the program's targets when empty
   bool print_passes = false;  // also on with ORCH_PRINT_PASSES=1
+  // Programmatic (PDL) edges between kernels that wait at entry, where every target has them
+  // (orchc --no-pdl turns them off).
+  bool pdl = true;
+  // Copies of a `while` body per WHILE iteration, each a no-op once the condition is false
+  // (orchc --unroll N); 0: the compiler's choice (8), 1: no unrolling.
+  uint32_t unroll = 0;
+  // User kernels may be patched at their PTX entry (the wait, guards). False for --emit=cuda,
+  // whose kernels nvcc compiles from their source: edges into them stay full and loops holding
+  // them are not unrolled.
+  bool patch_user_kernels = true;
 };
+
+// The compiler's choice of copies per WHILE iteration (LowerOptions::unroll 0).
+constexpr uint32_t kDefaultUnroll = 8;
 
 // Runs every lowering pass on `program` (which it rewrites), builds the lowered program,
 // compiles its kernels and returns the artifact bytes; nullopt after errors, which are in
@@ -25,10 +38,17 @@ std::optional<std::string> lower_to_artifact(ir::Program& program, SourceManager
                                              lir::Program* lowered = nullptr);
 
 // The lowering passes without kernel compilation and serialization: the lowered program, for
-// `--emit=ir|cuda` and tests that need no NVRTC. `program` is rewritten on the way.
-lir::Program lower_to_lir(ir::Program& program);
+// `--emit=ir|cuda` and tests that need no NVRTC. `program` is rewritten on the way. (Only the
+// pass options of `options` count: pdl, unroll, patch_user_kernels, compile.archs.)
+lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options = {});
 
 // Only the passes on the IR (before build_lir), for tests that look at what they do to it.
-void lower_graphs(ir::Program& program);
+void lower_graphs(ir::Program& program, const LowerOptions& options = {});
+
+// LowerOptions with every speed pass off (--no-pdl --unroll 1): the graph a person would build.
+LowerOptions plain_lowering();
+// `options` for --emit=cuda (emit_cuda needs it): nvcc compiles the user kernels from their source,
+// so none is patched (edges into them stay full, loops holding them are not unrolled).
+LowerOptions for_emit_cuda(LowerOptions options = {});
 
 }  // namespace orch

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/program.h"
 #include "lowering/kernel_compiler.h"
@@ -14,6 +15,24 @@
 #include "support/diagnostics.h"
 
 namespace orch::lowering {
+
+// What the speed passes may do, settled once from the options and the targets (lower.cpp).
+struct PassOptions {
+  // Programmatic edges and kernels that wait at entry (griddepcontrol.wait): the option is on,
+  // every target profile has programmatic_dependent_launch and every arch compiled for is
+  // sm_90 or newer.
+  bool pdl = false;
+  // User kernels can be patched at their PTX entry (the artifact; not --emit=cuda, whose kernels
+  // nvcc compiles from their source): they may then wait at entry and be guarded.
+  bool patch_user_kernels = true;
+  // Programmatic edges inside conditional bodies and in graphs launched from the device. CUDA's
+  // documentation says nothing about either; runtime/tests/pdl_gpu_test.cpp asks the GPU. Off
+  // until it answers: flip each with the test's result.
+  bool pdl_in_bodies = false;
+  bool pdl_in_device_graphs = false;
+  // Copies of a `while` body per WHILE iteration (lowering/unroll_loops.cpp); 1: none.
+  uint32_t unroll = 8;
+};
 
 // Calls `f` on every region of every graph, outer regions before the bodies they hold.
 // `graph` is the top-level graph the region belongs to.
@@ -36,13 +55,25 @@ void split_segments(ir::Program& program);
 // arguments bound to their loop's handle; sparse switch cases map onto dense bodies.
 void lower_conditions(ir::Program& program);
 
+// unroll_loops.cpp: a `while` body repeated options.unroll times per WHILE iteration; the nodes
+// of copies 2 and up get a guard (Node::guard) and read the condition's scalars and the loop's
+// guard slots, the condition kernels before the loop and at the end of the body reset the slots.
+// Returns one line per loop: how many copies, or why it is not unrolled (--print-passes).
+std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options);
+
 // fuse_generated_kernels.cpp: adjacent scalar updates, and a scalar update followed by a
-// condition evaluation, become one generated kernel.
+// condition evaluation, become one generated kernel (not across unrolled copies).
 void fuse_generated_kernels(ir::Program& program);
 
 // generate_kernels.cpp: scalar updates, condition evaluations, kernel fills and `launch`
-// statements become kernel nodes running kernels orchc writes.
-void generate_kernels(ir::Program& program);
+// statements become kernel nodes running kernels orchc writes; with options.pdl each one waits
+// at entry (griddepcontrol.wait, Kernel::waits_at_entry).
+void generate_kernels(ir::Program& program, const PassOptions& options);
+
+// assign_guards (unroll_loops.cpp), on the lowered program: each guarded node's role from the
+// edges within its copy; a generated kernel gets that role's guard code, a user kernel a variant
+// that calls that role's guard function at entry. Returns a line per loop for --print-passes.
+std::vector<std::string> assign_guards(lir::Program& program);
 
 // rebuild_edges.cpp: dependency edges from the final nodes' accesses (transitively reduced).
 void rebuild_edges(ir::Program& program);
@@ -54,8 +85,19 @@ lir::Program build_lir(const ir::Program& program);
 // hash_collectives.cpp: a hash of the collective sequence, which ranks compare at bind time.
 void hash_collectives(lir::Program& program);
 
+// programmatic_edges.cpp: kernel -> kernel dependencies become programmatic where the dependent
+// kernel waits at entry and neither launches work from the device, in host-launched top-level
+// graphs (and in conditional bodies and device graphs where options allow). Before the kernels
+// are compiled (`compiled` false) user kernels are taken to wait when they can be patched, and
+// those that get a programmatic edge are marked to wait; after (`compiled` true) it runs again
+// with what the PTX showed (kernels that launch kernels) and only takes edges away. Returns one
+// line per decision that is not obvious, for --print-passes.
+std::vector<std::string> programmatic_edges(lir::Program& program, const PassOptions& options, bool compiled);
+
 // verify_ordering.cpp: every pair of conflicting accesses is ordered by the final dependencies
-// (a compiler-bug catcher). False, with an internal-error diagnostic, if not.
+// (a compiler-bug catcher), and every programmatic edge joins two kernel nodes that launch
+// nothing from the device into a kernel that waits at entry, on targets with PDL. False, with an
+// internal-error diagnostic, if not.
 bool verify_ordering(const lir::Program& program, DiagnosticEngine& diags);
 
 // compile_all_kernels.cpp: NVRTC for every kernel and target arch. False on errors.
@@ -70,6 +112,19 @@ bool check_compiled_kernels(lir::Program& program, DiagnosticEngine& diags);
 std::string serialize(const lir::Program& program, const SourceManager& sources);
 
 // ---- helpers of several passes -------------------------------------------------------------
+
+class GeneratedKernel;
+// unroll_loops.cpp: the guard of an unrolled copy, for a kernel orchc writes: what it reads
+// registered with `k`, a placeholder (kGuardPlaceholder) as its first statement, and the code
+// that replaces it for each GuardRole in `variants` (assign_guards picks one).
+void add_guard(GeneratedKernel& k, const ir::Program& program, const ir::Guard& guard,
+               std::vector<std::string>* variants);
+extern const char* const kGuardPlaceholder;
+// One guard as C++: `truth` the condition as orch_v<orch_bool> (unused by Follow), `slots` the
+// slot array and `index` the copy's slot in it (unused by Alone), `site` the status site of
+// errors; in a kernel (returns to skip it) or a device function (returns 0u).
+std::string guard_statement(const std::string& truth, const std::string& slots, const std::string& index,
+                            int site, ir::GuardRole role, bool function);
 
 // memset_pattern.cpp: the memset a fill becomes, where one does it: a 1, 2 or 4 byte pattern,
 // or an 8-byte one whose halves agree, of a value known at compile time, into device memory.

@@ -186,6 +186,7 @@ class Serializer {
     b.add_uses_device_runtime(k.uses_device_runtime);
     b.add_launches_kernels(k.launches_kernels);
     b.add_cost_flops_type(static_cast<fb::ScalarType>(k.cost_precision));
+    if (k.waits_at_entry) b.add_waits_at_entry(true);
     fb::SourceLoc l = loc(k.loc);
     b.add_loc(&l);
     return b.Finish();
@@ -238,8 +239,20 @@ class Serializer {
   Offset<fb::Node> node(const lir::Node& n) {
     auto what = fbb_.CreateString(n.what);
     std::vector<uint32_t> deps;
-    for (const lir::Dep& d : n.deps) deps.push_back(d.from);
+    bool any_programmatic = false;
+    for (const lir::Dep& d : n.deps) {
+      deps.push_back(d.from);
+      any_programmatic |= d.kind == lir::DepKind::Programmatic;
+    }
     auto deps_v = fbb_.CreateVector(deps);
+    // Only where some edge is programmatic: absent means every edge is full.
+    Offset<flatbuffers::Vector<fb::EdgeKind>> kinds_v = 0;
+    if (any_programmatic) {
+      std::vector<fb::EdgeKind> kinds;
+      for (const lir::Dep& d : n.deps)
+        kinds.push_back(d.kind == lir::DepKind::Programmatic ? fb::EdgeKind::Programmatic : fb::EdgeKind::Full);
+      kinds_v = fbb_.CreateVector(kinds);
+    }
     fb::SourceLoc l = loc(n.loc);
     // What every node has, first in every node table.
     auto common = [&](fb::NodeBuilder& b, fb::NodeKind kind) {
@@ -247,6 +260,7 @@ class Serializer {
       b.add_deps(deps_v);
       b.add_loc(&l);
       b.add_what(what);
+      if (any_programmatic) b.add_dep_kinds(kinds_v);
     };
     return std::visit(
         lir::overloaded{

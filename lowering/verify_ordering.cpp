@@ -1,4 +1,11 @@
+// The ordering verifier: every conflicting pair of accesses is joined by a path of dependencies
+// (full or programmatic: programmatic_edges.cpp says why both order memory), conditional handles
+// are set in order and before their nodes, every programmatic edge is one that orders, and the
+// guards of unrolled loops follow their protocol.
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
 #include <unordered_map>
 
 #include "lowering/passes.h"
@@ -54,12 +61,124 @@ bool sets_handle(const lir::Node& n, int h) {
   return false;
 }
 
-bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
+// Why a programmatic edge into node `to` from node `from` is not allowed, or "" (see
+// programmatic_edges.cpp: it orders memory like a full edge only into a kernel that waits at
+// entry, between kernels that launch nothing from the device, where CUDA is known to take it).
+std::string programmatic_problem(const lir::Program& p, const lir::Graph& g, bool in_body, const lir::Node& from,
+                                 const lir::Node& to) {
+  if (!p.pdl) return "programmatic edges are off for this program (option or targets)";
+  if (in_body && !p.pdl_in_bodies) return "a programmatic edge inside a conditional body";
+  if (g.device && !p.pdl_in_device_graphs) return "a programmatic edge in a graph launched from the device";
+  for (const lir::Node* n : {&from, &to}) {
+    const auto* k = std::get_if<lir::KernelNode>(&n->op);
+    if (!k) return std::string("a programmatic edge ") + (n == &to ? "into" : "from") + " a " + lir::kind_name(n->op) +
+                   " node";
+    const lir::Kernel& kernel = p.kernels[k->kernel];
+    bool launches = kernel.launches_kernels || kernel.may_launch_kernels || !kernel.budgets.empty();
+    for (const lir::KernelArg& a : k->args)
+      launches |= a.kind == lir::ArgKind::GraphExec || a.kind == lir::ArgKind::GraphTable;
+    if (launches) return "a programmatic edge joins kernel `" + kernel.name + "`, which launches work from the device";
+    if (n == &to && !kernel.waits_at_entry)
+      return "a programmatic edge enters kernel `" + kernel.name +
+             "`, which does not wait at entry: it could touch memory before the kernel it depends on has finished";
+  }
+  return "";
+}
+
+bool one_block(const lir::Node& n) {
+  const auto* k = std::get_if<lir::KernelNode>(&n.op);
+  if (!k) return false;
+  for (const lir::Expr& d : k->grid) {
+    const expr::Instr* leaf = d.leaf();
+    if (!leaf || leaf->kind != expr::InstrKind::Const || leaf->value.bits != 1) return false;
+  }
+  return true;
+}
+
+// The guards of unrolled copies in one body (unroll_loops.cpp has the protocol and why it is
+// exact): "" or what is wrong.
+std::string guard_problem(const lir::Program& p, const lir::Body& r) {
+  std::map<std::pair<int, uint32_t>, std::vector<size_t>> copies;
+  std::map<int, std::pair<size_t, size_t>> span;  // loop -> first and last guarded node
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const lir::Node& n = r.nodes[i];
+    if (!n.guard) continue;
+    const ir::Guard& g = *n.guard;
+    const std::string at = "node " + std::to_string(i) + " (" + n.what + ")";
+    if (g.loop < 0 || static_cast<size_t>(g.loop) >= p.unrolled_loops.size() || g.copy < 2 ||
+        g.copy > p.unrolled_loops[g.loop].copies)
+      return at + " is guarded for a loop or copy that does not exist";
+    const auto* kn = std::get_if<lir::KernelNode>(&n.op);
+    if (!kn) return at + " is guarded but not a kernel node";
+    const lir::Kernel& k = p.kernels[kn->kernel];
+    if (!k.guard || k.guard->loop != g.loop || k.guard->role != g.role ||
+        (k.generated && k.guard->copy != g.copy))
+      return at + " runs kernel `" + k.name + "`, which does not hold this node's guard";
+    if (k.generated ? k.source.find(kGuardPlaceholder) != std::string::npos : k.guard_of < 0 || k.guard_code.empty())
+      return at + " runs kernel `" + k.name + "`, whose guard code is missing";
+    if (kn->args.size() != k.params.size()) return at + " passes the wrong number of arguments to its guard";
+    copies[{g.loop, g.copy}].push_back(i);
+    auto [it, first] = span.emplace(g.loop, std::make_pair(i, i));
+    if (!first) it->second.second = i;
+  }
+  for (const auto& [loop, s] : span) {
+    // Copies 2..U of a loop are contiguous, in order, and nothing unguarded sits among them.
+    uint32_t copy = 2;
+    for (size_t i = s.first; i <= s.second; ++i) {
+      const lir::Node& n = r.nodes[i];
+      if (!n.guard || n.guard->loop != loop)
+        return "node " + std::to_string(i) + " (" + n.what + ") sits among loop " + std::to_string(loop) +
+               "'s guarded copies without a guard of its own";
+      if (n.guard->copy < copy) return "loop " + std::to_string(loop) + "'s copies are out of order";
+      copy = n.guard->copy;
+    }
+    // A kernel after the copies sets the slots back to undecided before the next iteration.
+    bool reset = false;
+    for (size_t j = s.second + 1; j < r.nodes.size(); ++j)
+      for (const lir::BufferAccess& a : r.nodes[j].accesses)
+        reset |= a.buffer == p.unrolled_loops[loop].slots && a.write;
+    if (!reset) return "nothing resets loop " + std::to_string(loop) + "'s guard slots after its copies";
+  }
+  for (const auto& [key, members] : copies) {
+    const std::set<size_t> in(members.begin(), members.end());
+    size_t deciders = 0;
+    for (size_t i : members) {
+      const lir::Node& n = r.nodes[i];
+      bool preceded = false;
+      for (const lir::Dep& d : n.deps) preceded |= in.count(d.from) > 0;
+      const std::string at = "node " + std::to_string(i) + " (" + n.what + ")";
+      const ir::GuardRole role = n.guard->role;
+      if (role == ir::GuardRole::Follow) {
+        if (!preceded) return at + " follows its copy's decision, but no node of its copy comes before it";
+        continue;
+      }
+      if (preceded) return at + " decides for its copy, but another node of its copy comes before it";
+      if (role == ir::GuardRole::Race) continue;
+      ++deciders;
+      if (!one_block(n)) return at + " decides for its copy alone, but may run more than one block";
+      if (role == ir::GuardRole::Alone && members.size() != 1)
+        return at + " keeps its copy's decision to itself, but its copy has other nodes";
+    }
+    if (deciders > 0 && members.size() - deciders > 0 &&
+        std::any_of(members.begin(), members.end(),
+                    [&](size_t i) { return r.nodes[i].guard->role == ir::GuardRole::Race; }))
+      return "a copy of loop " + std::to_string(key.first) + " mixes a lone decider with racing ones";
+    if (deciders > 1) return "a copy of loop " + std::to_string(key.first) + " has more than one decider";
+  }
+  return "";
+}
+
+bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r, bool in_body,
                  DiagnosticEngine& diags) {
   bool ok = true;
   for (const lir::Node& n : r.nodes)
     if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
-      for (const lir::Body& b : c->bodies) ok &= verify_body(p, g, b, diags);
+      for (const lir::Body& b : c->bodies) ok &= verify_body(p, g, b, true, diags);
+  if (std::string problem = guard_problem(p, r); !problem.empty()) {
+    diags.error("E0899", r.nodes.empty() ? g.loc : r.nodes.front().loc,
+                "internal compiler error: in graph `" + g.name + "`, " + problem);
+    ok = false;
+  }
 
   const int n = static_cast<int>(r.nodes.size());
   std::vector<std::vector<int>> preds(n);
@@ -71,6 +190,15 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
         return false;
       }
       preds[to].push_back(static_cast<int>(d.from));
+      if (d.kind == lir::DepKind::Programmatic) {
+        std::string problem = programmatic_problem(p, g, in_body, r.nodes[d.from], r.nodes[to]);
+        if (!problem.empty()) {
+          Diagnostic& diag = diags.error("E0899", r.nodes[to].loc,
+                                         "internal compiler error: in graph `" + g.name + "`, " + problem);
+          diags.add_note(diag, r.nodes[d.from].loc, "the node it depends on");
+          ok = false;
+        }
+      }
     }
   }
   // Every conflicting pair, found afresh from the accesses: per buffer, the last writer and
@@ -147,7 +275,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
 
 bool verify_ordering(const lir::Program& p, DiagnosticEngine& diags) {
   bool ok = true;
-  for (const lir::Graph& g : p.graphs) ok &= verify_body(p, g, g.body, diags);
+  for (const lir::Graph& g : p.graphs) ok &= verify_body(p, g, g.body, false, diags);
   return ok;
 }
 

@@ -42,6 +42,11 @@ typedef struct orch_compile_options {
   const char* cache_dir;
   /* orchc -j: kernel compile threads; 0 for all cores. */
   unsigned jobs;
+  /* orchc --no-pdl: non-zero for no programmatic (PDL) edges. */
+  int no_pdl;
+  /* orchc --unroll: copies of a `while` body per WHILE iteration (1: none); 0 for the compiler's
+   * choice. At most 64. */
+  unsigned unroll;
 } orch_compile_options;
 
 /* orchc -o: returns 0 (compiled; *artifact holds *artifact_size bytes), 1 (the pipeline has

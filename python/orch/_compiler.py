@@ -31,6 +31,8 @@ def _options(
     targets_dir: Union[str, "os.PathLike[str]", None],
     cache_dir: Union[str, "os.PathLike[str]", None],
     jobs: int,
+    pdl: bool = True,
+    unroll: int = 0,
 ) -> Tuple[_native.CompileOptions, list]:
     keep: list = []  # the buffers the struct points into
     o = _native.CompileOptions()
@@ -62,6 +64,12 @@ def _options(
     if not isinstance(jobs, int) or jobs < 0:
         raise ValueError(f"orch: jobs is a count of threads (0 for all cores), not {jobs!r}")
     o.jobs = jobs
+    if not isinstance(pdl, bool):
+        raise TypeError(f"orch: pdl is True or False, not {pdl!r}")
+    o.no_pdl = 0 if pdl else 1
+    if not isinstance(unroll, int) or isinstance(unroll, bool) or not 0 <= unroll <= 64:
+        raise ValueError(f"orch: unroll is a count of loop body copies from 1 to 64 (0: the compiler's choice), not {unroll!r}")
+    o.unroll = unroll
     keep += [o.path, o.target, o.targets_dir, o.archs, o.cache_dir]
     return o, keep
 
@@ -106,6 +114,8 @@ def compile(
     targets_dir: Union[str, "os.PathLike[str]", None] = None,
     cache_dir: Union[str, "os.PathLike[str]", None] = None,
     jobs: int = 0,
+    pdl: bool = True,
+    unroll: int = 0,
 ) -> bytes:
     """Checks and compiles a pipeline, as ``orchc pipeline.orch -o pipeline.bin`` does, and
     returns the artifact's bytes (for :func:`orch.load`, or to write to a file).
@@ -118,13 +128,24 @@ def compile(
     where profiles are found (default: ``$ORCH_TARGETS_DIR``, else the ones in the package).
     ``cache_dir`` is the kernel cache (default ``$ORCH_CACHE_DIR``, else
     ``~/.cache/orch/kernels``; ``""`` for none). ``jobs`` is ``orchc -j`` (0: all cores).
+    ``pdl=False`` is ``orchc --no-pdl`` (no programmatic edges); ``unroll`` is ``orchc --unroll``
+    (copies of a ``while`` body per iteration; 0: the compiler's choice, 1: none).
 
     Raises :class:`orch.CompileError` (``.diagnostics``; ``str()`` is what orchc prints) when
     the pipeline has errors, :class:`orch.Error` when NVRTC or nvJitLink cannot be found.
     Warnings come as :class:`orch.CompileWarning`. Needs no GPU.
     """
     rc, data, diagnostics, text = _run(
-        True, source, path=path, target=target, arch=arch, targets_dir=targets_dir, cache_dir=cache_dir, jobs=jobs
+        True,
+        source,
+        path=path,
+        target=target,
+        arch=arch,
+        targets_dir=targets_dir,
+        cache_dir=cache_dir,
+        jobs=jobs,
+        pdl=pdl,
+        unroll=unroll,
     )
     if rc != 0:
         raise CompileError(text, diagnostics)

@@ -65,6 +65,8 @@ class CompileOptions(ctypes.Structure):
         ("archs", c_char_p),
         ("cache_dir", c_char_p),
         ("jobs", c_uint),
+        ("no_pdl", ctypes.c_int),
+        ("unroll", c_uint),
     ]
 
 

@@ -50,13 +50,28 @@ def cache_dir(tmp_path_factory) -> str:
 _artifacts: dict = {}
 
 
+def orchc_options() -> dict:
+    """$ORCH_ORCHC_OPTIONS (as the C++ test helpers pass it to orchc) as orch.compile's arguments:
+    --no-pdl and --unroll N, the options the GPU suites run again with."""
+    words = os.environ.get("ORCH_ORCHC_OPTIONS", "").split()
+    out: dict = {}
+    for i, w in enumerate(words):
+        if w == "--no-pdl":
+            out["pdl"] = False
+        elif w == "--unroll" and i + 1 < len(words):
+            out["unroll"] = int(words[i + 1])
+        elif w.startswith("--unroll="):
+            out["unroll"] = int(w.split("=", 1)[1])
+    return out
+
+
 @pytest.fixture(scope="session")
 def compiled(spec, cache_dir):
     """compiled(name) -> the artifact of spec example `name`, compiled once per session."""
 
     def get(name: str) -> bytes:
         if name not in _artifacts:
-            _artifacts[name] = orch.compile(EXAMPLES / f"{name}.orch", cache_dir=cache_dir)
+            _artifacts[name] = orch.compile(EXAMPLES / f"{name}.orch", cache_dir=cache_dir, **orchc_options())
         return _artifacts[name]
 
     return get

@@ -193,6 +193,39 @@ def test_compile_options_arch_target_and_no_cache(spec):
         orch.compile(42)  # type: ignore[arg-type]
 
 
+COUNTDOWN_TEXT = '''pipeline countdown
+target sm_90
+param n: i32 = 100
+buffer c: i32
+kernel step(c: inout i32) source """
+extern "C" __global__ void step(int* c) { if (threadIdx.x == 0) --(*c); }
+"""
+graph main {
+  fill c = n
+  while c > 0 {
+    step<<<1, 32>>>(c)
+  }
+}
+'''
+
+
+def test_compile_options_pdl_and_unroll(spec, cache_dir):
+    # Unrolled by default: the loop's guard slots are a buffer of their own, and step has a guarded
+    # variant; --no-pdl --unroll 1 gives the plain graph.
+    fast = orch.load(orch.compile(COUNTDOWN_TEXT, cache_dir=cache_dir))
+    plain = orch.load(orch.compile(COUNTDOWN_TEXT, cache_dir=cache_dir, pdl=False, unroll=1))
+    assert "orch.guard.0" in fast.buffers and "orch.guard.0" not in plain.buffers
+    assert len(fast.kernels) > len(plain.kernels)
+    three = orch.load(orch.compile(COUNTDOWN_TEXT, cache_dir=cache_dir, unroll=3))
+    assert three.buffers["orch.guard.0"].count == "2"  # one slot per copy from the second
+    with pytest.raises(ValueError):
+        orch.compile(COUNTDOWN_TEXT, unroll=65)
+    with pytest.raises(ValueError):
+        orch.compile(COUNTDOWN_TEXT, unroll=-1)
+    with pytest.raises(TypeError):
+        orch.compile(COUNTDOWN_TEXT, pdl=1)  # type: ignore[arg-type]
+
+
 def test_text_pipelines_are_named_string_in_diagnostics():
     (d,) = orch.check("pipeline p\ngraph main {\n  fill nope = 0\n}\n")
     assert d.file == "<string>" and d.line == 3 and d.severity == "error"

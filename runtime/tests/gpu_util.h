@@ -75,10 +75,12 @@ struct PinnedBuffer {
   float* f() { return static_cast<float*>(p); }
 };
 
-// A pipeline given as text, compiled with orchc and loaded.
-inline std::unique_ptr<Pipeline> load_source(const std::string& name, const std::string& source) {
+// A pipeline given as text, compiled with orchc (with `options` instead of $ORCH_ORCHC_OPTIONS
+// when given) and loaded.
+inline std::unique_ptr<Pipeline> load_source(const std::string& name, const std::string& source,
+                                             const char* options = nullptr) {
   std::string log;
-  std::string path = compile_source(name, source, &log);
+  std::string path = compile_source(name, source, &log, options);
   INFO(log);
   REQUIRE(!path.empty());
   auto p = Pipeline::load(path);

@@ -1,6 +1,9 @@
-// Programmatic (PDL) edges: orchc does not emit them yet, so these tests compile a pipeline and
-// edit its artifact (through the FlatBuffers object API) to mark kernel -> kernel edges
-// programmatic and the kernels as waiting at entry, then run it. The kernels execute
+// Programmatic (PDL) edges, the runtime's half: these tests compile a pipeline with orchc's own
+// speed passes off (--no-pdl --unroll 1) and edit its artifact (through the FlatBuffers object
+// API) to mark kernel -> kernel edges programmatic and the kernels as waiting at entry, then run
+// it; they also ask CUDA where it takes such edges (conditional bodies, device graphs), which
+// orchc's PassOptions::pdl_in_bodies and pdl_in_device_graphs wait for. speed_gpu_test.cpp runs
+// the edges orchc makes itself. The kernels execute
 // griddepcontrol.wait before touching memory and griddepcontrol.launch_dependents right after,
 // so each one's successor is launched as early as CUDA allows: a missing wait would read what
 // its predecessor has not written yet. Results are compared exactly with a CPU reference.
@@ -112,7 +115,7 @@ int make_programmatic(fb::PipelineT& t, const std::string& name, bool waits = tr
 std::string compile_edited(const std::string& name, const std::string& source,
                            const std::function<void(fb::PipelineT&)>& edit) {
   std::string log;
-  const std::string path = orch::test::compile_source(name, source, &log);
+  const std::string path = orch::test::compile_source(name, source, &log, "--no-pdl --unroll 1");
   INFO(log);
   REQUIRE(!path.empty());
   orch::artifact::FileBytes file;
@@ -178,7 +181,7 @@ struct MixLibrary {
   cudaKernel_t kernel = nullptr;
   MixLibrary() {
     std::string log;
-    const std::string path = orch::test::compile_source("pdl_raw", chain_source(2), &log);
+    const std::string path = orch::test::compile_source("pdl_raw", chain_source(2), &log, "--no-pdl --unroll 1");
     INFO(log);
     REQUIRE(!path.empty());
     orch::artifact::FileBytes file;

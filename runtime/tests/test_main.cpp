@@ -67,12 +67,17 @@ std::string temp_dir() {
 
 namespace {
 
-std::string run_orchc(const std::string& src, const std::string& out, std::string* log) {
+// `options` (words for the shell) go to orchc, else $ORCH_ORCHC_OPTIONS: the whole suite runs
+// with, say, ORCH_ORCHC_OPTIONS="--no-pdl --unroll 1" (scripts/gpu-check does).
+std::string run_orchc(const std::string& src, const std::string& out, std::string* log,
+                      const char* options = nullptr) {
   const char* env = std::getenv("ORCH_ORCHC");
   std::string orchc = env && *env ? env : ORCH_ORCHC_PATH;
   if (!std::getenv("ORCH_TARGETS_DIR")) setenv("ORCH_TARGETS_DIR", ORCH_TARGETS_DIR_DEFAULT, 0);
   const std::string log_file = out + ".log";
-  const std::string cmd = "'" + orchc + "' '" + src + "' -o '" + out + "' >'" + log_file + "' 2>&1";
+  const char* env_options = std::getenv("ORCH_ORCHC_OPTIONS");
+  const std::string flags = options ? options : env_options ? env_options : "";
+  const std::string cmd = "'" + orchc + "' " + flags + " '" + src + "' -o '" + out + "' >'" + log_file + "' 2>&1";
   int rc = std::system(cmd.c_str());
   std::ifstream in(log_file);
   std::stringstream s;
@@ -120,10 +125,11 @@ std::string compile_file(const std::string& name, const std::string& path, std::
   return run_orchc(path, temp_dir() + "/" + name + ".bin", log);
 }
 
-std::string compile_source(const std::string& name, const std::string& source, std::string* log) {
+std::string compile_source(const std::string& name, const std::string& source, std::string* log,
+                           const char* options) {
   const std::string src = temp_dir() + "/" + name + ".orch";
   std::ofstream(src) << source;
-  return run_orchc(src, temp_dir() + "/" + name + ".bin", log);
+  return run_orchc(src, temp_dir() + "/" + name + ".bin", log, options);
 }
 
 }  // namespace orch::test

@@ -19,7 +19,9 @@ const std::string& gpu_unavailable_reason();
 
 // Compiles spec example `name` (no extension) with orchc into a temporary folder, once per
 // process; returns the .bin path, or "" with *log set to orchc's output. The spec folder is
-// $ORCH_SPEC_DIR (else the build's default), orchc is $ORCH_ORCHC (else the build's).
+// $ORCH_SPEC_DIR (else the build's default), orchc is $ORCH_ORCHC (else the build's), and
+// $ORCH_ORCHC_OPTIONS (words for the shell, e.g. "--no-pdl --unroll 1") are its options, here and
+// in every helper below that compiles.
 std::string compile_example(const std::string& name, std::string* log);
 // A compiled pipeline, opened as the runtime opens it (no GPU needed): REQUIREs that the file
 // opens. `p` points into `storage` (the file, 8-byte aligned), which it keeps.
@@ -31,8 +33,10 @@ struct OpenedExample {
 OpenedExample open_artifact(const std::string& path);
 // Spec example `name`, compiled (compile_example) and opened.
 OpenedExample open_example(const std::string& name);
-// The same for a pipeline given as text (written to <tmp>/<name>.orch).
-std::string compile_source(const std::string& name, const std::string& source, std::string* log);
+// The same for a pipeline given as text (written to <tmp>/<name>.orch); `options`, if given, are
+// orchc's options instead of $ORCH_ORCHC_OPTIONS (a test that needs particular ones).
+std::string compile_source(const std::string& name, const std::string& source, std::string* log,
+                           const char* options = nullptr);
 
 std::string spec_dir();
 std::string temp_dir();

@@ -16,10 +16,24 @@ namespace {
 
 struct Flags {
   std::string input, emit, target, targets_dir, format = "text", color = "auto", output;
-  bool check_only = false, no_cache = false, print_passes = false;
+  bool check_only = false, no_cache = false, print_passes = false, no_pdl = false;
   std::vector<std::string> archs;
   unsigned jobs = 0;
+  uint32_t unroll = 0;  // 0: the compiler's choice
 };
+
+// The lowering options the flags ask for; --emit=cuda cannot patch user kernels.
+orch::LowerOptions lower_options(const Flags& f) {
+  orch::LowerOptions lower;
+  lower.compile.archs = f.archs;
+  lower.compile.use_cache = !f.no_cache;
+  lower.compile.cache_dir = f.no_cache ? "" : orch::default_kernel_cache_dir();
+  lower.compile.jobs = f.jobs;
+  lower.print_passes = f.print_passes;
+  lower.pdl = !f.no_pdl;
+  lower.unroll = f.unroll;
+  return f.emit == "cuda" ? orch::for_emit_cuda(lower) : lower;
+}
 
 // Checks, then emits a view or compiles. Returns the exit code; diagnostics are in `diags`.
 int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine& diags) {
@@ -40,19 +54,15 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   if (diags.has_errors()) return 1;
   if (f.emit == "dot") std::cout << orch::emit_dot(*result.program, sources);
   if (f.emit == "yaml") std::cout << orch::emit_yaml(*result.program, sources);
-  if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program), sources);
-  if (f.emit == "cuda") std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program), sources);
+  if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program, lower_options(f)), sources);
+  if (f.emit == "cuda")
+    std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program, lower_options(f)), sources);
   if (f.check_only || !f.emit.empty()) return 0;
   if (f.output.empty()) {
     std::cerr << "orchc: nothing to do: give -o pipeline.bin, --check or --emit\n";
     return 2;
   }
-  orch::LowerOptions lower;
-  lower.compile.archs = f.archs;
-  lower.compile.use_cache = !f.no_cache;
-  lower.compile.cache_dir = f.no_cache ? "" : orch::default_kernel_cache_dir();
-  lower.compile.jobs = f.jobs;
-  lower.print_passes = f.print_passes;
+  const orch::LowerOptions lower = lower_options(f);
   auto bytes = orch::lower_to_artifact(*result.program, sources, lower, diags);
   if (!bytes || diags.has_errors()) return 1;
   // Written atomically: a failed compile never leaves a partial file or replaces a good one.
@@ -84,6 +94,13 @@ int run(int argc, char** argv) {
       ->delimiter(',');
   app.add_flag("--no-cache", f.no_cache, "compile every kernel afresh, bypassing the cache");
   app.add_option("-j,--jobs", f.jobs, "kernel compile threads (default: all cores)");
+  app.add_flag("--no-pdl", f.no_pdl,
+               "no programmatic (PDL) edges: every kernel starts after the kernels it depends on have "
+               "finished");
+  app.add_option("--unroll", f.unroll,
+                 "copies of a `while` body per WHILE iteration, each doing nothing once the condition is "
+                 "false (default: the compiler's choice, 8; 1: no unrolling)")
+      ->check(CLI::Range(1u, 64u));
   app.add_flag("--print-passes", f.print_passes,
                "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
   app.add_option("--diagnostics-format", f.format, "text, json or sarif")

@@ -52,7 +52,10 @@ std::string compiled(const std::string& orch_file, std::string* log) {
     const std::string stem = std::filesystem::path(orch_file).stem().string();
     const std::string out = temp_dir() + "/" + stem + "-" + std::to_string(done.size()) + ".bin";
     const std::string log_file = out + ".log";
-    const std::string cmd = "'" + orchc + "' '" + orch_file + "' -o '" + out + "' >'" + log_file + "' 2>&1";
+    // $ORCH_ORCHC_OPTIONS: orchc's options for every pipeline the tests compile.
+    const char* options = std::getenv("ORCH_ORCHC_OPTIONS");
+    const std::string cmd = "'" + orchc + "' " + (options ? options : "") + " '" + orch_file + "' -o '" + out +
+                            "' >'" + log_file + "' 2>&1";
     const int rc = std::system(cmd.c_str());
     std::ifstream in(log_file);
     std::stringstream s;

@@ -1,0 +1,48 @@
+// Code orchc puts at the entry of a kernel it did not write, in the kernel's PTX (NVRTC's
+// output, before ptxas or nvJitLink make it a CUBIN), so that user kernels need no edits:
+// - `griddepcontrol.wait` (cudaGridDependencySynchronize) as the first instruction, so that a
+//   programmatic edge may enter the kernel: nothing before it touches memory;
+// - a call to a guard function (an unrolled loop's copy: lowering/unroll_loops.cpp) whose
+//   arguments are parameters appended to the entry; when it returns 0 every thread exits.
+// The instructions go after the entry's declarations (.reg, .local, .shared, ...) and before its
+// first instruction; nothing else of the kernel changes. merge_ptx_modules joins the guard
+// function's own module (NVRTC output for the same target) to the kernel's, so the result is
+// one self-contained module: ptxas, nvJitLink and the driver's JIT all take it as it is.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch::lowering {
+
+struct PtxEntryPatch {
+  bool wait = false;  // griddepcontrol.wait first
+  // The guard: a function `.func (.param .b32 r) NAME(.param .b64 a0, ...)` defined in the module
+  // (merge_ptx_modules), called with every appended parameter zero-extended to 64 bits, in order.
+  // Returns non-zero where the kernel runs; the same value in every thread of a block (the
+  // guard broadcasts its decision). Empty: no guard.
+  std::string guard;
+  // Sizes (1, 2, 4 or 8 bytes) of the parameters appended to the entry, after its own; a
+  // launch passes them after the kernel's own arguments.
+  std::vector<uint32_t> extra_params;
+
+  bool empty() const { return !wait && guard.empty(); }
+  // One line naming everything above, for cache keys and messages: "wait", "wait guard orch_guard(8, 4)".
+  std::string describe() const;
+};
+
+// `ptx` with `patch` applied to the kernel whose entry is named `entry` (the lowered name); nullopt
+// with *error when there is no such entry or it cannot be patched. Other entries are left alone.
+std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::string& entry,
+                                           const PtxEntryPatch& patch, std::string* error);
+
+// One module: `ptx` with the functions and variables of `extra` (a module from the same compiler
+// for the same .target) placed before its own code, so a call in `ptx` finds them defined.
+// `.extern` declarations `ptx` already makes are dropped from `extra`; a symbol both define is an
+// error (nullopt, *error names it), as is another .target.
+std::optional<std::string> merge_ptx_modules(const std::string& ptx, const std::string& extra,
+                                             std::string* error);
+
+}  // namespace orch::lowering

@@ -1,0 +1,348 @@
+// The PTX entry patcher on NVRTC's real output (no GPU needed): the PDL wait goes first in every
+// kind of kernel, a guard call with appended parameters links, and what cannot be patched says
+// why. Every patched module is linked to an sm_90 CUBIN by nvJitLink, as orchc does.
+#include "lowering/ptx_entry.h"
+
+#include <doctest/doctest.h>
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lowering/inspect_ptx.h"
+#include "lowering/kernel_compiler.h"
+
+namespace orch::lowering {
+namespace {
+
+// Kernels of every shape the patcher must handle, in one file (several entries).
+const char* const kKernels = R"(
+template <class T> __global__ void scale(unsigned n, T a, T* x) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+template __global__ void scale<float>(unsigned, float, float*);
+extern "C" __global__ void no_params() { }
+__device__ __noinline__ int helper(int x) { return x * 5 + 1; }
+extern "C" __global__ void dynamic_shared(int* out) {
+  extern __shared__ int s[];
+  s[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  out[threadIdx.x] = helper(s[blockDim.x - 1 - threadIdx.x]);
+}
+struct S { int a; double b; char c[5]; };
+extern "C" __global__ void by_struct(S s, int* out) {
+  __shared__ int t[32];
+  t[threadIdx.x % 32] = s.a;
+  __syncthreads();
+  out[0] = t[0] + (int)s.b + s.c[1];
+}
+extern "C" __global__ void __launch_bounds__(256) bounded(char c, short h, int* out) {
+  int local[40];
+  for (int i = 0; i < 40; i++) local[i] = i * c;
+  out[threadIdx.x] = local[threadIdx.x % 40] + h;
+}
+extern "C" __global__ void loops_at_once(int* x, int n) {
+  for (int i = 0; i < n; ++i) x[i] += i;
+}
+)";
+
+// NVRTC's PTX of `code` for `arch` (a virtual arch); the lowered names of `names` in order.
+std::string nvrtc_ptx(const std::string& code, const std::string& arch, const std::vector<std::string>& names,
+                      std::vector<std::string>* lowered = nullptr, bool rdc = false) {
+  nvrtcProgram prog = nullptr;
+  REQUIRE(nvrtcCreateProgram(&prog, code.c_str(), "k.cu", 0, nullptr, nullptr) == NVRTC_SUCCESS);
+  for (const std::string& n : names) REQUIRE(nvrtcAddNameExpression(prog, n.c_str()) == NVRTC_SUCCESS);
+  std::vector<std::string> opts = {"-arch=" + arch, "-std=c++17"};
+  if (rdc) opts.push_back("-rdc=true");
+  std::vector<const char*> argv;
+  for (const std::string& o : opts) argv.push_back(o.c_str());
+  nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  nvrtcGetProgramLog(prog, log.data());
+  INFO(log);
+  REQUIRE(r == NVRTC_SUCCESS);
+  for (const std::string& n : names) {
+    const char* l = nullptr;
+    REQUIRE(nvrtcGetLoweredName(prog, n.c_str(), &l) == NVRTC_SUCCESS);
+    if (lowered) lowered->push_back(l);
+  }
+  size_t size = 0;
+  REQUIRE(nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS);
+  std::string ptx(size, '\0');
+  REQUIRE(nvrtcGetPTX(prog, ptx.data()) == NVRTC_SUCCESS);
+  nvrtcDestroyProgram(&prog);
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
+}
+
+// nvJitLink's verdict on `ptx` for sm_90: "" when it links to a CUBIN, else its log.
+std::string link_problem(const std::string& ptx) {
+  nvJitLinkHandle h = nullptr;
+  const char* opts[] = {"-arch=sm_90"};
+  if (nvJitLinkCreate(&h, 1, opts) != NVJITLINK_SUCCESS) return "nvJitLinkCreate failed";
+  std::string problem;
+  if (nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), "patched.ptx") != NVJITLINK_SUCCESS ||
+      nvJitLinkComplete(h) != NVJITLINK_SUCCESS) {
+    size_t size = 0;
+    nvJitLinkGetErrorLogSize(h, &size);
+    std::string log(size, '\0');
+    if (size) nvJitLinkGetErrorLog(h, log.data());
+    problem = "does not link: " + log;
+  } else {
+    size_t size = 0;
+    if (nvJitLinkGetLinkedCubinSize(h, &size) != NVJITLINK_SUCCESS || size == 0) problem = "no CUBIN";
+  }
+  nvJitLinkDestroy(&h);
+  return problem;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+// The lines of the body of entry `name`, trimmed, comments and blank lines dropped.
+std::vector<std::string> body_lines(const std::string& ptx, const std::string& name) {
+  size_t at = ptx.find(".entry " + name + "(");
+  REQUIRE_MESSAGE(at != std::string::npos, name);
+  size_t open = ptx.find('{', at);
+  std::vector<std::string> out;
+  int depth = 0;
+  std::istringstream in(ptx.substr(open));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string t = trim(line);
+    for (char c : t) depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    if (!t.empty() && t.rfind("//", 0) != 0) out.push_back(t);
+    if (depth == 0) break;
+  }
+  return out;
+}
+
+bool is_declaration(const std::string& line) {
+  for (const char* d : {".reg", ".local", ".shared", ".param"})
+    if (line.rfind(d, 0) == 0) return true;
+  return false;
+}
+
+// The first instruction of entry `name`, and whether every declaration came before it.
+std::string first_instruction(const std::string& ptx, const std::string& name, bool* declarations_first) {
+  std::vector<std::string> lines = body_lines(ptx, name);
+  *declarations_first = true;
+  std::string first;
+  int depth = 1;
+  for (size_t i = 1; i < lines.size(); ++i) {  // lines[0] is the `{`
+    const std::string& l = lines[i];
+    // Blocks inside the body (a call's, the guard's) declare their own.
+    if (depth == 1 && is_declaration(l)) {
+      if (!first.empty()) *declarations_first = false;
+    } else if (first.empty()) {
+      first = l;
+    }
+    for (char c : l) depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+  }
+  return first;
+}
+
+const std::vector<std::string> kEntries = {"scale<float>", "no_params", "dynamic_shared", "by_struct", "bounded",
+                                           "loops_at_once"};
+
+// A guard module as orchc writes one: every argument 8 bytes, the decision broadcast.
+const char* const kGuard = R"(
+extern "C" __device__ unsigned orch_guard(unsigned long long a0, unsigned long long a1, unsigned long long a2,
+                                          unsigned long long a3) {
+  unsigned go = 0u;
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
+    go = *(const volatile int*)a0 > (int)(unsigned)a1 + (short)(unsigned short)a2 + (signed char)a3 ? 1u : 0u;
+  return __syncthreads_or(go);
+}
+)";
+
+}  // namespace
+
+TEST_CASE("ptx entry: the PDL wait goes first in every kind of kernel, and the module still links") {
+  std::vector<std::string> lowered;
+  const std::string ptx = nvrtc_ptx(kKernels, "compute_90", kEntries, &lowered);
+  for (size_t k = 0; k < lowered.size(); ++k) {
+    CAPTURE(kEntries[k]);
+    PtxEntryPatch patch;
+    patch.wait = true;
+    std::string error;
+    std::optional<std::string> out = patch_ptx_entry(ptx, lowered[k], patch, &error);
+    INFO(error);
+    REQUIRE(out.has_value());
+    bool declarations_first = false;
+    CHECK(first_instruction(*out, lowered[k], &declarations_first) == "griddepcontrol.wait;");
+    CHECK(declarations_first);
+    // Exactly one wait, in this entry; every other entry as it was.
+    CHECK(out->find("griddepcontrol.wait") == out->rfind("griddepcontrol.wait"));
+    for (size_t j = 0; j < lowered.size(); ++j)
+      if (j != k) CHECK(body_lines(*out, lowered[j]) == body_lines(ptx, lowered[j]));
+    // The entry's parameters are untouched.
+    CHECK(parse_ptx(*out).functions.at(lowered[k]).params.size() ==
+          parse_ptx(ptx).functions.at(lowered[k]).params.size());
+    CHECK(link_problem(*out) == "");
+  }
+}
+
+TEST_CASE("ptx entry: a guard call with appended parameters of 8, 4, 2 and 1 bytes links") {
+  std::vector<std::string> lowered;
+  const std::string ptx = nvrtc_ptx(kKernels, "compute_90", kEntries, &lowered);
+  const std::string guard = nvrtc_ptx(kGuard, "compute_90", {}, nullptr, /*rdc=*/true);
+  REQUIRE(guard.find("orch_guard") != std::string::npos);
+  std::string error;
+  std::optional<std::string> joined = merge_ptx_modules(ptx, guard, &error);
+  INFO(error);
+  REQUIRE(joined.has_value());
+  CHECK(link_problem(*joined) == "");
+  for (size_t k = 0; k < lowered.size(); ++k) {
+    CAPTURE(kEntries[k]);
+    PtxEntryPatch patch;
+    patch.wait = true;
+    patch.guard = "orch_guard";
+    patch.extra_params = {8, 4, 2, 1};
+    std::optional<std::string> out = patch_ptx_entry(*joined, lowered[k], patch, &error);
+    INFO(error);
+    REQUIRE(out.has_value());
+    bool declarations_first = false;
+    CHECK(first_instruction(*out, lowered[k], &declarations_first) == "griddepcontrol.wait;");
+    CHECK(declarations_first);
+    const std::vector<PtxParam> before = parse_ptx(*joined).functions.at(lowered[k]).params;
+    const std::vector<PtxParam> after = parse_ptx(*out).functions.at(lowered[k]).params;
+    REQUIRE(after.size() == before.size() + 4);
+    for (size_t i = 0; i < before.size(); ++i) CHECK(after[i].text == before[i].text);
+    CHECK(after[before.size()].size == 8);
+    CHECK(after[before.size() + 1].size == 4);
+    CHECK(after[before.size() + 2].size == 2);
+    CHECK(after[before.size() + 3].size == 1);
+    const PtxFunction& f = parse_ptx(*out).functions.at(lowered[k]);
+    CHECK(f.calls.count("orch_guard") == 1);
+    const std::vector<std::string> lines = body_lines(*out, lowered[k]);
+    CHECK(std::find(lines.begin(), lines.end(), "@%orch_skip exit;") != lines.end());
+    CHECK(link_problem(*out) == "");
+  }
+  // The guard alone, without the wait (a target without PDL).
+  PtxEntryPatch guard_only;
+  guard_only.guard = "orch_guard";
+  guard_only.extra_params = {8, 8, 8, 8};
+  std::optional<std::string> out = patch_ptx_entry(*joined, "no_params", guard_only, &error);
+  REQUIRE(out.has_value());
+  CHECK(out->find("griddepcontrol.wait") == std::string::npos);
+  CHECK(link_problem(*out) == "");
+}
+
+TEST_CASE("ptx entry: names already in the module are not reused") {
+  // A kernel whose own inline PTX uses the names the patch would pick.
+  const char* code = R"(
+extern "C" __global__ void k(int* x) {
+  int v;
+  asm volatile("{ .reg .b32 %orch_go; mov.b32 %orch_go, 7; mov.b32 %0, %orch_go; }" : "=r"(v));
+  x[0] = v;
+}
+)";
+  std::vector<std::string> lowered;
+  const std::string ptx = nvrtc_ptx(code, "compute_90", {"k"}, &lowered);
+  const std::string guard = nvrtc_ptx(kGuard, "compute_90", {}, nullptr, true);
+  std::string error;
+  std::optional<std::string> joined = merge_ptx_modules(ptx, guard, &error);
+  REQUIRE(joined.has_value());
+  PtxEntryPatch patch;
+  patch.wait = true;
+  patch.guard = "orch_guard";
+  patch.extra_params = {8, 4, 4, 4};
+  std::optional<std::string> out = patch_ptx_entry(*joined, "k", patch, &error);
+  REQUIRE(out.has_value());
+  CHECK(out->find("%orch_1_go") != std::string::npos);
+  CHECK(link_problem(*out) == "");
+}
+
+TEST_CASE("ptx entry: what cannot be patched or joined says why") {
+  std::vector<std::string> lowered;
+  const std::string ptx = nvrtc_ptx(kKernels, "compute_90", kEntries, &lowered);
+  std::string error;
+  PtxEntryPatch wait;
+  wait.wait = true;
+  CHECK_FALSE(patch_ptx_entry(ptx, "missing", wait, &error).has_value());
+  CHECK(error == "the PTX defines no entry missing");
+  // A prefix of an entry's name is not that entry.
+  CHECK_FALSE(patch_ptx_entry(ptx, "no_param", wait, &error).has_value());
+  CHECK(error == "the PTX defines no entry no_param");
+  PtxEntryPatch bad;
+  bad.extra_params = {8};
+  CHECK_FALSE(patch_ptx_entry(ptx, "no_params", bad, &error).has_value());
+  CHECK(error == "appended parameters without a guard to pass them to");
+  bad.guard = "g";
+  bad.extra_params = {3};
+  CHECK_FALSE(patch_ptx_entry(ptx, "no_params", bad, &error).has_value());
+  CHECK(error == "an appended parameter of 3 bytes (1, 2, 4 or 8 only)");
+  // An empty patch changes nothing.
+  CHECK(patch_ptx_entry(ptx, "no_params", PtxEntryPatch{}, &error) == ptx);
+
+  // A module that defines what the kernel's defines too.
+  const std::string clash = nvrtc_ptx(R"(extern "C" __device__ int no_params(int x) { return x + 1; })", "compute_90",
+                                      {}, nullptr, true);
+  CHECK_FALSE(merge_ptx_modules(ptx, clash, &error).has_value());
+  CHECK(error == "the PTX of the kernel and orchc's code both define the symbol no_params");
+  // Another target.
+  const std::string other = nvrtc_ptx(kGuard, "compute_100", {}, nullptr, true);
+  CHECK_FALSE(merge_ptx_modules(ptx, other, &error).has_value());
+  CHECK(error == "cannot join PTX for .target sm_100 to PTX for .target sm_90");
+}
+
+TEST_CASE("ptx entry: the kernel compiler patches, joins the guard, links, and keys the cache by the patch") {
+  KernelSource s;
+  s.name = "scale";
+  s.code = kKernels;
+  s.file_name = "k.cu";
+  s.entry = "scale<float>";
+  CompileOptions options;
+  options.archs = {"sm_90"};
+  options.use_cache = false;
+  DiagnosticEngine diags;
+  auto plain = compile_kernels({s}, options, diags);
+  REQUIRE(plain[0].has_value());
+  CHECK(plain[0]->ptx.find("griddepcontrol.wait") == std::string::npos);
+
+  s.patch.wait = true;
+  auto waiting = compile_kernels({s}, options, diags);
+  REQUIRE(waiting[0].has_value());
+  CHECK(!diags.has_errors());
+  REQUIRE(waiting[0]->cubins.size() == 1);
+  CHECK(waiting[0]->cubins[0].arch == "sm_90");
+  CHECK(waiting[0]->lowered_name == plain[0]->lowered_name);
+  bool declarations_first = false;
+  CHECK(first_instruction(waiting[0]->ptx, waiting[0]->lowered_name, &declarations_first) == "griddepcontrol.wait;");
+
+  s.patch.guard = "orch_guard";
+  s.patch.extra_params = {8, 4, 2, 1};
+  s.guard_code = kGuard;
+  auto guarded = compile_kernels({s}, options, diags);
+  REQUIRE(guarded[0].has_value());
+  CHECK(parse_ptx(guarded[0]->ptx).functions.at(guarded[0]->lowered_name).params.size() == 7);
+  CHECK(link_problem(guarded[0]->ptx) == "");  // the stored PTX is one self-contained module
+
+  // A device-runtime kernel: the patched PTX links with cudadevrt.
+  KernelSource dr;
+  dr.name = "setter";
+  dr.code = R"(extern "C" __global__ void setter(const int* c, cudaGraphConditionalHandle h) {
+  if (threadIdx.x == 0) cudaGraphSetConditional(h, *c > 0);
+})";
+  dr.file_name = "setter.cu";
+  dr.uses_device_runtime = true;
+  dr.patch.wait = true;
+  auto linked = compile_kernels({dr}, options, diags);
+  INFO(format_diagnostics(diags.sorted(), SourceManager(), DiagnosticFormat::Text));
+  REQUIRE(linked[0].has_value());
+  CHECK(linked[0]->device_runtime);
+  CHECK(linked[0]->ptx.find("griddepcontrol.wait") != std::string::npos);
+}
+
+}  // namespace orch::lowering

@@ -1,0 +1,670 @@
+// The passes that make graphs faster than a person builds them (issue 11): which edges become
+// programmatic and why not, the kernels that wait at entry, the verifier's refusals, and what the
+// artifact and the ejected CUDA say. No GPU: kernels compile with NVRTC where a test needs the
+// artifact.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "artifact/artifact.h"
+#include "artifact/pipeline_generated.h"
+#include "compiler/check.h"
+#include "lowering/emit_cuda.h"
+#include "lowering/lower.h"
+#include "lowering/passes.h"
+
+namespace orch {
+namespace {
+
+struct Lowered {
+  SourceManager sources;
+  DiagnosticEngine diags;
+  CheckResult checked;
+  lir::Program program;
+};
+
+std::unique_ptr<Lowered> lower_text(const std::string& text, const LowerOptions& options = {}) {
+  auto l = std::make_unique<Lowered>();
+  l->checked = check_text("t.orch", text, l->sources, {}, l->diags);
+  REQUIRE_MESSAGE(!l->diags.has_errors(), format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
+  l->program = lower_to_lir(*l->checked.program, options);
+  return l;
+}
+
+// "%1 %2:programmatic" for a body: each node's dependencies, one node per line.
+std::string edges(const lir::Body& b) {
+  std::string out;
+  for (size_t i = 0; i < b.nodes.size(); ++i) {
+    out += std::to_string(i) + " " + lir::kind_name(b.nodes[i].op) + ":";
+    for (const lir::Dep& d : b.nodes[i].deps)
+      out += " " + std::to_string(d.from) + (d.kind == lir::DepKind::Programmatic ? "p" : "");
+    out += "\n";
+  }
+  return out;
+}
+
+const lir::Body& main_body(const lir::Program& p) { return p.graphs[p.main_graph].body; }
+
+const lir::Kernel& kernel_named(const lir::Program& p, const std::string& name) {
+  for (const lir::Kernel& k : p.kernels)
+    if (k.name == name) return k;
+  FAIL("no kernel " << name);
+  return p.kernels.front();
+}
+
+std::string verify(const lir::Program& p) {
+  SourceManager sources;
+  DiagnosticEngine diags;
+  lowering::verify_ordering(p, diags);
+  std::string out;
+  for (const Diagnostic& d : diags.all()) out += d.code + ": " + d.message + "\n";
+  return out;
+}
+
+// A chain of user kernels, a scalar update, a fill a memset does and a copy.
+const char* const kChain = R"(pipeline chain
+target sm_90
+param n: u32 = 1024
+buffer a: u32[n]
+buffer a2: u32[n]
+buffer c: i32
+kernel tick(c: inout i32) source """
+extern "C" __global__ void tick(int* c) { if (threadIdx.x == 0) c[0] += 1; }
+"""
+graph main {
+  fill a = 7
+  tick<<<1, 32>>>(c)
+  tick<<<1, 32>>>(c)
+  c += 2
+  tick<<<1, 32>>>(c)
+  copy a -> a2
+}
+)";
+
+}  // namespace
+
+TEST_CASE("programmatic edges: kernel -> kernel edges only, and only into kernels that wait") {
+  auto l = lower_text(kChain);
+  const lir::Program& p = l->program;
+  CHECK(p.pdl);
+  // memset, tick, tick, update, tick, memcpy: the three kernel -> kernel edges are programmatic,
+  // the memset -> memcpy edge stays full.
+  CHECK(edges(main_body(p)) == "0 memset:\n1 kernel:\n2 kernel: 1p\n3 kernel: 2p\n4 kernel: 3p\n5 memcpy: 0\n");
+  // Every generated kernel waits; a user kernel waits because programmatic edges enter it.
+  CHECK(kernel_named(p, "tick").waits_at_entry);
+  CHECK(kernel_named(p, "orch_update_0").waits_at_entry);
+  CHECK(kernel_named(p, "orch_update_0").source.find("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");") !=
+        std::string::npos);
+  CHECK(verify(p) == "");
+}
+
+TEST_CASE("programmatic edges: a user kernel no programmatic edge enters is left as it is") {
+  auto l = lower_text(R"(pipeline p
+target sm_90
+buffer a: u32[64]
+buffer c: i32
+kernel first(a: out u32[]) source """extern "C" __global__ void first(unsigned* a) {}"""
+graph main {
+  first<<<1, 64>>>(a)
+  c += 1
+}
+)");
+  const lir::Program& p = l->program;
+  CHECK(edges(main_body(p)) == "0 kernel:\n1 kernel:\n");  // independent: no edge at all
+  CHECK_FALSE(kernel_named(p, "first").waits_at_entry);
+  CHECK(kernel_named(p, "orch_update_0").waits_at_entry);
+}
+
+TEST_CASE("programmatic edges: off with --no-pdl, on targets without PDL, and for archs below sm_90") {
+  LowerOptions no_pdl;
+  no_pdl.pdl = false;
+  auto off = lower_text(kChain, no_pdl);
+  CHECK_FALSE(off->program.pdl);
+  CHECK(edges(main_body(off->program)) == "0 memset:\n1 kernel:\n2 kernel: 1\n3 kernel: 2\n4 kernel: 3\n5 memcpy: 0\n");
+  for (const lir::Kernel& k : off->program.kernels) {
+    CHECK_FALSE(k.waits_at_entry);
+    CHECK(k.source.find("griddepcontrol") == std::string::npos);
+  }
+
+  std::string sm80 = kChain;
+  sm80.replace(sm80.find("target sm_90"), 12, "target sm_80");
+  auto a100 = lower_text(sm80);
+  CHECK_FALSE(a100->program.pdl);
+  CHECK(edges(main_body(a100->program)) == edges(main_body(off->program)));
+
+  // Every target must have it: sm_90 and sm_80 together get none.
+  std::string both = kChain;
+  both.replace(both.find("target sm_90"), 12, "target sm_90\ntarget sm_80");
+  CHECK_FALSE(lower_text(both)->program.pdl);
+
+  // An arch list with an older arch (orchc --arch sm_80,sm_90) gets none either.
+  LowerOptions archs;
+  archs.compile.archs = {"sm_80", "sm_90"};
+  CHECK_FALSE(lower_text(kChain, archs)->program.pdl);
+  archs.compile.archs = {"sm_90", "sm_100"};
+  CHECK(lower_text(kChain, archs)->program.pdl);
+}
+
+TEST_CASE("programmatic edges: none into user kernels where they cannot be patched (--emit=cuda)") {
+  LowerOptions eject;
+  eject.patch_user_kernels = false;
+  auto l = lower_text(kChain, eject);
+  // tick -> update stays programmatic (orchc's kernel waits in its source); update -> tick and
+  // tick -> tick are full.
+  CHECK(edges(main_body(l->program)) == "0 memset:\n1 kernel:\n2 kernel: 1\n3 kernel: 2p\n4 kernel: 3\n5 memcpy: 0\n");
+  CHECK_FALSE(kernel_named(l->program, "tick").waits_at_entry);
+  // The ejected file builds that edge with CUDA's edge data.
+  const std::string cu = emit_cuda(l->program, l->sources);
+  CHECK(cu.find("edges[0].from_port = cudaGraphKernelNodePortProgrammatic;") != std::string::npos);
+  CHECK(cu.find("edges[0].type = cudaGraphDependencyTypeProgrammatic;") != std::string::npos);
+  CHECK(cu.find("cudaGraphAddNode(&node[3], graph, deps, edges, 1, &node_params)") != std::string::npos);
+  CHECK(cu.find("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");") != std::string::npos);
+}
+
+TEST_CASE("programmatic edges: full into and out of conditionals, bodies, device graphs and launchers") {
+  auto l = lower_text(R"(pipeline p
+target sm_90
+buffer x: f32[256]
+buffer y: f32[256]
+buffer flag: u32
+kernel k(x: inout f32[]) source """extern "C" __global__ void k(float* x) {}"""
+kernel spawn(x: inout f32[]) source """
+__global__ void child(float* x) {}
+extern "C" __global__ void spawn(float* x) { child<<<1, 1>>>(x); }
+"""
+graph side device {
+  k<<<1, 256>>>(y)
+  k<<<1, 256>>>(y)
+}
+graph main {
+  k<<<1, 256>>>(x)
+  k<<<1, 256>>>(x)
+  if flag != 0 {
+    k<<<1, 256>>>(x)
+    k<<<1, 256>>>(x)
+  }
+  k<<<1, 256>>>(x)
+  launch side tail
+  k<<<1, 256>>>(x)
+  spawn<<<1, 1>>>(x)
+  k<<<1, 256>>>(x)
+}
+)");
+  const lir::Program& p = l->program;
+  std::string all;
+  for (const lir::Graph& g : p.graphs) {
+    all += "graph " + g.name + "\n" + edges(g.body);
+    for (const lir::Node& n : g.body.nodes)
+      if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op)) all += "body\n" + edges(c->bodies[0]);
+  }
+  INFO(lir::print(p, l->sources));
+  // Nothing but kernel -> kernel edges between kernels that launch nothing: k -> condition
+  // kernel (programmatic), condition kernel -> if (full), the body's k -> k (full: inside a body),
+  // if -> k (full), k -> launcher and launcher -> k (full), k -> spawn, spawn -> k (full: spawn
+  // launches a kernel), the device graph's k -> k (full).
+  for (const lir::Graph& g : p.graphs) {
+    for (const lir::Node& n : g.body.nodes) {
+      for (const lir::Dep& d : n.deps) {
+        const lir::Node& from = g.body.nodes[d.from];
+        const auto* fk = std::get_if<lir::KernelNode>(&from.op);
+        const auto* tk = std::get_if<lir::KernelNode>(&n.op);
+        bool plain = fk && tk && !g.device;
+        for (const lir::KernelNode* k : {fk, tk})
+          if (k) {
+            const lir::Kernel& kernel = p.kernels[k->kernel];
+            plain = plain && !kernel.may_launch_kernels && kernel.name.rfind("orch_launch", 0) != 0;
+          }
+        CAPTURE(n.what);
+        CAPTURE(from.what);
+        CHECK((d.kind == lir::DepKind::Programmatic) == plain);
+      }
+      if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
+        for (const lir::Node& inner : c->bodies[0].nodes)
+          for (const lir::Dep& d : inner.deps) CHECK(d.kind == lir::DepKind::Full);
+    }
+  }
+  size_t programmatic = 0;
+  for (const lir::Graph& g : p.graphs)
+    for (const lir::Node& n : g.body.nodes)
+      for (const lir::Dep& d : n.deps) programmatic += d.kind == lir::DepKind::Programmatic;
+  CHECK(programmatic >= 1);
+  CHECK(verify(p) == "");
+
+  // With the switches on (once the GPU says CUDA takes them), the body's and the device graph's
+  // kernel -> kernel edges become programmatic too.
+  lowering::PassOptions o;
+  o.pdl = true;
+  o.pdl_in_bodies = true;
+  o.pdl_in_device_graphs = true;
+  lir::Program q = p;
+  lowering::programmatic_edges(q, o, false);
+  size_t in_bodies = 0, in_device = 0;
+  for (const lir::Graph& g : q.graphs)
+    for (const lir::Node& n : g.body.nodes) {
+      for (const lir::Dep& d : n.deps) in_device += g.device && d.kind == lir::DepKind::Programmatic;
+      if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
+        for (const lir::Node& inner : c->bodies[0].nodes)
+          for (const lir::Dep& d : inner.deps) in_bodies += d.kind == lir::DepKind::Programmatic;
+    }
+  CHECK(in_bodies == 1);
+  CHECK(in_device == 1);
+  CHECK(verify(q) == "");
+  // ...and the verifier refuses them while the switches are off.
+  q.pdl_in_bodies = q.pdl_in_device_graphs = false;
+  CHECK(verify(q) ==
+        "E0899: internal compiler error: in graph `side`, a programmatic edge in a graph launched from the device\n"
+        "E0899: internal compiler error: in graph `main.0`, a programmatic edge inside a conditional body\n");
+}
+
+TEST_CASE("programmatic edges: the verifier refuses one into a kernel that does not wait, or from a copy") {
+  auto l = lower_text(kChain);
+  lir::Program p = l->program;
+  REQUIRE(verify(p) == "");
+  for (lir::Kernel& k : p.kernels)
+    if (k.name == "tick") k.waits_at_entry = false;
+  CHECK(verify(p) ==
+        "E0899: internal compiler error: in graph `main`, a programmatic edge enters kernel `tick`, which does not "
+        "wait at entry: it could touch memory before the kernel it depends on has finished\n"
+        "E0899: internal compiler error: in graph `main`, a programmatic edge enters kernel `tick`, which does not "
+        "wait at entry: it could touch memory before the kernel it depends on has finished\n");
+  p = l->program;
+  lir::Body& b = p.graphs[p.main_graph].body;
+  b.nodes[5].deps[0].kind = lir::DepKind::Programmatic;  // memset -> memcpy
+  CHECK(verify(p) == "E0899: internal compiler error: in graph `main`, a programmatic edge from a memset node\n");
+  p = l->program;
+  p.pdl = false;  // targets without PDL
+  CHECK(verify(p).find("programmatic edges are off for this program") != std::string::npos);
+  // A programmatic edge does not make up for a missing one: the ordering check still holds.
+  p = l->program;
+  p.graphs[p.main_graph].body.nodes[3].deps.clear();
+  CHECK(verify(p).find("nothing orders this node after the node it conflicts with on `c`") != std::string::npos);
+}
+
+TEST_CASE("programmatic edges: the artifact holds them, the kernels wait, and the user kernel's PTX waits first") {
+  auto l = std::make_unique<Lowered>();
+  l->checked = check_text("t.orch", kChain, l->sources, {}, l->diags);
+  REQUIRE(!l->diags.has_errors());
+  LowerOptions options;
+  options.compile.use_cache = false;
+  std::optional<std::string> bytes = lower_to_artifact(*l->checked.program, l->sources, options, l->diags, &l->program);
+  INFO(format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
+  REQUIRE(bytes.has_value());
+  std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
+  std::memcpy(aligned.data(), bytes->data(), bytes->size());
+  auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes->size());
+  REQUIRE_MESSAGE(opened.ok(), opened.error);
+  const fb::Pipeline& f = *opened.pipeline;
+  const fb::Graph& g = *f.graphs()->Get(static_cast<flatbuffers::uoffset_t>(f.main_graph()));
+  std::string kinds;
+  for (const fb::Node* n : *g.nodes()) {
+    kinds += n->dep_kinds() ? "[" : "-";
+    if (n->dep_kinds())
+      for (fb::EdgeKind k : *n->dep_kinds()) kinds += k == fb::EdgeKind::Programmatic ? "p" : "f";
+    kinds += n->dep_kinds() ? "]" : "";
+  }
+  CHECK(kinds == "--[p][p][p]-");  // absent where every edge is full
+  for (const fb::Kernel* k : *f.kernels()) CHECK(k->waits_at_entry());
+  const fb::Kernel* tick = f.kernels()->Get(0);
+  REQUIRE(tick->name()->str() == "tick");
+  const std::string ptx(reinterpret_cast<const char*>(tick->ptx()->data()), tick->ptx()->size());
+  const size_t body = ptx.find('{', ptx.find(".entry tick("));
+  const size_t wait = ptx.find("griddepcontrol.wait;", body);
+  REQUIRE(wait != std::string::npos);
+  // Nothing but declarations and comments between the body's brace and the wait.
+  std::string between = ptx.substr(body + 1, wait - body - 1);
+  for (size_t line = 0; line < between.size();) {
+    size_t end = between.find('\n', line);
+    if (end == std::string::npos) end = between.size();
+    std::string t = between.substr(line, end - line);
+    t.erase(0, t.find_first_not_of(" \t"));
+    CHECK((t.empty() || t.rfind("//", 0) == 0 || t.rfind(".reg", 0) == 0));
+    line = end + 1;
+  }
+}
+
+}  // namespace orch
+
+namespace orch {
+namespace {
+
+// The loop of the benchmark: `while c > 0 { step }`, step a user kernel that decrements c.
+const char* const kCountdown = R"(pipeline countdown
+target sm_90
+param n: i32 = 1000
+buffer c: i32
+kernel step(c: inout i32) source """
+extern "C" __global__ void step(int* c) { if (threadIdx.x == 0) --(*c); }
+"""
+graph main {
+  fill c = n
+  while c > 0 {
+    step<<<1, 32>>>(c)
+  }
+}
+)";
+
+const lir::ConditionalNode& first_loop(const lir::Program& p) {
+  for (const lir::Node& n : main_body(p).nodes)
+    if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op)) return *c;
+  FAIL("no conditional node");
+  return std::get<lir::ConditionalNode>(main_body(p).nodes.front().op);
+}
+
+// Each node of a body as "kernel-name[copy/role]" (or its kind), in order.
+std::string copies(const lir::Program& p, const lir::Body& b) {
+  std::string out;
+  for (const lir::Node& n : b.nodes) {
+    const auto* k = std::get_if<lir::KernelNode>(&n.op);
+    std::string name = k ? p.kernels[k->kernel].name : lir::kind_name(n.op);
+    if (name.rfind("orch_", 0) == 0) name = name.substr(5, name.find('_', 5) - 5);  // orch_update_3 -> update
+    out += (out.empty() ? "" : " ") + name;
+    if (n.guard) out += "[" + std::to_string(n.guard->copy) + "/" + ir::to_string(n.guard->role) + "]";
+  }
+  return out;
+}
+
+std::vector<std::string> unroll_notes(const std::string& text, const LowerOptions& options = {}) {
+  SourceManager sources;
+  DiagnosticEngine diags;
+  CheckResult r = check_text("t.orch", text, sources, {}, diags);
+  REQUIRE_MESSAGE(!diags.has_errors(), format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
+  lowering::PassOptions o;
+  o.unroll = options.unroll ? options.unroll : kDefaultUnroll;
+  o.patch_user_kernels = options.patch_user_kernels;
+  lowering::drop_helper_graphs(*r.program);
+  lowering::split_segments(*r.program);
+  lowering::lower_conditions(*r.program);
+  return lowering::unroll_loops(*r.program, o);
+}
+
+}  // namespace
+
+TEST_CASE("unroll: `while c > 0 { step }` runs 8 copies of step per WHILE iteration, each deciding alone") {
+  auto l = lower_text(kCountdown);
+  const lir::Program& p = l->program;
+  const lir::ConditionalNode& loop = first_loop(p);
+  CHECK(copies(p, loop.bodies[0]) ==
+        "step step[2/alone] step[3/alone] step[4/alone] step[5/alone] step[6/alone] step[7/alone] step[8/alone] "
+        "condition");
+  REQUIRE(p.unrolled_loops.size() == 1);
+  CHECK(p.unrolled_loops[0].copies == 8);
+  // One guarded variant of step (the copy's slot index is an argument), calling the guard at entry.
+  size_t variants = 0;
+  for (const lir::Kernel& k : p.kernels)
+    if (k.guard_of >= 0) {
+      ++variants;
+      CHECK(k.name == "step");
+      CHECK(k.guard_code.find("extern \"C\" __device__ unsigned orch_guard(") != std::string::npos);
+      CHECK(k.guard_code.find("__syncthreads_or(orch_go)") != std::string::npos);
+      CHECK(k.guard_code.find("atomicCAS(orch_slot") == std::string::npos);  // alone: no atomics
+      REQUIRE(k.params.size() == 4);  // c, then the slot index, c again (the condition's), status
+      CHECK(k.guard_param_sizes == std::vector<uint32_t>{4, 8, 8});
+    }
+  CHECK(variants == 1);
+  // The slots: one per copy from 2 on; both condition kernels reset them.
+  const lir::Buffer& slots = p.buffers[p.unrolled_loops[0].slots];
+  CHECK(slots.name == "orch.guard.0");
+  CHECK(slots.count->text == "7");
+  size_t resets = 0;
+  for (const lir::Kernel& k : p.kernels)
+    resets += k.source.find("for (unsigned i = 0u; i < 7u; ++i) b1[i] = 0u;") != std::string::npos;
+  CHECK(resets == 2);
+  CHECK(verify(p) == "");
+}
+
+TEST_CASE("unroll: --unroll N sets the copies, 1 turns it off, and long bodies get fewer") {
+  LowerOptions three;
+  three.unroll = 3;
+  CHECK(lower_text(kCountdown, three)->program.unrolled_loops.at(0).copies == 3);
+  LowerOptions off;
+  off.unroll = 1;
+  auto plain = lower_text(kCountdown, off);
+  CHECK(plain->program.unrolled_loops.empty());
+  CHECK(copies(plain->program, first_loop(plain->program).bodies[0]) == "step condition");
+  CHECK(unroll_notes(kCountdown, off) == std::vector<std::string>{"unrolling off (--unroll 1)"});
+  CHECK(unroll_notes(kCountdown) ==
+        std::vector<std::string>{"`while c > 0` at line 10:3: 8 copies of its body per WHILE iteration"});
+
+  // 99 statements: 256 / 99 = 2 copies; 139: no room for a second.
+  auto body_of = [](int statements) {
+    std::string s = "pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer x: i32\ngraph main {\n  fill c = 9\n  while c > 0 {\n";
+    for (int i = 0; i < statements - 1; ++i) s += "    x += " + std::to_string(i % 2 ? 1 : 2) + "\n    c += 0\n";
+    return s + "    c -= 1\n  }\n}\n";
+  };
+  // (Counted before fusion, which runs after unrolling and joins the adjacent updates of a copy.)
+  auto two = lower_text(body_of(50));  // 99 statements
+  REQUIRE(two->program.unrolled_loops.size() == 1);
+  CHECK(two->program.unrolled_loops[0].copies == 2);
+  CHECK(unroll_notes(body_of(70)).at(0) ==
+        "`while c > 0` at line 7:3: not unrolled: its 139 nodes leave no room for a second copy under 256 nodes per body");
+}
+
+TEST_CASE("unroll: what is not unrolled says why") {
+  auto note = [](const std::string& body, const std::string& extra = "") {
+    return unroll_notes("pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer h: i32 host\nbuffer g: i32\ncomm world\n"
+                        "buffer sx: f32[4]\nbuffer sy: f32[4]\n" + extra +
+                        "graph main {\n  fill c = 3\n  while c > 0 {\n" + body + "    c -= 1\n  }\n}\n")
+        .at(0);
+  };
+  const std::string at = "`while c > 0` at line 11:3: not unrolled: ";
+  CHECK(note("    if g > 0 { g -= 1 }\n") ==
+        "`while c > 0` at line 11:3: not unrolled: its body holds a conditional (each copy would need a conditional "
+        "node and handle of its own)");
+  CHECK(note("    copy h -> g\n") ==
+        at + "its body copies host memory (a guarded copy would be a kernel touching mapped host memory)");
+  CHECK(note("    fill h = 1\n") ==
+        at + "its body fills host memory (a guarded fill would be a kernel touching mapped host memory)");
+  // Collectives, graph launches and kernels that launch kernels cannot be in a loop body at all
+  // (E0401, E0604, E0507); unroll_loops refuses them too, should that change.
+  const std::string k = "kernel k(g: inout i32) source \"\"\"extern \"C\" __global__ void k(int* g) {}\"\"\"\n";
+  LowerOptions eject = for_emit_cuda();
+  CHECK(unroll_notes("pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer g: i32\n" + k +
+                         "graph main {\n  fill c = 3\n  while c > 0 {\n    k<<<1, 1>>>(g)\n    c -= 1\n  }\n}\n",
+                     eject)
+            .at(0) ==
+        "`while c > 0` at line 8:3: not unrolled: user kernel `k` cannot be guarded here (--emit=cuda: nvcc compiles "
+        "it from its source)");
+  CHECK(unroll_notes("pipeline p\ntarget sm_90\nbuffer c: i32\n"
+                     "kernel dec(c: inout i32, go: cond) source \"\"\"extern \"C\" __global__ void dec(int* c, "
+                     "cudaGraphConditionalHandle go) { cudaGraphSetConditional(go, --*c > 0); }\"\"\"\n"
+                     "graph main {\n  fill c = 3\n  while kernel {\n    dec<<<1, 1>>>(c, cond)\n  }\n}\n")
+            .at(0) ==
+        "`while kernel` at line 7:3: not unrolled: its body kernel sets the condition through "
+        "cudaGraphSetConditional, whose value no other kernel can read");
+  // A loop inside a loop: the inner one is unrolled, the outer holds a conditional.
+  const std::vector<std::string> nested =
+      unroll_notes("pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer d: i32\ngraph main {\n  fill c = 3\n"
+                   "  while c > 0 {\n    fill d = 4\n    while d > 0 { d -= 1 }\n    c -= 1\n  }\n}\n");
+  CHECK(nested == std::vector<std::string>{
+                      "`while d > 0` at line 9:5: 8 copies of its body per WHILE iteration",
+                      "`while c > 0` at line 7:3: not unrolled: its body holds a conditional (each copy would need a "
+                      "conditional node and handle of its own)"});
+}
+
+TEST_CASE("unroll: roles follow the edges within a copy") {
+  auto l = lower_text(R"(pipeline shapes
+target sm_90
+param n: u32 = 1000
+param limit: i32 = 37
+buffer a: f32[n]
+buffer b: f32[n]
+buffer s: f32[16]
+buffer c: i32
+buffer d: i32
+kernel wide(n: u32, a: inout f32[]) source """
+extern "C" __global__ void wide(unsigned n, float* a) { unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] = a[i] * 0.5f + 1.0f; }
+"""
+kernel count(c: inout i32) source """
+extern "C" __global__ void count(int* c) { if (threadIdx.x == 0) *c += 1; }
+"""
+graph main {
+  fill c = 0
+  fill d = 0
+  while c < limit {
+    wide<<<ceil_div(n, 256), 256>>>(n, a)
+    copy a -> b
+    fill s = 2
+    d += 3
+    count<<<1, 32>>>(c)
+  }
+}
+)");
+  const lir::Program& p = l->program;
+  const std::string body = copies(p, first_loop(p).bodies[0]);
+  // Copy 1 as written (a memset does the fill, a memcpy the copy); in copies 2 on three sources
+  // race (the wide kernel, the fill, the update), the copy follows the wide kernel, count
+  // follows everything (it writes c, which every guard reads).
+  CHECK(body.rfind("wide memcpy memset update count wide[2/race] copy[2/follow] fill[2/race] update[2/race] "
+                   "count[2/follow] wide[3/race]",
+                   0) == 0);
+  CHECK(verify(p) == "");
+  for (const lir::Kernel& k : p.kernels) {
+    if (!k.generated || !k.guard) continue;
+    CHECK(k.source.find(lowering::kGuardPlaceholder) == std::string::npos);
+    const bool race = k.guard->role == ir::GuardRole::Race;
+    CHECK((k.source.find("atomicCAS(orch_slot, 0u, 1u)") != std::string::npos) == race);
+  }
+
+  // A chain whose source runs one block: it decides and stores, the rest follow.
+  auto chain = lower_text(R"(pipeline p
+target sm_90
+buffer c: i32
+buffer x: f32[4096]
+graph main {
+  fill c = 5
+  while c > 0 {
+    c -= 1
+    fill x = 1.5
+  }
+}
+)");
+  CHECK(copies(chain->program, first_loop(chain->program).bodies[0]) ==
+        "update memset update[2/decide] fill[2/follow] update[3/decide] fill[3/follow] update[4/decide] "
+        "fill[4/follow] update[5/decide] fill[5/follow] update[6/decide] fill[6/follow] update[7/decide] "
+        "fill[7/follow] update[8/decide] fill[8/follow] condition");
+  CHECK(verify(chain->program) == "");
+}
+
+TEST_CASE("unroll: the guard code of each role") {
+  using lowering::guard_statement;
+  const std::string t = "T", s = "S", i = "2u";
+  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Follow, false) ==
+        "if (*(volatile const unsigned*)(S + 2u) != 2u) return;");
+  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Alone, true) ==
+        "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
+        "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
+        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; } if (!__syncthreads_or(orch_go)) return 0u; }");
+  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Decide, false) ==
+        "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
+        "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
+        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; *(volatile unsigned*)(S + 2u) = orch_go ? 2u : 3u; } "
+        "if (!__syncthreads_or(orch_go)) return; }");
+  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Race, false) ==
+        "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
+        "unsigned* const orch_slot = (S + 2u); unsigned orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { "
+        "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
+        "orch_s = (!orch_c.e && orch_c.v) ? 2u : 3u; __threadfence(); atomicExch(orch_slot, orch_s); } else { "
+        "while (orch_s == 1u) orch_s = *(volatile unsigned*)orch_slot; __threadfence(); } "
+        "orch_go = orch_s == 2u ? 1u : 0u; } if (!__syncthreads_or(orch_go)) return; }");
+}
+
+TEST_CASE("unroll: fusion keeps copies apart") {
+  auto l = lower_text(R"(pipeline p
+target sm_90
+buffer c: i32
+buffer d: i32
+graph main {
+  fill c = 5
+  while c > 0 {
+    d += 1
+    c -= 1
+  }
+}
+)");
+  // Within a copy the two updates are one kernel; never across copies, never with the condition.
+  CHECK(copies(l->program, first_loop(l->program).bodies[0]) ==
+        "update update[2/alone] update[3/alone] update[4/alone] update[5/alone] update[6/alone] update[7/alone] "
+        "update[8/alone] condition");
+}
+
+TEST_CASE("unroll: the verifier refuses a broken guard protocol") {
+  auto l = lower_text(R"(pipeline p
+target sm_90
+buffer c: i32
+buffer x: f32[4096]
+graph main {
+  fill c = 5
+  while c > 0 {
+    c -= 1
+    fill x = 1.5
+  }
+}
+)");
+  auto body = [](lir::Program& p) -> lir::Body& {
+    for (lir::Node& n : p.graphs[p.main_graph].body.nodes)
+      if (auto* c = std::get_if<lir::ConditionalNode>(&n.op)) return c->bodies[0];
+    FAIL("no loop");
+    return p.graphs[p.main_graph].body;
+  };
+  {
+    lir::Program p = l->program;  // a follower with nothing of its copy before it
+    lir::Body& b = body(p);
+    b.nodes[3].deps.clear();
+    CHECK(verify(p).find("follows its copy's decision, but no node of its copy comes before it") != std::string::npos);
+  }
+  {
+    lir::Program p = l->program;  // an unguarded node among the copies
+    body(p).nodes[4].guard.reset();
+    CHECK(verify(p).find("sits among loop 0's guarded copies without a guard of its own") != std::string::npos);
+  }
+  {
+    lir::Program p = l->program;  // nothing resets the slots
+    lir::Body& b = body(p);
+    for (lir::BufferAccess& a : b.nodes.back().accesses)
+      if (a.buffer == p.unrolled_loops[0].slots) a.write = false;
+    CHECK(verify(p).find("nothing resets loop 0's guard slots after its copies") != std::string::npos);
+  }
+  {
+    lir::Program p = l->program;  // a decider that may run several blocks
+    lir::Body& b = body(p);
+    auto& k = std::get<lir::KernelNode>(b.nodes[2].op);
+    k.grid[0] = b.nodes[3].guard ? std::get<lir::KernelNode>(b.nodes[3].op).grid[0] : k.grid[0];
+    k.grid[0].code[0].value.bits = 16;
+    CHECK(verify(p).find("decides for its copy alone, but may run more than one block") != std::string::npos);
+  }
+}
+
+TEST_CASE("unroll: guarded kernels compile; a user kernel's variant calls its guard at the PTX entry") {
+  auto l = std::make_unique<Lowered>();
+  l->checked = check_text("t.orch", kCountdown, l->sources, {}, l->diags);
+  REQUIRE(!l->diags.has_errors());
+  LowerOptions options;
+  options.compile.use_cache = false;
+  std::optional<std::string> bytes = lower_to_artifact(*l->checked.program, l->sources, options, l->diags, &l->program);
+  INFO(format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
+  REQUIRE(bytes.has_value());
+  std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
+  std::memcpy(aligned.data(), bytes->data(), bytes->size());
+  auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes->size());
+  REQUIRE_MESSAGE(opened.ok(), opened.error);
+  const fb::Pipeline& f = *opened.pipeline;
+  bool found = false;
+  for (const fb::Kernel* k : *f.kernels()) {
+    if (k->name()->str() != "step" || k->params()->size() != 4) continue;
+    found = true;
+    const std::string ptx(reinterpret_cast<const char*>(k->ptx()->data()), k->ptx()->size());
+    CHECK(ptx.find(".visible .func  (.param .b32 func_retval0) orch_guard(") != std::string::npos);
+    CHECK(ptx.find("call.uni (orch_ret), orch_guard, (orch_arg0, orch_arg1, orch_arg2);") != std::string::npos);
+    REQUIRE(k->images()->size() == 1);
+    CHECK(k->images()->Get(0)->arch()->str() == "sm_90");
+  }
+  CHECK(found);
+  bool slots = false;
+  for (const fb::Buffer* b : *f.buffers()) slots |= b->name()->str() == "orch.guard.0";
+  CHECK(slots);
+}
+
+}  // namespace orch

@@ -1,0 +1,338 @@
+// What orchc's speed passes (issue 11) do on the GPU, against CPU references on fresh random
+// inputs: programmatic edges that orchc made itself, into user kernels it patched to wait at
+// entry (a missing wait reads what the kernel before has not written yet); guarded unrolling of
+// `while` loops, for every trip count around the copies per iteration (0, 1, U-1, U, U+1, ...,
+// 1,000) and several U, each equal to the CPU's loop and so to the loop without unrolling;
+// nested loops (the slots reset before each inner loop); and a condition that cannot be
+// evaluated inside an unrolled copy (reported where the loop is, and the loop ends).
+//
+// Suite "gpu". ORCH_TEST_SHORT=1 keeps the trip counts and launch counts small (for
+// compute-sanitizer's synccheck and racecheck, scripts/gpu-check).
+#include <doctest/doctest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "artifact/artifact.h"
+#include "orch/runtime.h"
+#include "runtime/tests/gpu_util.h"
+#include "runtime/tests/test_util.h"
+
+using namespace orch::test;
+
+namespace {
+
+bool short_run() {
+  const char* env = std::getenv("ORCH_TEST_SHORT");
+  return env && *env && std::string(env) != "0";
+}
+
+// dst[i] = src[(i * 7919 + c) % n] * 2654435761 + c * 40503 + i (u32, wrapping), c a device scalar:
+// every iteration of a loop leaves its own mark, so a copy run once too often or too few shows.
+constexpr const char* kMixc = R"(kernel mixc(n: u32, c: in i32, src: in u32[], dst: out u32[]) source """
+extern "C" __global__ void mixc(unsigned n, const int* c, const unsigned* src, unsigned* dst) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const unsigned k = (unsigned)*c;
+    unsigned j = (unsigned)(((unsigned long long)i * 7919ull + k) % n);
+    dst[i] = src[j] * 2654435761u + k * 40503u + i;
+  }
+}
+"""
+kernel step(c: inout i32) source """
+extern "C" __global__ void step(int* c) { if (threadIdx.x == 0) --(*c); }
+"""
+)";
+
+void mixc_cpu(uint32_t n, int32_t c, const std::vector<uint32_t>& src, std::vector<uint32_t>& dst) {
+  const uint32_t k = static_cast<uint32_t>(c);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t j = static_cast<uint32_t>((uint64_t{i} * 7919u + k) % n);
+    dst[i] = src[j] * 2654435761u + k * 40503u + i;
+  }
+}
+
+std::vector<uint32_t> random_u32(size_t n) {
+  std::vector<uint32_t> v(n);
+  for (uint32_t& x : v) x = rng()();
+  return v;
+}
+
+// Exact comparison, naming the first difference.
+void same(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i] && bad++ == 0) first = i;
+  INFO(what, ": ", bad, " of ", got.size(), " differ; first at ", first, ": got ", got[first], ", want ", want[first]);
+  CHECK(bad == 0);
+}
+
+// The artifact at `path`: how many edges are programmatic and how many loops are unrolled (guard
+// slot buffers), to know the test ran what it means to.
+struct Shape {
+  size_t programmatic = 0;
+  size_t unrolled = 0;
+};
+Shape shape_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint64_t> aligned((file.size() + 7) / 8);
+  std::memcpy(aligned.data(), file.data(), file.size());
+  auto opened = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), file.size());
+  INFO(opened.error);
+  REQUIRE(opened.ok());
+  Shape s;
+  std::function<void(const orch::fb::Graph&)> walk = [&](const orch::fb::Graph& g) {
+    if (!g.nodes()) return;
+    for (const orch::fb::Node* n : *g.nodes()) {
+      if (n->dep_kinds())
+        for (orch::fb::EdgeKind k : *n->dep_kinds()) s.programmatic += k == orch::fb::EdgeKind::Programmatic;
+      if (n->bodies())
+        for (const orch::fb::Graph* b : *n->bodies()) walk(*b);
+    }
+  };
+  for (const orch::fb::Graph* g : *opened.pipeline->graphs()) walk(*g);
+  for (const orch::fb::Buffer* b : *opened.pipeline->buffers())
+    s.unrolled += b->name()->str().rfind("orch.guard.", 0) == 0;
+  return s;
+}
+
+std::unique_ptr<orch::Pipeline> compile_and_load(const std::string& name, const std::string& source, const char* options,
+                                                 Shape* shape) {
+  std::string log;
+  const std::string path = compile_source(name, source, &log, options);
+  INFO(log);
+  REQUIRE(!path.empty());
+  if (shape) *shape = shape_of(path);
+  auto p = orch::Pipeline::load(path);
+  ORCH_REQUIRE_OK(p);
+  return std::move(p.value());
+}
+
+// Hops each wait for nothing themselves and let their successors launch at once: only the wait
+// orchc puts at their entry keeps each from reading what the hop before has not written.
+constexpr const char* kHop = R"(kernel hop(n: u32, salt: u32, src: in u32[], dst: out u32[]) source """
+extern "C" __global__ void hop(unsigned n, unsigned salt, const unsigned* src, unsigned* dst) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    unsigned j = (unsigned)(((unsigned long long)i * 7919ull + salt) % n);
+    dst[i] = src[j] * 2654435761u + salt * 40503u + i;
+  }
+}
+"""
+)";
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("orchc's programmatic edges: 64 dependent user kernels that wait only through orchc's patch, exact "
+          "over thousands of launches") {
+  constexpr int kHops = 64;
+  std::string source = std::string("pipeline hops\ntarget sm_90\nparam n: u32 = 3001\nbuffer a: u32[n]\nbuffer b: u32[n]\n"
+                                   "buffer count: u32\n") +
+                       kHop + "graph main {\n";
+  for (int k = 0; k < kHops; ++k) {
+    source += "  hop<<<ceil_div(n, 128), 128>>>(n, " + std::to_string(k + 1) + ", " + (k % 2 ? "b, a" : "a, b") + ")\n";
+    if (k % 16 == 15) source += "  count += 1\n";  // generated kernels in the chain too
+  }
+  source += "}\n";
+  const int launches = short_run() ? 20 : 3000;
+  for (const char* options : {"", "--no-pdl"}) {
+    CAPTURE(options);
+    Shape shape;
+    auto p = compile_and_load(std::string("hops") + (*options ? "_plain" : ""), source, options, &shape);
+    // Every kernel -> kernel edge is programmatic by default (the 63 between hops, the 3 between
+    // the updates of `count`), none with --no-pdl.
+    CHECK(shape.programmatic == (*options ? 0u : size_t(kHops - 1 + 3)));
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings(), s);
+    const uint32_t n = 3001;
+    std::vector<uint32_t> a = random_u32(n), b = random_u32(n);
+    write(*x, "a", a);
+    write(*x, "b", b);
+    write(*x, "count", std::vector<uint32_t>{0});
+    for (int l = 0; l < launches; ++l) {
+      ORCH_REQUIRE_OK(x->launch(s));
+      for (int k = 0; k < kHops; ++k) {
+        if (k % 2 == 0) mixc_cpu(n, k + 1, a, b);
+        else mixc_cpu(n, k + 1, b, a);
+      }
+    }
+    CUDA_REQUIRE(cudaStreamSynchronize(s));
+    same(read<uint32_t>(*x, "a", n), a, "a");
+    same(read<uint32_t>(*x, "b", n), b, "b");
+    CHECK(read<uint32_t>(*x, "count", 1)[0] == uint32_t(launches * (kHops / 16)));
+    ORCH_CHECK_OK(x->device_status());
+  }
+}
+
+TEST_CASE("unrolled loops: every trip count around the copies per iteration gives the CPU's buffers, for several U "
+          "and without unrolling") {
+  const std::string source = std::string(
+                                 "pipeline unrolled\ntarget sm_90\nparam n: u32 = 2053\nparam iters: i32 = 5\n"
+                                 "buffer a: u32[n]\nbuffer b: u32[n]\nbuffer e: u32[n]\nbuffer t: u32[40]\n"
+                                 "buffer c: i32\nbuffer d: i32\n") +
+                             kMixc +
+                             "graph main {\n"
+                             "  c = iters\n"
+                             "  d = 0\n"
+                             "  while c > 0 {\n"
+                             "    mixc<<<ceil_div(n, 256), 256>>>(n, c, a, b)\n"
+                             "    mixc<<<ceil_div(n, 256), 256>>>(n, c, b, a)\n"
+                             "    d += c * 3\n"
+                             "    fill t = 7\n"
+                             "    step<<<1, 32>>>(c)\n"
+                             "    copy a -> e\n"
+                             "  }\n"
+                             "}\n";
+  struct Config {
+    const char* options;
+    size_t unrolled;
+  };
+  const Config configs[] = {{"", 1}, {"--unroll 3", 1}, {"--unroll 16", 1}, {"--no-pdl --unroll 1", 0}, {"--no-pdl", 1}};
+  std::vector<int32_t> counts = {0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 1000};
+  if (short_run()) counts = {0, 1, 2, 3, 4, 7, 8, 9};
+  const uint32_t n = 2053;
+  int config = 0;
+  for (const Config& cfg : configs) {
+    CAPTURE(cfg.options);
+    Shape shape;
+    auto p = compile_and_load("unrolled" + std::to_string(config++), source, cfg.options, &shape);
+    CHECK(shape.unrolled == cfg.unrolled);
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings(), s);
+    for (int32_t iters : counts) {
+      CAPTURE(iters);
+      ORCH_REQUIRE_OK(x->set_param("iters", iters));
+      std::vector<uint32_t> a = random_u32(n), b = random_u32(n), e = random_u32(n), t = random_u32(40);
+      write(*x, "a", a);
+      write(*x, "b", b);
+      write(*x, "e", e);
+      write(*x, "t", t);
+      int32_t d = 0;
+      // Twice: the second launch finds the slots as the first left them.
+      for (int launch = 0; launch < 2; ++launch) {
+        run(*x, s);
+        d = 0;
+        for (int32_t c = iters; c > 0; --c) {
+          mixc_cpu(n, c, a, b);
+          mixc_cpu(n, c, b, a);
+          d += c * 3;
+          std::fill(t.begin(), t.end(), 7u);
+          e = a;
+        }
+      }
+      same(read<uint32_t>(*x, "a", n), a, "a");
+      same(read<uint32_t>(*x, "b", n), b, "b");
+      same(read<uint32_t>(*x, "e", n), e, "e");
+      same(read<uint32_t>(*x, "t", 40), t, "t");
+      CHECK(read<int32_t>(*x, "c", 1)[0] == std::min(iters, 0));
+      CHECK(read<int32_t>(*x, "d", 1)[0] == d);
+      ORCH_CHECK_OK(x->device_status());
+    }
+  }
+}
+
+TEST_CASE("unrolled loops: a loop inside a loop starts each time with fresh guard slots") {
+  const std::string source = std::string(
+                                 "pipeline nested\ntarget sm_90\nparam n: u32 = 777\nparam outer: i32 = 3\n"
+                                 "param inner: i32 = 5\nbuffer a: u32[n]\nbuffer b: u32[n]\nbuffer c: i32\n"
+                                 "buffer k: i32\nbuffer d: i32\n") +
+                             kMixc +
+                             "graph main {\n"
+                             "  c = outer\n"
+                             "  d = 0\n"
+                             "  while c > 0 {\n"
+                             "    k = inner + c\n"
+                             "    while k > 0 {\n"
+                             "      mixc<<<ceil_div(n, 128), 128>>>(n, k, a, b)\n"
+                             "      mixc<<<ceil_div(n, 128), 128>>>(n, c, b, a)\n"
+                             "      step<<<1, 32>>>(k)\n"
+                             "    }\n"
+                             "    d += 1\n"
+                             "    step<<<1, 32>>>(c)\n"
+                             "  }\n"
+                             "}\n";
+  const uint32_t n = 777;
+  int config = 0;
+  for (const char* options : {"", "--unroll 4", "--no-pdl --unroll 1"}) {
+    CAPTURE(options);
+    Shape shape;
+    auto p = compile_and_load("nested" + std::to_string(config++), source, options, &shape);
+    CHECK(shape.unrolled == (std::string(options).find("--unroll 1") == std::string::npos ? 1u : 0u));
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings(), s);
+    for (auto [outer, inner] : {std::pair<int32_t, int32_t>{3, 5}, {4, 0}, {2, 11}, {0, 3}}) {
+      CAPTURE(outer);
+      CAPTURE(inner);
+      ORCH_REQUIRE_OK(x->set_param("outer", outer));
+      ORCH_REQUIRE_OK(x->set_param("inner", inner));
+      std::vector<uint32_t> a = random_u32(n), b = random_u32(n);
+      write(*x, "a", a);
+      write(*x, "b", b);
+      run(*x, s);
+      int32_t d = 0;
+      for (int32_t c = outer; c > 0; --c) {
+        for (int32_t k = inner + c; k > 0; --k) {
+          mixc_cpu(n, k, a, b);
+          mixc_cpu(n, c, b, a);
+        }
+        ++d;
+      }
+      same(read<uint32_t>(*x, "a", n), a, "a");
+      same(read<uint32_t>(*x, "b", n), b, "b");
+      CHECK(read<int32_t>(*x, "d", 1)[0] == d);
+      ORCH_CHECK_OK(x->device_status());
+    }
+  }
+}
+
+TEST_CASE("unrolled loops: a condition that cannot be evaluated in a copy is reported at the loop, which ends") {
+  const std::string source = std::string("pipeline guard_error\ntarget sm_90\nparam start: i32 = 3\nbuffer c: i32\n") +
+                             kMixc +
+                             "graph main {\n"
+                             "  c = start\n"
+                             "  while 100 / c > 1 {\n"
+                             "    step<<<1, 32>>>(c)\n"
+                             "  }\n"
+                             "}\n";
+  const std::string before = source.substr(0, source.find("  while"));
+  const std::string where =
+      "guard_error.orch:" + std::to_string(std::count(before.begin(), before.end(), '\n') + 1) + ":3";
+  int config = 0;
+  for (const char* options : {"", "--unroll 1"}) {
+    CAPTURE(options);
+    auto p = compile_and_load("guard_error" + std::to_string(config++), source, options, nullptr);
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings(), s);
+    // c: 3 -> 2 -> 1 -> 0, where 100 / c divides by zero: false, and reported.
+    run(*x, s);
+    CHECK(read<int32_t>(*x, "c", 1)[0] == 0);
+    auto st = x->device_status();
+    REQUIRE_FALSE(st.ok());
+    INFO(st.error().to_string());
+    CHECK(st.error().code() == orch::ErrorCode::DeviceError);
+    CHECK(st.error().message().find("the expression could not be evaluated on the GPU") != std::string::npos);
+    CHECK(st.error().where().find(where) != std::string::npos);
+    ORCH_REQUIRE_OK(x->clear_device_status());
+    // A start the condition holds for all the way: no error.
+    ORCH_REQUIRE_OK(x->set_param("start", int32_t{-5}));
+    run(*x, s);
+    CHECK(read<int32_t>(*x, "c", 1)[0] == -5);  // 100 / -5 > 1 is false at once
+    ORCH_CHECK_OK(x->device_status());
+  }
+}
+
+}  // TEST_SUITE("gpu")
