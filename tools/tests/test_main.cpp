@@ -41,9 +41,12 @@ std::string spec_dir() {
   return env && *env ? env : ORCH_SPEC_DIR;
 }
 
-std::string compiled(const std::string& orch_file, std::string* log) {
-  static std::map<std::string, std::pair<std::string, std::string>> done;  // path: bin, log
-  auto it = done.find(orch_file);
+std::string compiled(const std::string& orch_file, std::string* log, const char* options) {
+  // $ORCH_ORCHC_OPTIONS: orchc's options for every pipeline the tests compile that names none.
+  if (!options) options = std::getenv("ORCH_ORCHC_OPTIONS");
+  const std::string key = orch_file + '\n' + (options ? options : "");
+  static std::map<std::string, std::pair<std::string, std::string>> done;  // path and options: bin, log
+  auto it = done.find(key);
   if (it == done.end()) {
     // $ORCH_ORCHC stands in for the build's orchc on a machine that runs a staged copy of the
     // tests (a GPU machine without this build tree).
@@ -52,15 +55,13 @@ std::string compiled(const std::string& orch_file, std::string* log) {
     const std::string stem = std::filesystem::path(orch_file).stem().string();
     const std::string out = temp_dir() + "/" + stem + "-" + std::to_string(done.size()) + ".bin";
     const std::string log_file = out + ".log";
-    // $ORCH_ORCHC_OPTIONS: orchc's options for every pipeline the tests compile.
-    const char* options = std::getenv("ORCH_ORCHC_OPTIONS");
     const std::string cmd = "'" + orchc + "' " + (options ? options : "") + " '" + orch_file + "' -o '" + out +
                             "' >'" + log_file + "' 2>&1";
     const int rc = std::system(cmd.c_str());
     std::ifstream in(log_file);
     std::stringstream s;
     s << in.rdbuf();
-    it = done.emplace(orch_file, std::make_pair(rc == 0 ? out : std::string(), "$ " + cmd + "\n" + s.str())).first;
+    it = done.emplace(key, std::make_pair(rc == 0 ? out : std::string(), "$ " + cmd + "\n" + s.str())).first;
   }
   if (log) *log = it->second.second;
   return it->second.first;

@@ -16,8 +16,9 @@ const std::string& temp_dir();
 // examples/embed_saxpy/saxpy.orch compiled with orchc (once); empty (and *log says why) on failure.
 std::string compiled_saxpy(std::string* log);
 
-// Any .orch file compiled with orchc into the temporary folder (once per path).
-std::string compiled(const std::string& orch_file, std::string* log);
+// Any .orch file compiled with orchc into the temporary folder (once per path and options), with
+// orchc's `options` (words for the shell), else $ORCH_ORCHC_OPTIONS.
+std::string compiled(const std::string& orch_file, std::string* log, const char* options = nullptr);
 // The acceptance examples' folder ($ORCH_SPEC_DIR, else the build's ORCH_SPEC_DIR).
 std::string spec_dir();
 
