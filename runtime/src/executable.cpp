@@ -23,13 +23,50 @@ namespace {
 
 std::string str(const flatbuffers::String* s) { return s ? std::string(s->c_str(), s->size()) : std::string(); }
 
+// A kernel's argument slots: in place for the few arguments most kernels take, so recording a
+// node allocates nothing (a 1,000-node graph would otherwise make 1,000 small allocations).
+class Slots {
+ public:
+  static constexpr uint32_t kInPlace = 6;
+  Slots() = default;
+  Slots(const Slots& o) { *this = o; }
+  Slots& operator=(const Slots& o) {
+    if (this != &o) {
+      assign(o.n_, 0);
+      std::copy(o.data(), o.data() + o.n_, data());
+    }
+    return *this;
+  }
+  // n slots, each `value`.
+  void assign(uint32_t n, uint64_t value) {
+    if (n > kInPlace && n > heap_size_) {
+      heap_.reset(new uint64_t[n]);
+      heap_size_ = n;
+    }
+    n_ = n;
+    std::fill(data(), data() + n, value);
+  }
+  uint32_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  uint64_t* data() { return n_ > kInPlace ? heap_.get() : in_place_; }
+  const uint64_t* data() const { return n_ > kInPlace ? heap_.get() : in_place_; }
+  uint64_t& operator[](size_t i) { return data()[i]; }
+  bool operator==(const Slots& o) const { return n_ == o.n_ && std::equal(data(), data() + n_, o.data()); }
+
+ private:
+  uint64_t in_place_[kInPlace] = {};
+  std::unique_ptr<uint64_t[]> heap_;
+  uint32_t heap_size_ = 0;
+  uint32_t n_ = 0;
+};
+
 // One kernel launch's parameters as evaluated, comparable to decide whether to patch.
 struct KernelCall {
   cudaKernel_t kernel = nullptr;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned shared = 0;
-  std::vector<uint64_t> slots;  // one 8-byte slot per argument, the value in its low bytes
+  Slots slots;  // one 8-byte slot per argument, the value in its low bytes
 
   bool operator==(const KernelCall& o) const {
     return kernel == o.kernel && std::equal(grid, grid + 3, o.grid) && std::equal(block, block + 3, o.block) &&
@@ -116,7 +153,17 @@ struct Executable::Impl {
     bool owned = false;
   };
   std::vector<BufferState> buffers;
-  std::vector<bool> written;  // per buffer: some node may write it (overlap checks)
+  // Per buffer: some node may write it (overlap checks); worked out when two bound buffers
+  // first share memory, since it walks every node.
+  mutable std::vector<bool> written;
+  mutable bool written_known = false;
+  const std::vector<bool>& written_flags() const {
+    if (!written_known) {
+      written = rt::written_buffers(*p);
+      written_known = true;
+    }
+    return written;
+  }
 
   // Device arrays of the execs of each family (per Pipeline.graphs index; empty otherwise).
   std::vector<rt::DeviceMemory> tables;
@@ -191,26 +238,30 @@ struct Executable::Impl {
     return rt::cuda_error(e, node_name(n, t) + ": " + what, node_where(n));
   }
 
-  // Evaluates an integer expression into [lo, hi].
-  std::string eval_uint(const fb::Expr* e, const Top& t, uint64_t lo, uint64_t hi, uint64_t* out) const {
-    // A launch shape is most often one integer constant, which validate() proved a value of
-    // its type: taken as it is when in range (anything else goes the general way, for its
-    // message). Every kernel node has six, evaluated at instantiate and at every set_param.
+  // A launch shape is most often one integer constant, which validate() proved a value of its
+  // type: taken as it is when in [lo, hi] (true); anything else goes the general way (false),
+  // for its value or its message. Every kernel node has six or seven, evaluated at
+  // instantiate and at every set_param.
+  static bool constant_uint(const fb::Expr* e, uint64_t lo, uint64_t hi, uint64_t* out) {
     static_assert(fb::ScalarType::U8 == fb::ScalarType(0) && fb::ScalarType::U64 == fb::ScalarType(3) &&
                       fb::ScalarType::I8 == fb::ScalarType(4) && fb::ScalarType::I64 == fb::ScalarType(7),
                   "the integer types are the first eight, unsigned first");
-    if (e && e->code() && e->code()->size() == 1) {
-      const fb::ExprInstr* in = e->code()->Get(0);
-      const unsigned type = static_cast<unsigned>(in->type());
-      if (in->op() == fb::ExprOp::ConstInt && type <= static_cast<unsigned>(fb::ScalarType::I64) &&
-          (in->i() >= 0 || type <= static_cast<unsigned>(fb::ScalarType::U64))) {
-        const uint64_t v = static_cast<uint64_t>(in->i());
-        if (v >= lo && v <= hi) {
-          *out = v;
-          return {};
-        }
-      }
-    }
+    const auto* code = e ? e->code() : nullptr;
+    if (!code || code->size() != 1) return false;
+    const fb::ExprInstr* in = code->Get(0);
+    const unsigned type = static_cast<unsigned>(in->type());
+    if (in->op() != fb::ExprOp::ConstInt || type > static_cast<unsigned>(fb::ScalarType::I64) ||
+        (in->i() < 0 && type > static_cast<unsigned>(fb::ScalarType::U64)))
+      return false;
+    const uint64_t v = static_cast<uint64_t>(in->i());
+    if (v < lo || v > hi) return false;
+    *out = v;
+    return true;
+  }
+
+  // Evaluates an integer expression into [lo, hi].
+  std::string eval_uint(const fb::Expr* e, const Top& t, uint64_t lo, uint64_t hi, uint64_t* out) const {
+    if (constant_uint(e, lo, hi, out)) return {};
     Value v;
     std::string err = rt::evaluate(e, plan.env(t.member), &v);
     if (!err.empty()) return err;
@@ -232,20 +283,28 @@ struct Executable::Impl {
     const fb::Kernel* kernel = p->kernels()->Get(k);
     out->kernel = pipeline->kernels[k];
     static const char* const axis[] = {"x", "y", "z"};
+    const auto* grid = n.grid();
+    const auto* block = n.block();
     for (int d = 0; d < 3; ++d) {
       uint64_t v;
-      std::string e = eval_uint(n.grid()->Get(d), t, 1, 0x7fffffffu, &v);
-      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("grid ") + axis[d] + ": " + e);
+      if (!constant_uint(grid->Get(d), 1, 0x7fffffffu, &v)) {
+        std::string e = eval_uint(grid->Get(d), t, 1, 0x7fffffffu, &v);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("grid ") + axis[d] + ": " + e);
+      }
       out->grid[d] = static_cast<unsigned>(v);
-      e = eval_uint(n.block()->Get(d), t, 1, 1024, &v);
-      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("block ") + axis[d] + ": " + e);
+      if (!constant_uint(block->Get(d), 1, 1024, &v)) {
+        std::string e = eval_uint(block->Get(d), t, 1, 1024, &v);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("block ") + axis[d] + ": " + e);
+      }
       out->block[d] = static_cast<unsigned>(v);
     }
     out->shared = 0;
-    if (n.shared_bytes()) {
+    if (const fb::Expr* shared = n.shared_bytes()) {
       uint64_t v;
-      std::string e = eval_uint(n.shared_bytes(), t, 0, 0x7fffffffu, &v);
-      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "dynamic shared memory: " + e);
+      if (!constant_uint(shared, 0, 0x7fffffffu, &v)) {
+        std::string e = eval_uint(shared, t, 0, 0x7fffffffu, &v);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "dynamic shared memory: " + e);
+      }
       out->shared = static_cast<unsigned>(v);
     }
     const uint32_t nargs = n.args() ? n.args()->size() : 0;
@@ -460,8 +519,10 @@ struct Executable::Impl {
         case fb::NodeKind::Kernel: {
           Status s = compute_kernel(n, t, &rec.kernel);
           if (!s.ok()) return s;
-          s = pipeline->allow_shared_bytes(n.kernel(), rec.kernel.shared);
-          if (!s.ok()) return s;
+          if (rec.kernel.shared > Pipeline::Impl::kDefaultSharedBytes) {
+            s = pipeline->allow_shared_bytes(n.kernel(), rec.kernel.shared);
+            if (!s.ok()) return s;
+          }
           cudaKernelNodeParams kp = rec.kernel.params(ptrs);
           if (!programmatic_edges(n, &edges)) {
             e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
@@ -919,7 +980,7 @@ struct Executable::Impl {
       void* at = static_cast<int>(i) == replaced ? ptr : buffers[i].ptr;
       spans[i] = {reinterpret_cast<uint64_t>(at), at ? with.buffers[i].bytes : 0};
     }
-    return rt::check_overlaps(*p, spans, written, b);
+    return rt::check_overlaps(*p, spans, [this]() -> const std::vector<bool>& { return written_flags(); }, b);
   }
 
   // Refused before anything touches a stream the application is capturing: a graph launch
@@ -1029,7 +1090,6 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   if (!s.ok()) return s.error();
   s = Executable::Impl::check_not_capturing(stream, "instantiate");
   if (!s.ok()) return s.error();
-  x->written = rt::written_buffers(p);
 
   // Communicators (NCCL is loaded only where one is bound or asked for), then params, bind
   // checks and buffers. With communicators, every rank then learns whether the others run the
