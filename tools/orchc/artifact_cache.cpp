@@ -232,6 +232,10 @@ void Recording::observe(FileFact fact, const std::string& path, std::string_view
 bool Recording::records(std::vector<FileRecord>* out) const {
   std::lock_guard<std::mutex> lock(mutex_);
   *out = records_;
+  // Kernels compile in parallel, so the order seen varies: sorted, an entry's bytes do not.
+  std::sort(out->begin(), out->end(), [](const FileRecord& a, const FileRecord& b) {
+    return a.path != b.path ? a.path < b.path : a.fact < b.fact;
+  });
   return consistent_;
 }
 
@@ -251,10 +255,15 @@ std::string cache_key(const CacheKeyParts& parts) {
   char cwd[4096];
   if (!::getcwd(cwd, sizeof cwd)) return {};
   key.add(cwd);
-  // The environment orchc and the CUDA libraries may read, sorted.
+  // The environment orchc and the CUDA libraries may read, sorted; not where the caches are
+  // or how large they may grow, which does not change what a compile makes.
   std::vector<std::string> vars;
   for (char** e = environ; e && *e; ++e) {
     const std::string_view v = *e;
+    bool cache_location = false;
+    for (std::string_view name : {"ORCH_CACHE_DIR=", "ORCH_ARTIFACT_CACHE_DIR=", "ORCH_ARTIFACT_CACHE_SIZE="})
+      cache_location |= v.substr(0, name.size()) == name;
+    if (cache_location) continue;
     for (std::string_view prefix : {"CUDA", "NV", "ORCH_", "LD_LIBRARY_PATH=", "LD_PRELOAD="})
       if (v.substr(0, prefix.size()) == prefix) {
         vars.emplace_back(v);

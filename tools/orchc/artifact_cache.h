@@ -3,8 +3,9 @@
 // lowering or touching NVRTC. Keyed like ccache's manifest mode:
 //   - the key: the .orch file's bytes, its path as given and the working folder, every option
 //     that can change the artifact or the report, the environment variables orchc or the CUDA
-//     libraries may read (CUDA*, NV*, ORCH_*, LD_LIBRARY_PATH, LD_PRELOAD), orchc itself (its
-//     build id and every shared library it has loaded) and the NVRTC and nvJitLink it would load;
+//     libraries may read (CUDA*, NV*, ORCH_* but the caches' places and size, LD_LIBRARY_PATH,
+//     LD_PRELOAD), orchc itself (its build id and every shared library it has loaded) and the
+//     NVRTC and nvJitLink it would load;
 //   - the entry: every fact the compile learned from the file system (support/file_observer.h:
 //     the files it read and their bytes, the paths it looked for and did not find, the CUDA
 //     toolkit it found), checked again before a hit is used.
@@ -51,8 +52,8 @@ class Recording : public FileObserver {
   Recording(const Recording&) = delete;
   Recording& operator=(const Recording&) = delete;
   void observe(FileFact fact, const std::string& path, std::string_view value) override;
-  // The facts in the order first seen, each once; false when one fact was seen with two
-  // values (a file changed while it was compiled): such a compile is not stored.
+  // The facts, each once, sorted by path; false when one fact was seen with two values (a file
+  // changed while it was compiled): such a compile is not stored.
   bool records(std::vector<FileRecord>* out) const;
 
  private:
