@@ -122,7 +122,7 @@ int run(int argc, char** argv) {
       ->delimiter(',');
   app.add_flag("--no-cache", f.no_cache,
                "compile afresh, bypassing the artifact cache and the kernel cache (both under "
-               "~/.cache/orch, see docs/compiling.md)");
+               "~/.cache/orch; README.md, \"Caches\")");
   app.add_option("-j,--jobs", f.jobs, "kernel compile threads (default: all cores)");
   app.add_flag("--print-passes", f.print_passes,
                "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
