@@ -627,7 +627,8 @@ class Validator {
     const fb::Node* node = nodes->Get(index);
     const uint32_t n_deps = size_of(node->deps());
     const uint32_t n_kinds = size_of(node->dep_kinds());
-    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (node->what() ? node->what()->size() + 4 : 0))) {
+    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (node->what() ? node->what()->size() + 4 : 0) +
+                (node->launch() ? sizeof(fb::LaunchShape) : 0))) {
       return false;
     }
     const fb::NodeKind kind = node->kind();
@@ -651,6 +652,9 @@ class Validator {
     if (!loc_ok(node->loc())) return fail_here(loc_problem(node->loc()));
     if (kind != fb::NodeKind::Kernel && (node->cost_bytes() || node->cost_flops()))
       return fail_here("a cost belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) + " node");
+    if (kind != fb::NodeKind::Kernel && node->launch())
+      return fail_here("a launch shape belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
+                       " node");
 
     bool ok = true;
     switch (kind) {
@@ -797,23 +801,30 @@ class Validator {
                          " launches graphs from the device, which a conditional body cannot hold");
       top_launcher_ = true;
     }
-    const struct {
-      const char* name;
-      const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* exprs;
-    } shapes[] = {{"grid", node->grid()}, {"block", node->block()}};
-    for (const auto& shape : shapes) {
-      const uint32_t n = size_of(shape.exprs);
-      if (n != 3) {
-        return fail_here(std::string(shape.name) + " has " + plural(n, "expression") +
-                         ", expected 3");
-      }
-      for (uint32_t j = 0; j < 3; ++j) {
-        if (!check_node_expr(shape.exprs->Get(j), true, shape.name, static_cast<int>(j))) {
-          return false;
+    // A launch shape of constants (any u32 is well formed; the runtime checks the ranges when
+    // it builds the node, as it does an expression's value), or the expressions.
+    if (node->launch()) {
+      if (node->grid() || node->block() || node->shared_bytes())
+        return fail_here("a kernel node has both a launch shape and grid, block or shared_bytes expressions");
+    } else {
+      const struct {
+        const char* name;
+        const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* exprs;
+      } shapes[] = {{"grid", node->grid()}, {"block", node->block()}};
+      for (const auto& shape : shapes) {
+        const uint32_t n = size_of(shape.exprs);
+        if (n != 3) {
+          return fail_here(std::string(shape.name) + " has " + plural(n, "expression") +
+                           ", expected 3");
+        }
+        for (uint32_t j = 0; j < 3; ++j) {
+          if (!check_node_expr(shape.exprs->Get(j), true, shape.name, static_cast<int>(j))) {
+            return false;
+          }
         }
       }
+      if (!check_node_expr(node->shared_bytes(), false, "shared_bytes")) return false;
     }
-    if (!check_node_expr(node->shared_bytes(), false, "shared_bytes")) return false;
     if (!check_node_expr(node->cost_bytes(), false, "cost_bytes")) return false;
     if (!check_node_expr(node->cost_flops(), false, "cost_flops")) return false;
 

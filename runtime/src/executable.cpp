@@ -283,6 +283,27 @@ struct Executable::Impl {
     const fb::Kernel* kernel = p->kernels()->Get(k);
     out->kernel = pipeline->kernels[k];
     static const char* const axis[] = {"x", "y", "z"};
+    if (const fb::LaunchShape* l = n.launch()) {
+      // Constants (validate() proved that grid, block and shared_bytes are absent), checked
+      // as evaluated expressions are, with the same messages.
+      const uint32_t grid[3] = {l->grid_x(), l->grid_y(), l->grid_z()};
+      const uint32_t block[3] = {l->block_x(), l->block_y(), l->block_z()};
+      for (int d = 0; d < 3; ++d) {
+        if (grid[d] < 1 || grid[d] > 0x7fffffffu)
+          return node_error(ErrorCode::InvalidValue, n, t,
+                            std::string("grid ") + axis[d] + ": " + std::to_string(grid[d]) + " is outside 1..2147483647");
+        if (block[d] < 1 || block[d] > 1024)
+          return node_error(ErrorCode::InvalidValue, n, t,
+                            std::string("block ") + axis[d] + ": " + std::to_string(block[d]) + " is outside 1..1024");
+        out->grid[d] = grid[d];
+        out->block[d] = block[d];
+      }
+      if (l->shared_bytes() > 0x7fffffffu)
+        return node_error(ErrorCode::InvalidValue, n, t,
+                          "dynamic shared memory: " + std::to_string(l->shared_bytes()) + " is outside 0..2147483647");
+      out->shared = l->shared_bytes();
+      return kernel_args(n, t, kernel, out);
+    }
     const auto* grid = n.grid();
     const auto* block = n.block();
     for (int d = 0; d < 3; ++d) {
@@ -307,6 +328,11 @@ struct Executable::Impl {
       }
       out->shared = static_cast<unsigned>(v);
     }
+    return kernel_args(n, t, kernel, out);
+  }
+
+  // The argument slots of kernel node `n`.
+  Status kernel_args(const fb::Node& n, const Top& t, const fb::Kernel* kernel, KernelCall* out) const {
     const uint32_t nargs = n.args() ? n.args()->size() : 0;
     out->slots.assign(nargs, 0);
     for (uint32_t i = 0; i < nargs; ++i) {
