@@ -30,10 +30,21 @@ class Slots {
   static constexpr uint32_t kInPlace = 6;
   Slots() = default;
   Slots(const Slots& o) { *this = o; }
+  Slots(Slots&& o) noexcept { *this = std::move(o); }
   Slots& operator=(const Slots& o) {
     if (this != &o) {
       assign(o.n_, 0);
       std::copy(o.data(), o.data() + o.n_, data());
+    }
+    return *this;
+  }
+  Slots& operator=(Slots&& o) noexcept {
+    if (this != &o) {
+      std::copy(o.in_place_, o.in_place_ + kInPlace, in_place_);
+      heap_ = std::move(o.heap_);
+      heap_size_ = o.heap_size_;
+      n_ = o.n_;
+      o.heap_size_ = o.n_ = 0;
     }
     return *this;
   }
@@ -537,19 +548,24 @@ struct Executable::Impl {
       observe_path.push_back(i);
       ObservedNode observed{observer(), NodeSite{t.graph, t.member, &observe_path}, observe_path, made[i]};
       if (observed.o) observed.o->node_begin(observed.site);
-      NodeRecord rec;
-      rec.top = top;
-      rec.node = &n;
+      // Recorded in place (a node's record is a few hundred bytes); on an error the caller
+      // drops the records of the graph being built. Bodies add records: `rec` is taken again
+      // after them.
+      const size_t r = records.size();
+      records.emplace_back();
+      NodeRecord* rec = &records[r];
+      rec->top = top;
+      rec->node = &n;
       cudaError_t e = cudaSuccess;
       switch (n.kind()) {
         case fb::NodeKind::Kernel: {
-          Status s = compute_kernel(n, t, &rec.kernel);
+          Status s = compute_kernel(n, t, &rec->kernel);
           if (!s.ok()) return s;
-          if (rec.kernel.shared > Pipeline::Impl::kDefaultSharedBytes) {
-            s = pipeline->allow_shared_bytes(n.kernel(), rec.kernel.shared);
+          if (rec->kernel.shared > Pipeline::Impl::kDefaultSharedBytes) {
+            s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared);
             if (!s.ok()) return s;
           }
-          cudaKernelNodeParams kp = rec.kernel.params(ptrs);
+          cudaKernelNodeParams kp = rec->kernel.params(ptrs);
           if (!programmatic_edges(n, &edges)) {
             e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
             if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddKernelNode");
@@ -574,17 +590,17 @@ struct Executable::Impl {
           break;
         }
         case fb::NodeKind::Memcpy: {
-          Status s = compute_copy(n, t, &rec.copy);
+          Status s = compute_copy(n, t, &rec->copy);
           if (!s.ok()) return s;
-          e = cudaGraphAddMemcpyNode1D(&made[i], g, dp, deps.size(), rec.copy.dst, rec.copy.src, rec.copy.bytes,
+          e = cudaGraphAddMemcpyNode1D(&made[i], g, dp, deps.size(), rec->copy.dst, rec->copy.src, rec->copy.bytes,
                                        cudaMemcpyDefault);
           if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddMemcpyNode1D");
           break;
         }
         case fb::NodeKind::Memset: {
-          Status s = compute_fill(n, t, &rec.fill);
+          Status s = compute_fill(n, t, &rec->fill);
           if (!s.ok()) return s;
-          e = cudaGraphAddMemsetNode(&made[i], g, dp, deps.size(), &rec.fill.p);
+          e = cudaGraphAddMemsetNode(&made[i], g, dp, deps.size(), &rec->fill.p);
           if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddMemsetNode");
           break;
         }
@@ -618,10 +634,10 @@ struct Executable::Impl {
           break;
         }
         case fb::NodeKind::Collective: {
-          Status s = compute_collective(n, t, &rec.collective);
+          Status s = compute_collective(n, t, &rec->collective);
           if (!s.ok()) return s;
           rt::Graph child;
-          s = capture(n, t, rec.collective, &child);
+          s = capture(n, t, rec->collective, &child);
           if (!s.ok()) return s;
           e = cudaGraphAddChildGraphNode(&made[i], g, deps.empty() ? nullptr : deps.data(), deps.size(), child.get());
           if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddChildGraphNode (the captured NCCL call)");
@@ -630,8 +646,8 @@ struct Executable::Impl {
           break;
         }
       }
-      rec.handle = made[i];
-      records.push_back(std::move(rec));
+      rec = &records[r];
+      rec->handle = made[i];
       record_index_stale = true;
     }
     return {};
