@@ -625,10 +625,13 @@ class Validator {
 
   bool check_node(const Nodes* nodes, uint32_t index, uint32_t depth, bool in_body) {
     const fb::Node* node = nodes->Get(index);
-    const uint32_t n_deps = size_of(node->deps());
+    const auto* node_deps = node->deps();
+    const uint32_t n_deps = size_of(node_deps);
     const uint32_t n_kinds = size_of(node->dep_kinds());
-    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (node->what() ? node->what()->size() + 4 : 0) +
-                (node->launch() ? sizeof(fb::LaunchShape) : 0))) {
+    const fb::LaunchShape* launch = node->launch();
+    const flatbuffers::String* what = node->what();
+    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (what ? what->size() + 4 : 0) +
+                (launch ? sizeof(fb::LaunchShape) : 0))) {
       return false;
     }
     const fb::NodeKind kind = node->kind();
@@ -636,10 +639,10 @@ class Validator {
       return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
     }
     if (n_deps == 1) {
-      if (node->deps()->Get(0) >= index)
-        return fail_here("dependency " + std::to_string(node->deps()->Get(0)) + " is not an earlier node");
+      if (node_deps->Get(0) >= index)
+        return fail_here("dependency " + std::to_string(node_deps->Get(0)) + " is not an earlier node");
     } else if (n_deps > 1) {
-      std::vector<uint32_t> deps(node->deps()->begin(), node->deps()->end());
+      std::vector<uint32_t> deps(node_deps->begin(), node_deps->end());
       for (uint32_t d : deps) {
         if (d >= index)
           return fail_here("dependency " + std::to_string(d) + " is not an earlier node");
@@ -652,7 +655,7 @@ class Validator {
     if (!loc_ok(node->loc())) return fail_here(loc_problem(node->loc()));
     if (kind != fb::NodeKind::Kernel && (node->cost_bytes() || node->cost_flops()))
       return fail_here("a cost belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) + " node");
-    if (kind != fb::NodeKind::Kernel && node->launch())
+    if (kind != fb::NodeKind::Kernel && launch)
       return fail_here("a launch shape belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
                        " node");
 
@@ -775,9 +778,10 @@ class Validator {
   }
 
   bool check_kernel_node(const fb::Node* node, bool in_body) {
-    if (!in_table(node->kernel(), n_kernels_))
-      return fail_here(range_problem("kernel index", node->kernel(), n_kernels_, "kernel"));
-    const fb::Kernel* kernel = kernels_->Get(node->kernel());
+    const int kernel_index = node->kernel();
+    if (!in_table(kernel_index, n_kernels_))
+      return fail_here(range_problem("kernel index", kernel_index, n_kernels_, "kernel"));
+    const fb::Kernel* kernel = kernels_->Get(kernel_index);
     // CUDA dynamic parallelism is not permitted in a graph instantiated for device launch (doc
     // comment of cudaGraphInstantiate) nor in a conditional body (CUDA C++ Programming Guide,
     // "Conditional Node Body Graph Requirements", which also forbids device graph launch).
@@ -791,8 +795,9 @@ class Validator {
       top_launcher_ = true;
     }
     bool launches_graphs = false;
-    for (uint32_t j = 0; j < size_of(node->args()); ++j) {
-      const fb::ArgKind k = node->args()->Get(j)->kind();
+    const auto* args = node->args();
+    for (uint32_t j = 0; j < size_of(args); ++j) {
+      const fb::ArgKind k = args->Get(j)->kind();
       launches_graphs |= k == fb::ArgKind::GraphExec || k == fb::ArgKind::GraphTable;
     }
     if (launches_graphs) {
@@ -829,7 +834,6 @@ class Validator {
     if (!check_node_expr(node->cost_flops(), false, "cost_flops")) return false;
 
     const auto* params = kernel->params();
-    const auto* args = node->args();
     const uint32_t n_params = size_of(params);
     const uint32_t n_args = size_of(args);
     if (n_args != n_params) {

@@ -291,7 +291,6 @@ struct Executable::Impl {
 
   Status compute_kernel(const fb::Node& n, const Top& t, KernelCall* out) const {
     const int k = n.kernel();
-    const fb::Kernel* kernel = p->kernels()->Get(k);
     out->kernel = pipeline->kernels[k];
     static const char* const axis[] = {"x", "y", "z"};
     if (const fb::LaunchShape* l = n.launch()) {
@@ -313,7 +312,7 @@ struct Executable::Impl {
         return node_error(ErrorCode::InvalidValue, n, t,
                           "dynamic shared memory: " + std::to_string(l->shared_bytes()) + " is outside 0..2147483647");
       out->shared = l->shared_bytes();
-      return kernel_args(n, t, kernel, out);
+      return kernel_args(n, t, out);
     }
     const auto* grid = n.grid();
     const auto* block = n.block();
@@ -339,17 +338,19 @@ struct Executable::Impl {
       }
       out->shared = static_cast<unsigned>(v);
     }
-    return kernel_args(n, t, kernel, out);
+    return kernel_args(n, t, out);
   }
 
   // The argument slots of kernel node `n`.
-  Status kernel_args(const fb::Node& n, const Top& t, const fb::Kernel* kernel, KernelCall* out) const {
-    const uint32_t nargs = n.args() ? n.args()->size() : 0;
+  Status kernel_args(const fb::Node& n, const Top& t, KernelCall* out) const {
+    const auto* args = n.args();
+    const uint32_t nargs = args ? args->size() : 0;
     out->slots.assign(nargs, 0);
     for (uint32_t i = 0; i < nargs; ++i) {
-      const fb::KernelArg* a = n.args()->Get(i);
+      const fb::KernelArg* a = args->Get(i);
       // Named only in errors: built then, not for every argument of every node.
       auto pname = [&] {
+        const fb::Kernel* kernel = p->kernels()->Get(n.kernel());
         return kernel->params() && i < kernel->params()->size() ? str(kernel->params()->Get(i)->name())
                                                                 : std::to_string(i);
       };
@@ -525,11 +526,12 @@ struct Executable::Impl {
     // graph that nothing orders may run in either order (or at once): each collective waits
     // for the one before it in the graph's node order, which every rank shares.
     cudaGraphNode_t last_collective = nullptr;
+    const auto* nodes = graph.nodes();
     for (uint32_t i = 0; i < count; ++i) {
-      const fb::Node& n = *graph.nodes()->Get(i);
+      const fb::Node& n = *nodes->Get(i);
       deps.clear();
-      if (n.deps())
-        for (uint32_t d : *n.deps()) deps.push_back(made[d]);
+      if (const auto* node_deps = n.deps())
+        for (uint32_t d : *node_deps) deps.push_back(made[d]);
       if (n.kind() == fb::NodeKind::Collective && last_collective &&
           std::find(deps.begin(), deps.end(), last_collective) == deps.end())
         deps.push_back(last_collective);
