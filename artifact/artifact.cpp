@@ -293,10 +293,12 @@ std::string not_readable(mode_t mode) {
   return kind.rfind("not ", 0) == 0 ? "is " + kind : "is " + kind + ", not a regular file";
 }
 
-// Aligned storage for `bytes` bytes plus a zero word, or null when memory runs out.
+// Aligned storage for `bytes` bytes and the rest of their last word, or null when memory runs
+// out. Not cleared: read_file() zeroes what follows the bytes it read (clearing all of it first
+// would write every byte twice).
 std::unique_ptr<uint64_t[]> allocate_words(size_t bytes) {
   const size_t words = bytes / 8 + 1;
-  return std::unique_ptr<uint64_t[]>(new (std::nothrow) uint64_t[words]());
+  return std::unique_ptr<uint64_t[]>(new (std::nothrow) uint64_t[words]);
 }
 
 }  // namespace
@@ -363,6 +365,8 @@ bool read_file(const std::string& path, size_t max_size, FileBytes* out, std::st
       if (n == 0) break;
       size += static_cast<size_t>(n);
     }
+    // Zero from the end of the bytes to the end of the storage (capacity / 8 + 1 words).
+    std::memset(reinterpret_cast<char*>(buf.get()) + size, 0, (capacity / 8 + 1) * 8 - size);
     out->storage = std::move(buf);
     out->size = size;
     return true;

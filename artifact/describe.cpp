@@ -283,9 +283,20 @@ class Describer {
 
     switch (n->kind()) {
       case fb::NodeKind::Kernel: {
-        text = "kernel " + name_at(p_.kernels(), n->kernel()) + "  grid " + shape(n->grid()) +
-               "  block " + shape(n->block());
-        if (n->shared_bytes()) text += "  shared " + expr(n->shared_bytes()) + " bytes";
+        if (const fb::LaunchShape* l = n->launch()) {
+          // The same text as for constant expressions.
+          auto three = [](uint32_t x, uint32_t y, uint32_t z) {
+            return "(" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+          };
+          text = "kernel " + name_at(p_.kernels(), n->kernel()) + "  grid " +
+                 three(l->grid_x(), l->grid_y(), l->grid_z()) + "  block " +
+                 three(l->block_x(), l->block_y(), l->block_z());
+          if (l->shared_bytes()) text += "  shared " + std::to_string(l->shared_bytes()) + " bytes";
+        } else {
+          text = "kernel " + name_at(p_.kernels(), n->kernel()) + "  grid " + shape(n->grid()) +
+                 "  block " + shape(n->block());
+          if (n->shared_bytes()) text += "  shared " + expr(n->shared_bytes()) + " bytes";
+        }
         line(indent + 2, text);
         const auto* args = n->args();
         text = "args:";

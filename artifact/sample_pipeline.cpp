@@ -252,8 +252,8 @@ class SampleBuilder {
   Offset<fb::Graph> build_main_tail() {
     std::vector<Offset<fb::Node>> nodes;
     {
-      const auto grid = shape({lit(8)});
-      const auto block = shape({lit(32)});
+      // A launch shape of constants: one struct instead of expressions (format 3).
+      const fb::LaunchShape launch(8, 1, 1, 32, 1, 1, 0);
       const std::vector<Offset<fb::KernelArg>> args = {
           fb::CreateKernelArg(fbb_, fb::ArgKind::Buffer, fb::ScalarType::F32, 0, kU),
           fb::CreateKernelArg(fbb_, fb::ArgKind::GraphExec, fb::ScalarType::U8, 0, kExpert),
@@ -261,8 +261,14 @@ class SampleBuilder {
       const auto args_offset = fbb_.CreateVector(args);
       const auto what = fbb_.CreateString("launcher<<<8, 32>>>(u, expert)");
       const fb::SourceLoc loc(0, 18, 3);
-      nodes.push_back(fb::CreateNode(fbb_, fb::NodeKind::Kernel, 0, &loc, what, kLauncher, grid,
-                                     block, 0, args_offset));
+      fb::NodeBuilder b(fbb_);
+      b.add_kind(fb::NodeKind::Kernel);
+      b.add_loc(&loc);
+      b.add_what(what);
+      b.add_kernel(kLauncher);
+      b.add_args(args_offset);
+      b.add_launch(&launch);
+      nodes.push_back(b.Finish());
     }
     {
       const auto deps = fbb_.CreateVector<uint32_t>({0});

@@ -171,6 +171,9 @@ class Validator {
     Validator& v_;
   };
 
+  bool loc_ok(const fb::SourceLoc* loc) const { return loc == nullptr || loc->file() < n_files_; }
+  static bool in_table(int64_t index, uint32_t n) { return index >= 0 && index < static_cast<int64_t>(n); }
+
   // "" when `index` is a valid index into a table of `n` `noun`s, else the complaint.
   static std::string range_problem(const char* what, int64_t index, uint32_t n, const char* noun) {
     if (index >= 0 && index < static_cast<int64_t>(n)) return std::string();
@@ -179,16 +182,25 @@ class Validator {
   }
 
   std::string loc_problem(const fb::SourceLoc* loc) const {
-    if (loc == nullptr || loc->file() < n_files_) return std::string();
+    if (loc_ok(loc)) return std::string();
     return "source location refers to file " + std::to_string(loc->file()) +
            ", but the pipeline lists " + plural(n_files_, "source file");
   }
 
-  // "" or what is wrong with a present expression. Charges its size first.
-  std::string expr_problem(const fb::Expr* e) {
+  // True when a present expression is well formed and well typed; otherwise false, with the
+  // complaint in *problem (for the caller to label), or in error_ when the budget ran out.
+  // Charges its size first.
+  bool expr_ok(const fb::Expr* e, std::string* problem) {
     const auto* code = e->code();
     const uint32_t n = size_of(code);
-    if (!charge(8 + 24 * static_cast<uint64_t>(n))) return error_;
+    if (!charge(8 + 24 * static_cast<uint64_t>(n))) return false;
+    if (proven(code, n)) return true;
+    *problem = expr_problem(code, n);
+    return problem->empty();
+  }
+
+  // "" or what is wrong with the `n` instructions of a present, charged expression.
+  std::string expr_problem(const flatbuffers::Vector<const fb::ExprInstr*>* code, uint32_t n) {
     if (n == 0) return "expression has no instructions";
     if (n > kMaxExprLength) {
       return "expression has " + std::to_string(n) + " instructions, more than the limit of " +
@@ -198,7 +210,6 @@ class Validator {
     if (reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
       return "expression code is not 8-byte aligned";
     }
-    if (proven(reinterpret_cast<const fb::ExprInstr*>(code->Data()), n)) return std::string();
     int64_t depth = 0;
     for (uint32_t k = 0; k < n; ++k) {
       const fb::ExprInstr* in = code->Get(k);
@@ -254,49 +265,72 @@ class Validator {
 
   // Short expressions already proved well formed and well typed in this pipeline, by their
   // bytes: launch shapes and arguments repeat from node to node ({1}, {256}, {n}), so each
-  // distinct one is typed once (a 1,000-kernel chain has 6,000 such expressions and 2 distinct).
-  static constexpr uint32_t kProvenLength = 4, kProvenSlots = 16;
+  // distinct one is typed once (a 1,000-kernel chain has 7,000 such expressions and 3 distinct).
+  // A direct-mapped table: the bytes pick one slot, which holds the last expression proved
+  // there; a collision only means typing an expression again.
+  static constexpr uint32_t kProvenLength = 4, kProvenSlots = 64;
+  static constexpr size_t kInstrWords = sizeof(fb::ExprInstr) / 8;
+  static_assert(sizeof(fb::ExprInstr) % 8 == 0 && alignof(fb::ExprInstr) == 8, "ExprInstr is whole words");
   struct Proven {
-    uint32_t n = 0;
-    fb::ExprInstr code[kProvenLength];
+    uint32_t n = 0;  // 0: empty
+    uint64_t words[kProvenLength * kInstrWords];
   };
   Proven proven_[kProvenSlots];
-  uint32_t proven_used_ = 0, proven_next_ = 0;
 
-  bool proven(const fb::ExprInstr* code, uint32_t n) const {
-    if (n > kProvenLength) return false;
-    for (uint32_t i = 0; i < proven_used_; ++i) {
-      if (proven_[i].n != n) continue;
-      uint32_t k = 0;  // instruction by instruction: a fixed-size compare the compiler inlines
-      while (k < n && std::memcmp(&proven_[i].code[k], &code[k], sizeof(fb::ExprInstr)) == 0) ++k;
-      if (k == n) return true;
-    }
-    return false;
+  static uint64_t word(const uint8_t* at) {
+    uint64_t w;
+    std::memcpy(&w, at, 8);
+    return w;
+  }
+  static uint32_t proven_slot(const uint8_t* bytes, uint32_t n) {
+    uint64_t h = n;
+    for (size_t k = 0; k < n * kInstrWords; ++k) h = (h ^ word(bytes + 8 * k)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<uint32_t>(h >> 58) % kProvenSlots;
+  }
+
+  // Whether the `n` instructions of `code` (charged, not yet looked at) are bytes proved before.
+  bool proven(const flatbuffers::Vector<const fb::ExprInstr*>* code, uint32_t n) const {
+    if (n < 1 || n > kProvenLength) return false;
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(code->Data());
+    const Proven& p = proven_[proven_slot(bytes, n)];
+    if (p.n != n) return false;
+    for (size_t k = 0; k < n * kInstrWords; ++k)
+      if (p.words[k] != word(bytes + 8 * k)) return false;
+    return true;
   }
   void remember(const fb::ExprInstr* code, uint32_t n) {
-    if (n > kProvenLength) return;
-    Proven& slot = proven_[proven_next_];
+    if (n < 1 || n > kProvenLength) return;
+    const uint8_t* bytes = reinterpret_cast<const uint8_t*>(code);
+    Proven& slot = proven_[proven_slot(bytes, n)];
     slot.n = n;
-    std::memcpy(slot.code, code, n * sizeof(fb::ExprInstr));
-    proven_next_ = (proven_next_ + 1) % kProvenSlots;
-    if (proven_used_ < kProvenSlots) ++proven_used_;
+    std::memcpy(slot.words, bytes, n * sizeof(fb::ExprInstr));
   }
 
   // Top-level expressions: `label` is e.g. "buffer 'u' count".
   bool check_expr(const fb::Expr* e, bool required, const std::string& label) {
     if (e == nullptr) return required ? fail(label + " is missing") : true;
-    std::string problem = expr_problem(e);
-    if (!error_.empty()) return false;
-    return problem.empty() || fail(label + ": " + problem);
+    std::string problem;
+    if (expr_ok(e, &problem)) return true;
+    return error_.empty() ? fail(label + ": " + problem) : false;
   }
   // Expressions inside a graph: the message starts with the path, then `label` ("grid[1]").
   // `index` >= 0 makes the label "<label>[<index>]"; it is built only for a message.
+  // The common case (absent, or proved before) is decided inline, without a string.
   bool check_node_expr(const fb::Expr* e, bool required, const char* label, int index = -1) {
-    auto named = [&] { return std::string(label) + (index >= 0 ? "[" + std::to_string(index) + "]" : ""); };
-    if (e == nullptr) return required ? fail_here(named() + " is missing") : true;
-    std::string problem = expr_problem(e);
-    if (!error_.empty()) return false;
-    return problem.empty() || fail_here(named() + ": " + problem);
+    if (e == nullptr) return !required || node_expr_failed(label, index, "is missing");
+    const auto* code = e->code();
+    const uint32_t n = size_of(code);
+    if (!charge(8 + 24 * static_cast<uint64_t>(n))) return false;
+    return proven(code, n) || node_expr_typed(code, n, label, index);
+  }
+  [[gnu::noinline]] bool node_expr_typed(const flatbuffers::Vector<const fb::ExprInstr*>* code, uint32_t n,
+                                         const char* label, int index) {
+    const std::string problem = expr_problem(code, n);
+    return problem.empty() || node_expr_failed(label, index, ": " + problem);
+  }
+  [[gnu::noinline]] bool node_expr_failed(const char* label, int index, const std::string& what) {
+    return fail_here(std::string(label) + (index >= 0 ? "[" + std::to_string(index) + "]" : "") +
+                     (what[0] == ':' ? "" : " ") + what);
   }
 
   template <class Table>
@@ -591,9 +625,13 @@ class Validator {
 
   bool check_node(const Nodes* nodes, uint32_t index, uint32_t depth, bool in_body) {
     const fb::Node* node = nodes->Get(index);
-    const uint32_t n_deps = size_of(node->deps());
+    const auto* node_deps = node->deps();
+    const uint32_t n_deps = size_of(node_deps);
     const uint32_t n_kinds = size_of(node->dep_kinds());
-    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (node->what() ? node->what()->size() + 4 : 0))) {
+    const fb::LaunchShape* launch = node->launch();
+    const flatbuffers::String* what = node->what();
+    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (what ? what->size() + 4 : 0) +
+                (launch ? sizeof(fb::LaunchShape) : 0))) {
       return false;
     }
     const fb::NodeKind kind = node->kind();
@@ -601,10 +639,10 @@ class Validator {
       return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
     }
     if (n_deps == 1) {
-      if (node->deps()->Get(0) >= index)
-        return fail_here("dependency " + std::to_string(node->deps()->Get(0)) + " is not an earlier node");
+      if (node_deps->Get(0) >= index)
+        return fail_here("dependency " + std::to_string(node_deps->Get(0)) + " is not an earlier node");
     } else if (n_deps > 1) {
-      std::vector<uint32_t> deps(node->deps()->begin(), node->deps()->end());
+      std::vector<uint32_t> deps(node_deps->begin(), node_deps->end());
       for (uint32_t d : deps) {
         if (d >= index)
           return fail_here("dependency " + std::to_string(d) + " is not an earlier node");
@@ -614,10 +652,12 @@ class Validator {
       if (dup != deps.end())
         return fail_here("dependency " + std::to_string(*dup) + " is listed twice");
     }
-    std::string problem = loc_problem(node->loc());
-    if (!problem.empty()) return fail_here(problem);
+    if (!loc_ok(node->loc())) return fail_here(loc_problem(node->loc()));
     if (kind != fb::NodeKind::Kernel && (node->cost_bytes() || node->cost_flops()))
       return fail_here("a cost belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) + " node");
+    if (kind != fb::NodeKind::Kernel && launch)
+      return fail_here("a launch shape belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
+                       " node");
 
     bool ok = true;
     switch (kind) {
@@ -734,14 +774,14 @@ class Validator {
   }
 
   bool check_buffer_ref(const char* what, int ref) {
-    std::string problem = range_problem(what, ref, n_buffers_, "buffer");
-    return problem.empty() || fail_here(problem);
+    return in_table(ref, n_buffers_) || fail_here(range_problem(what, ref, n_buffers_, "buffer"));
   }
 
   bool check_kernel_node(const fb::Node* node, bool in_body) {
-    std::string problem = range_problem("kernel index", node->kernel(), n_kernels_, "kernel");
-    if (!problem.empty()) return fail_here(problem);
-    const fb::Kernel* kernel = kernels_->Get(node->kernel());
+    const int kernel_index = node->kernel();
+    if (!in_table(kernel_index, n_kernels_))
+      return fail_here(range_problem("kernel index", kernel_index, n_kernels_, "kernel"));
+    const fb::Kernel* kernel = kernels_->Get(kernel_index);
     // CUDA dynamic parallelism is not permitted in a graph instantiated for device launch (doc
     // comment of cudaGraphInstantiate) nor in a conditional body (CUDA C++ Programming Guide,
     // "Conditional Node Body Graph Requirements", which also forbids device graph launch).
@@ -755,8 +795,9 @@ class Validator {
       top_launcher_ = true;
     }
     bool launches_graphs = false;
-    for (uint32_t j = 0; j < size_of(node->args()); ++j) {
-      const fb::ArgKind k = node->args()->Get(j)->kind();
+    const auto* args = node->args();
+    for (uint32_t j = 0; j < size_of(args); ++j) {
+      const fb::ArgKind k = args->Get(j)->kind();
       launches_graphs |= k == fb::ArgKind::GraphExec || k == fb::ArgKind::GraphTable;
     }
     if (launches_graphs) {
@@ -765,28 +806,34 @@ class Validator {
                          " launches graphs from the device, which a conditional body cannot hold");
       top_launcher_ = true;
     }
-    const struct {
-      const char* name;
-      const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* exprs;
-    } shapes[] = {{"grid", node->grid()}, {"block", node->block()}};
-    for (const auto& shape : shapes) {
-      const uint32_t n = size_of(shape.exprs);
-      if (n != 3) {
-        return fail_here(std::string(shape.name) + " has " + plural(n, "expression") +
-                         ", expected 3");
-      }
-      for (uint32_t j = 0; j < 3; ++j) {
-        if (!check_node_expr(shape.exprs->Get(j), true, shape.name, static_cast<int>(j))) {
-          return false;
+    // A launch shape of constants (any u32 is well formed; the runtime checks the ranges when
+    // it builds the node, as it does an expression's value), or the expressions.
+    if (node->launch()) {
+      if (node->grid() || node->block() || node->shared_bytes())
+        return fail_here("a kernel node has both a launch shape and grid, block or shared_bytes expressions");
+    } else {
+      const struct {
+        const char* name;
+        const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* exprs;
+      } shapes[] = {{"grid", node->grid()}, {"block", node->block()}};
+      for (const auto& shape : shapes) {
+        const uint32_t n = size_of(shape.exprs);
+        if (n != 3) {
+          return fail_here(std::string(shape.name) + " has " + plural(n, "expression") +
+                           ", expected 3");
+        }
+        for (uint32_t j = 0; j < 3; ++j) {
+          if (!check_node_expr(shape.exprs->Get(j), true, shape.name, static_cast<int>(j))) {
+            return false;
+          }
         }
       }
+      if (!check_node_expr(node->shared_bytes(), false, "shared_bytes")) return false;
     }
-    if (!check_node_expr(node->shared_bytes(), false, "shared_bytes")) return false;
     if (!check_node_expr(node->cost_bytes(), false, "cost_bytes")) return false;
     if (!check_node_expr(node->cost_flops(), false, "cost_flops")) return false;
 
     const auto* params = kernel->params();
-    const auto* args = node->args();
     const uint32_t n_params = size_of(params);
     const uint32_t n_args = size_of(args);
     if (n_args != n_params) {

@@ -462,6 +462,30 @@ TEST_CASE("validate: kernel nodes and arguments") {
          node(t, kMain, 3).shared_bytes->code = {lit(1), lit(1)};
        },
        "graph 'main' node 3: shared_bytes: expression leaves 2 values on the stack instead of 1"},
+      {"a launch shape instead of the expressions",
+       [](fb::PipelineT& t) {
+         fb::NodeT& n = node(t, kMain, 2);
+         n.grid.clear();
+         n.block.clear();
+         n.shared_bytes.reset();
+         n.launch = std::make_unique<fb::LaunchShape>(4, 1, 1, 256, 1, 1, 1024);
+       },
+       ""},
+      {"a launch shape of any values (the runtime checks ranges as it does for expressions)",
+       [](fb::PipelineT& t) { node(t, kMainTail, 0).launch = std::make_unique<fb::LaunchShape>(0, 0, 0, 0, 0, 0, ~0u); },
+       ""},
+      {"a launch shape and grid expressions",
+       [](fb::PipelineT& t) { node(t, kMain, 2).launch = std::make_unique<fb::LaunchShape>(4, 1, 1, 256, 1, 1, 0); },
+       "graph 'main' node 2: a kernel node has both a launch shape and grid, block or shared_bytes expressions"},
+      {"a launch shape and shared_bytes alone",
+       [](fb::PipelineT& t) { node(t, kMainTail, 0).shared_bytes = expr({lit(0)}); },
+       "graph 'main.1' node 0: a kernel node has both a launch shape and grid, block or shared_bytes expressions"},
+      {"a launch shape on a memset",
+       [](fb::PipelineT& t) { node(t, kMain, 1).launch = std::make_unique<fb::LaunchShape>(1, 1, 1, 1, 1, 1, 0); },
+       "graph 'main' node 1: a launch shape belongs to a kernel node, not to a Memset node"},
+      {"neither a launch shape nor grid expressions",
+       [](fb::PipelineT& t) { node(t, kMainTail, 0).launch.reset(); },
+       "graph 'main.1' node 0: grid has 0 expressions, expected 3"},
       {"a declared cost", [](fb::PipelineT& t) {
          node(t, kMain, 2).cost_bytes = expr({lit(12)});
          node(t, kMain, 2).cost_flops = expr({lit(2)});
@@ -555,8 +579,7 @@ TEST_CASE("validate: kernel nodes and arguments") {
          const fb::NodeT& launcher = node(t, kMainTail, 0);
          tail->kind = fb::NodeKind::Kernel;
          tail->kernel = launcher.kernel;
-         for (const auto& e : launcher.grid) tail->grid.push_back(expr(e->code));
-         for (const auto& e : launcher.block) tail->block.push_back(expr(e->code));
+         tail->launch = std::make_unique<fb::LaunchShape>(*launcher.launch);
          for (int ref : {0, -1}) {
            tail->args.push_back(std::make_unique<fb::KernelArgT>());
            tail->args.back()->kind = ref == 0 ? fb::ArgKind::Buffer : fb::ArgKind::GraphExec;

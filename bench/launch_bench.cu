@@ -11,7 +11,9 @@
 //     no-op once c is 0, the condition kernel once per U copies), orch `while kernel`, and orch
 //     `while c > 0` with each option string;
 //   start-up of the N-kernel chain: orch Pipeline::load + instantiate against building,
-//     instantiating and uploading the same graph by hand.
+//     instantiating and uploading the same graph by hand, and by hand from orchc's CUBIN with
+//     one change each (cudaGraphAddNode; cudaGraphInstantiateFlagUpload; the driver's
+//     cuGraphAddKernelNode), which say what the runtime would gain by making the same change.
 // Every time is the median of repeated runs after a warm-up, timed with CUDA events (launches)
 // or the host clock around synchronized work (start-up); every result is checked.
 //
@@ -20,6 +22,7 @@
 // --orch-options (repeatable; default "" and "--no-pdl --unroll 1"): orchc options, one
 // compilation each; an option string orchc refuses prints n/a (options that do not exist yet).
 // --torch: bench/torch_bench.py (default: the source tree's), run with $PYTHON (else python3).
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -212,6 +215,16 @@ cudaGraph_t chain_graph(void* fn, int n, int* c, bool programmatic) {
   }
   return g;
 }
+
+// Start-up by hand from orchc's CUBIN, as (s) and with one change each.
+enum class LibraryVariant { AddKernelNode, AddNode, InstantiateUploads, DriverAddNode };
+constexpr int kLibraryVariants = 4;
+const char* const kLibraryVariantNames[kLibraryVariants] = {
+    "(s) by hand from orchc's CUBIN: library load + (r)",
+    "(s2) (s), nodes added with cudaGraphAddNode",
+    "(s3) (s), instantiate with cudaGraphInstantiateFlagUpload",
+    "(s4) (s), nodes added with the driver's cuGraphAddKernelNode",
+};
 
 cudaGraphNode_t add_kernel(cudaGraph_t g, cudaGraphNode_t after, void* fn, void** args) {
   cudaKernelNodeParams p = {};
@@ -524,8 +537,20 @@ int main(int argc, char** argv) {
   // Host clock around synchronized work; each run builds everything from nothing and the
   // teardown is not timed.
   const int startup_reps = 11;
-  std::vector<double> hand_build, hand_inst, hand_upload, lib_total, orch_load, orch_inst, orch_build, orch_ginst,
-      orch_upload;
+  std::vector<double> hand_build, hand_inst, hand_upload, orch_load, orch_inst, orch_build, orch_ginst, orch_upload;
+  std::vector<double> lib_totals[kLibraryVariants];
+  // The driver's own node call, for variant (s4): the runtime links no libcuda.
+  using AddKernelNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
+  AddKernelNode driver_add_kernel_node = nullptr;
+  {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuGraphAddKernelNode", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      driver_add_kernel_node = reinterpret_cast<AddKernelNode>(fn);
+    else
+      (void)cudaGetLastError();
+  }
   std::string cubin, symbol, error;
   const bool have_cubin = orch::bench::first_kernel_cubin(chain_bin, arch, &cubin, &symbol, &error);
   if (!have_cubin) std::fprintf(stderr, "launch_bench: %s; row (s) is n/a\n", error.c_str());
@@ -548,9 +573,14 @@ int main(int argc, char** argv) {
     const double uploaded = us_since(t);
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaGraphDestroy(g));
-    // By hand from the CUBIN orchc made: load it as a library, then the same.
-    double from_library = -1;
-    if (have_cubin) {
+    // By hand from the CUBIN orchc made: load it as a library, then the same; and three
+    // variants of that, each one change, to show what the runtime could do differently.
+    for (int v = 0; v < kLibraryVariants && have_cubin; ++v) {
+      const LibraryVariant variant = static_cast<LibraryVariant>(v);
+      if (variant == LibraryVariant::DriverAddNode && !driver_add_kernel_node) {
+        lib_totals[v].push_back(-1);
+        continue;
+      }
       CHECK_CUDA(cudaDeviceSynchronize());
       t = Clock::now();
       cudaLibrary_t lib;
@@ -559,16 +589,62 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaLibraryGetKernel(&kernel, lib, symbol.c_str()));
       CHECK_CUDA(cudaGraphCreate(&g, 0));
       prev = nullptr;
-      for (int i = 0; i < n; ++i) prev = add_kernel(g, prev, reinterpret_cast<void*>(kernel), args);
-      CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-      CHECK_CUDA(cudaGraphUpload(exec, s));
+      for (int i = 0; i < n; ++i) {
+        switch (variant) {
+          case LibraryVariant::AddKernelNode:
+          case LibraryVariant::InstantiateUploads:
+            prev = add_kernel(g, prev, reinterpret_cast<void*>(kernel), args);
+            break;
+          case LibraryVariant::AddNode: {
+            cudaGraphNodeParams p = {};
+            p.type = cudaGraphNodeTypeKernel;
+            p.kernel.func = reinterpret_cast<void*>(kernel);
+            p.kernel.gridDim = dim3(1);
+            p.kernel.blockDim = dim3(32);
+            p.kernel.kernelParams = args;
+            cudaGraphNode_t node;
+            CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, nullptr, prev ? 1 : 0, &p));
+            prev = node;
+            break;
+          }
+          case LibraryVariant::DriverAddNode: {
+            CUDA_KERNEL_NODE_PARAMS p = {};
+            p.kern = reinterpret_cast<CUkernel>(kernel);  // func null: the library's kernel, current context
+            p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+            p.blockDimX = 32;
+            p.blockDimY = p.blockDimZ = 1;
+            p.kernelParams = args;
+            CUgraphNode node;
+            const CUresult r = driver_add_kernel_node(&node, reinterpret_cast<CUgraph>(g),
+                                                      prev ? reinterpret_cast<CUgraphNode*>(&prev) : nullptr,
+                                                      prev ? 1 : 0, &p);
+            if (r != CUDA_SUCCESS) {
+              std::fprintf(stderr, "launch_bench: cuGraphAddKernelNode failed (%d)\n", static_cast<int>(r));
+              return 1;
+            }
+            prev = reinterpret_cast<cudaGraphNode_t>(node);
+            break;
+          }
+        }
+      }
+      if (variant == LibraryVariant::InstantiateUploads) {
+        cudaGraphInstantiateParams ip = {};
+        ip.flags = cudaGraphInstantiateFlagUpload;
+        ip.uploadStream = s;
+        CHECK_CUDA(cudaGraphInstantiateWithParams(&exec, g, &ip));
+        expect(ip.result_out == cudaGraphInstantiateSuccess, "instantiate with upload");
+      } else {
+        CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+        CHECK_CUDA(cudaGraphUpload(exec, s));
+      }
       CHECK_CUDA(cudaStreamSynchronize(s));
-      from_library = us_since(t);
+      const double total = us_since(t);
+      if (keep) lib_totals[v].push_back(total);
       CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
       CHECK_CUDA(cudaDeviceSynchronize());
       CHECK_CUDA(cudaGraphLaunch(exec, s));
       CHECK_CUDA(cudaStreamSynchronize(s));
-      expect(read_int(c) == n, "chain from the loaded CUBIN: c = " + std::to_string(read_int(c)));
+      expect(read_int(c) == n, std::string(kLibraryVariantNames[v]) + ": c = " + std::to_string(read_int(c)));
       CHECK_CUDA(cudaGraphExecDestroy(exec));
       CHECK_CUDA(cudaGraphDestroy(g));
       CHECK_CUDA(cudaLibraryUnload(lib));
@@ -597,7 +673,6 @@ int main(int argc, char** argv) {
     hand_build.push_back(built);
     hand_inst.push_back(instantiated);
     hand_upload.push_back(uploaded);
-    lib_total.push_back(from_library);
     orch_load.push_back(loaded);
     orch_inst.push_back(orch_total);
     orch_build.push_back(times.build_s * 1e6);
@@ -644,8 +719,12 @@ int main(int argc, char** argv) {
   row("(q) by hand: build + instantiate", median(hand_inst) / 1e3, hand_total / 1e3,
       "build " + std::to_string(median(hand_build) / 1e3).substr(0, 5) + " ms");
   row("(r) by hand: build + instantiate + upload", hand_total / 1e3, hand_total / 1e3);
-  row("(s) by hand from orchc's CUBIN: library load + (r)", have_cubin ? median(lib_total) / 1e3 : -1,
-      hand_total / 1e3);
+  for (int v = 0; v < kLibraryVariants; ++v) {
+    const double ms = have_cubin && !lib_totals[v].empty() && lib_totals[v][0] >= 0 ? median(lib_totals[v]) / 1e3 : -1;
+    row(kLibraryVariantNames[v], ms, hand_total / 1e3,
+        v == 0 || ms < 0 || lib_totals[0].empty() ? std::string()
+                                                  : "vs (s): " + std::to_string(ms / (median(lib_totals[0]) / 1e3)).substr(0, 5));
+  }
   {
     char note[160];
     std::snprintf(note, sizeof note, "load %.3f, building %.3f, instantiate %.3f, upload %.3f ms",

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <variant>
 
+#include "support/file_observer.h"
 #include "support/input_file.h"
 
 namespace orch {
@@ -454,7 +455,10 @@ std::optional<TargetProfile> load_target_profile(const std::string& name_or_path
   if (!name_or_path.empty() && name_or_path.find('/') == std::string::npos) {
     for (const std::string& dir : search_dirs) {
       fs::path candidate = fs::path(dir) / (name_or_path + ".yaml");
-      if (!is_file(candidate)) continue;
+      if (!is_file(candidate)) {
+        observe_file_flag(FileFact::RegularFile, candidate.string(), false);
+        continue;
+      }
       size_t errors_before = diags.error_count();
       auto profile = load_file(candidate.string(), where, diags);
       if (profile && profile->name != name_or_path) {

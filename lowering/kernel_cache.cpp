@@ -1,5 +1,7 @@
 #include "lowering/kernel_cache.h"
 
+#include "support/file_observer.h"
+
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -216,19 +218,28 @@ std::string include_fingerprint(const std::string& code, const std::string& file
           std::vector<fs::path> candidates;
           if (quoted) candidates.push_back(dir / name);
           for (const std::string& d : include_dirs) candidates.push_back(fs::path(d) / name);
+          // Each look reported to the file observer (orchc's artifact cache replays a compile
+          // only while the same includes resolve to the same bytes).
           for (const fs::path& c : candidates) {
             std::error_code e;
-            if (!fs::is_regular_file(c, e)) continue;
+            if (!fs::is_regular_file(c, e)) {
+              observe_file_flag(FileFact::RegularFile, c.string(), false);
+              continue;
+            }
+            observe_file_flag(FileFact::RegularFile, c.string(), true);
             fs::path canonical = fs::weakly_canonical(c, e);
             if (e) canonical = c;
+            observe_file(FileFact::Canonical, c.string(), canonical.string());
             if (under_toolkit(canonical)) break;
             if (!seen.insert(canonical.string()).second) break;
             std::string contents;
             key.add(canonical.string());
             if (read_file(canonical, contents)) {
+              observe_file(FileFact::Contents, canonical.string(), contents);
               key.add(hash128_hex(contents));
               visit(contents, canonical.parent_path(), depth + 1);
             } else {
+              observe_file_flag(FileFact::Readable, canonical.string(), false);
               key.add("<unreadable>");
             }
             break;

@@ -17,6 +17,7 @@
 
 #include "lowering/kernel_cache.h"
 #include "lowering/nvrtc_log.h"
+#include "support/file_observer.h"
 
 #ifndef ORCH_CUDA_TOOLKIT_ROOT
 #define ORCH_CUDA_TOOLKIT_ROOT "/usr/local/cuda"
@@ -161,12 +162,21 @@ Toolkit probe_toolkit() {
     if (!env(var).empty()) roots.push_back(env(var));
   roots.push_back(ORCH_CUDA_TOOLKIT_ROOT);
   roots.push_back("/usr/local/cuda");
+  // Every look is reported to the file observer (orchc's artifact cache replays a compile only
+  // while the toolkit is found where it was).
   for (const std::string& root : roots) {
     for (const char* sub :
          {"include", "targets/x86_64-linux/include", "targets/sbsa-linux/include"}) {
-      if (is_dir(fs::path(root) / sub) && fs::exists(fs::path(root) / sub / "cuda_runtime.h")) {
+      const fs::path dir = fs::path(root) / sub;
+      const bool is = is_dir(dir);
+      observe_file_flag(FileFact::Directory, dir.string(), is);
+      if (!is) continue;
+      std::error_code ec;
+      const bool header = fs::exists(dir / "cuda_runtime.h", ec);
+      observe_file_flag(FileFact::Exists, (dir / "cuda_runtime.h").string(), header);
+      if (header) {
         t.root = root;
-        t.include_dir = (fs::path(root) / sub).string();
+        t.include_dir = dir.string();
         break;
       }
     }
@@ -176,11 +186,17 @@ Toolkit probe_toolkit() {
     for (const char* sub : {"lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"}) {
       fs::path p = fs::path(root) / sub / "libcudadevrt.a";
       std::error_code ec;
-      if (!fs::is_regular_file(p, ec)) continue;
+      if (!fs::is_regular_file(p, ec)) {
+        observe_file_flag(FileFact::RegularFile, p.string(), false);
+        continue;
+      }
+      observe_file_flag(FileFact::RegularFile, p.string(), true);
       t.cudadevrt = p.string();
       t.cudadevrt_size = fs::file_size(p, ec);
       auto mtime = fs::last_write_time(p, ec);
       if (!ec) t.cudadevrt_mtime = static_cast<int64_t>(mtime.time_since_epoch().count());
+      observe_file(FileFact::SizeAndTime, p.string(),
+                   std::to_string(t.cudadevrt_size) + " " + std::to_string(t.cudadevrt_mtime));
       break;
     }
     if (!t.cudadevrt.empty()) break;

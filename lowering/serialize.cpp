@@ -265,24 +265,45 @@ class Serializer {
     return std::visit(
         lir::overloaded{
             [&](const lir::KernelNode& k) {
-              std::vector<Offset<fb::Expr>> grid, block;
-              for (int i = 0; i < 3; ++i) grid.push_back(expr(k.grid[i]));
-              for (int i = 0; i < 3; ++i) block.push_back(expr(k.block[i]));
-              auto shared = expr(k.shared_bytes);
+              // A launch shape of constants is one struct (format 3), which the runtime reads as
+              // it is; otherwise the seven expressions.
+              uint32_t shape[7] = {};
+              const lir::Expr* parts[7] = {&k.grid[0],  &k.grid[1],  &k.grid[2],       &k.block[0],
+                                           &k.block[1], &k.block[2], &k.shared_bytes};
+              bool constant = true;
+              for (int i = 0; i < 7 && constant; ++i) {
+                const expr::Instr* leaf = parts[i]->leaf();
+                constant = leaf && leaf->kind == expr::InstrKind::Const && expr::is_integer(leaf->type) &&
+                           !leaf->value.negative() && leaf->value.magnitude() <= 0xffffffffu;
+                if (constant) shape[i] = static_cast<uint32_t>(leaf->value.magnitude());
+              }
+              Offset<flatbuffers::Vector<Offset<fb::Expr>>> grid_v = 0, block_v = 0;
+              Offset<fb::Expr> shared = 0;
+              if (!constant) {
+                std::vector<Offset<fb::Expr>> grid, block;
+                for (int i = 0; i < 3; ++i) grid.push_back(expr(k.grid[i]));
+                for (int i = 0; i < 3; ++i) block.push_back(expr(k.block[i]));
+                shared = expr(k.shared_bytes);
+                grid_v = fbb_.CreateVector(grid);
+                block_v = fbb_.CreateVector(block);
+              }
               std::vector<Offset<fb::KernelArg>> args;
               const lir::Kernel& kernel = p_.kernels[k.kernel];
               for (size_t i = 0; i < k.args.size(); ++i) args.push_back(arg(k.args[i], kernel.params[i]));
-              auto grid_v = fbb_.CreateVector(grid);
-              auto block_v = fbb_.CreateVector(block);
               auto args_v = fbb_.CreateVector(args);
               Offset<fb::Expr> cost_bytes = k.cost_bytes ? expr(*k.cost_bytes) : 0;
               Offset<fb::Expr> cost_flops = k.cost_flops ? expr(*k.cost_flops) : 0;
+              const fb::LaunchShape launch(shape[0], shape[1], shape[2], shape[3], shape[4], shape[5], shape[6]);
               fb::NodeBuilder b(fbb_);
               common(b, fb::NodeKind::Kernel);
               b.add_kernel(k.kernel);
-              b.add_grid(grid_v);
-              b.add_block(block_v);
-              b.add_shared_bytes(shared);
+              if (constant) {
+                b.add_launch(&launch);
+              } else {
+                b.add_grid(grid_v);
+                b.add_block(block_v);
+                b.add_shared_bytes(shared);
+              }
               b.add_args(args_v);
               if (k.cost_bytes) b.add_cost_bytes(cost_bytes);
               if (k.cost_flops) b.add_cost_flops(cost_flops);

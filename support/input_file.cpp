@@ -1,5 +1,7 @@
 #include "support/input_file.h"
 
+#include "support/file_observer.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -86,6 +88,7 @@ InputFile read_input_file(const std::string& path, size_t max_bytes) {
   }
   out.text.resize(have);
   out.status = InputFile::Status::Ok;
+  observe_file(FileFact::Contents, path, out.text);
   return out;
 }
 

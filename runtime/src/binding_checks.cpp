@@ -244,6 +244,11 @@ std::vector<bool> written_buffers(const fb::Pipeline& p) {
 
 Status check_overlaps(const fb::Pipeline& p, const std::vector<Span>& spans, const std::vector<bool>& written,
                       const Bindings& bindings) {
+  return check_overlaps(p, spans, [&]() -> const std::vector<bool>& { return written; }, bindings);
+}
+
+Status check_overlaps(const fb::Pipeline& p, const std::vector<Span>& spans,
+                      const std::function<const std::vector<bool>&()>& written_flags, const Bindings& bindings) {
   const size_t n = spans.size();
   std::vector<std::pair<int, int>> allowed;
   for (const auto& [a, b] : bindings.allowed_overlaps()) {
@@ -263,6 +268,7 @@ Status check_overlaps(const fb::Pipeline& p, const std::vector<Span>& spans, con
     const uint64_t end = s.begin + s.bytes;  // spans come from real allocations: no overflow
     for (size_t y = x + 1; y < order.size() && spans[order[y]].begin < end; ++y) {
       const size_t i = order[x], j = order[y];
+      const std::vector<bool>& written = written_flags();
       const bool wi = i < written.size() && written[i], wj = j < written.size() && written[j];
       if (!wi && !wj) continue;  // both only read: sharing memory is harmless
       const std::pair<int, int> key(static_cast<int>(std::min(i, j)), static_cast<int>(std::max(i, j)));

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,9 @@ struct Span {
 // an allowed pair that names no buffer. Spans are per Pipeline.buffers.
 Status check_overlaps(const fb::Pipeline& p, const std::vector<Span>& spans, const std::vector<bool>& written,
                       const Bindings& bindings);
+// The same, asking for the written flags only when two spans share a byte: most bindings share
+// none, and written_buffers() walks every node.
+Status check_overlaps(const fb::Pipeline& p, const std::vector<Span>& spans,
+                      const std::function<const std::vector<bool>&()>& written, const Bindings& bindings);
 
 }  // namespace orch::rt

@@ -23,13 +23,61 @@ namespace {
 
 std::string str(const flatbuffers::String* s) { return s ? std::string(s->c_str(), s->size()) : std::string(); }
 
+// A kernel's argument slots: in place for the few arguments most kernels take, so recording a
+// node allocates nothing (a 1,000-node graph would otherwise make 1,000 small allocations).
+class Slots {
+ public:
+  static constexpr uint32_t kInPlace = 6;
+  Slots() = default;
+  Slots(const Slots& o) { *this = o; }
+  Slots(Slots&& o) noexcept { *this = std::move(o); }
+  Slots& operator=(const Slots& o) {
+    if (this != &o) {
+      assign(o.n_, 0);
+      std::copy(o.data(), o.data() + o.n_, data());
+    }
+    return *this;
+  }
+  Slots& operator=(Slots&& o) noexcept {
+    if (this != &o) {
+      std::copy(o.in_place_, o.in_place_ + kInPlace, in_place_);
+      heap_ = std::move(o.heap_);
+      heap_size_ = o.heap_size_;
+      n_ = o.n_;
+      o.heap_size_ = o.n_ = 0;
+    }
+    return *this;
+  }
+  // n slots, each `value`.
+  void assign(uint32_t n, uint64_t value) {
+    if (n > kInPlace && n > heap_size_) {
+      heap_.reset(new uint64_t[n]);
+      heap_size_ = n;
+    }
+    n_ = n;
+    std::fill(data(), data() + n, value);
+  }
+  uint32_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  uint64_t* data() { return n_ > kInPlace ? heap_.get() : in_place_; }
+  const uint64_t* data() const { return n_ > kInPlace ? heap_.get() : in_place_; }
+  uint64_t& operator[](size_t i) { return data()[i]; }
+  bool operator==(const Slots& o) const { return n_ == o.n_ && std::equal(data(), data() + n_, o.data()); }
+
+ private:
+  uint64_t in_place_[kInPlace] = {};
+  std::unique_ptr<uint64_t[]> heap_;
+  uint32_t heap_size_ = 0;
+  uint32_t n_ = 0;
+};
+
 // One kernel launch's parameters as evaluated, comparable to decide whether to patch.
 struct KernelCall {
   cudaKernel_t kernel = nullptr;
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned shared = 0;
-  std::vector<uint64_t> slots;  // one 8-byte slot per argument, the value in its low bytes
+  Slots slots;  // one 8-byte slot per argument, the value in its low bytes
 
   bool operator==(const KernelCall& o) const {
     return kernel == o.kernel && std::equal(grid, grid + 3, o.grid) && std::equal(block, block + 3, o.block) &&
@@ -116,7 +164,17 @@ struct Executable::Impl {
     bool owned = false;
   };
   std::vector<BufferState> buffers;
-  std::vector<bool> written;  // per buffer: some node may write it (overlap checks)
+  // Per buffer: some node may write it (overlap checks); worked out when two bound buffers
+  // first share memory, since it walks every node.
+  mutable std::vector<bool> written;
+  mutable bool written_known = false;
+  const std::vector<bool>& written_flags() const {
+    if (!written_known) {
+      written = rt::written_buffers(*p);
+      written_known = true;
+    }
+    return written;
+  }
 
   // Device arrays of the execs of each family (per Pipeline.graphs index; empty otherwise).
   std::vector<rt::DeviceMemory> tables;
@@ -191,26 +249,30 @@ struct Executable::Impl {
     return rt::cuda_error(e, node_name(n, t) + ": " + what, node_where(n));
   }
 
-  // Evaluates an integer expression into [lo, hi].
-  std::string eval_uint(const fb::Expr* e, const Top& t, uint64_t lo, uint64_t hi, uint64_t* out) const {
-    // A launch shape is most often one integer constant, which validate() proved a value of
-    // its type: taken as it is when in range (anything else goes the general way, for its
-    // message). Every kernel node has six, evaluated at instantiate and at every set_param.
+  // A launch shape is most often one integer constant, which validate() proved a value of its
+  // type: taken as it is when in [lo, hi] (true); anything else goes the general way (false),
+  // for its value or its message. Every kernel node has six or seven, evaluated at
+  // instantiate and at every set_param.
+  static bool constant_uint(const fb::Expr* e, uint64_t lo, uint64_t hi, uint64_t* out) {
     static_assert(fb::ScalarType::U8 == fb::ScalarType(0) && fb::ScalarType::U64 == fb::ScalarType(3) &&
                       fb::ScalarType::I8 == fb::ScalarType(4) && fb::ScalarType::I64 == fb::ScalarType(7),
                   "the integer types are the first eight, unsigned first");
-    if (e && e->code() && e->code()->size() == 1) {
-      const fb::ExprInstr* in = e->code()->Get(0);
-      const unsigned type = static_cast<unsigned>(in->type());
-      if (in->op() == fb::ExprOp::ConstInt && type <= static_cast<unsigned>(fb::ScalarType::I64) &&
-          (in->i() >= 0 || type <= static_cast<unsigned>(fb::ScalarType::U64))) {
-        const uint64_t v = static_cast<uint64_t>(in->i());
-        if (v >= lo && v <= hi) {
-          *out = v;
-          return {};
-        }
-      }
-    }
+    const auto* code = e ? e->code() : nullptr;
+    if (!code || code->size() != 1) return false;
+    const fb::ExprInstr* in = code->Get(0);
+    const unsigned type = static_cast<unsigned>(in->type());
+    if (in->op() != fb::ExprOp::ConstInt || type > static_cast<unsigned>(fb::ScalarType::I64) ||
+        (in->i() < 0 && type > static_cast<unsigned>(fb::ScalarType::U64)))
+      return false;
+    const uint64_t v = static_cast<uint64_t>(in->i());
+    if (v < lo || v > hi) return false;
+    *out = v;
+    return true;
+  }
+
+  // Evaluates an integer expression into [lo, hi].
+  std::string eval_uint(const fb::Expr* e, const Top& t, uint64_t lo, uint64_t hi, uint64_t* out) const {
+    if (constant_uint(e, lo, hi, out)) return {};
     Value v;
     std::string err = rt::evaluate(e, plan.env(t.member), &v);
     if (!err.empty()) return err;
@@ -229,31 +291,66 @@ struct Executable::Impl {
 
   Status compute_kernel(const fb::Node& n, const Top& t, KernelCall* out) const {
     const int k = n.kernel();
-    const fb::Kernel* kernel = p->kernels()->Get(k);
     out->kernel = pipeline->kernels[k];
     static const char* const axis[] = {"x", "y", "z"};
+    if (const fb::LaunchShape* l = n.launch()) {
+      // Constants (validate() proved that grid, block and shared_bytes are absent), checked
+      // as evaluated expressions are, with the same messages.
+      const uint32_t grid[3] = {l->grid_x(), l->grid_y(), l->grid_z()};
+      const uint32_t block[3] = {l->block_x(), l->block_y(), l->block_z()};
+      for (int d = 0; d < 3; ++d) {
+        if (grid[d] < 1 || grid[d] > 0x7fffffffu)
+          return node_error(ErrorCode::InvalidValue, n, t,
+                            std::string("grid ") + axis[d] + ": " + std::to_string(grid[d]) + " is outside 1..2147483647");
+        if (block[d] < 1 || block[d] > 1024)
+          return node_error(ErrorCode::InvalidValue, n, t,
+                            std::string("block ") + axis[d] + ": " + std::to_string(block[d]) + " is outside 1..1024");
+        out->grid[d] = grid[d];
+        out->block[d] = block[d];
+      }
+      if (l->shared_bytes() > 0x7fffffffu)
+        return node_error(ErrorCode::InvalidValue, n, t,
+                          "dynamic shared memory: " + std::to_string(l->shared_bytes()) + " is outside 0..2147483647");
+      out->shared = l->shared_bytes();
+      return kernel_args(n, t, out);
+    }
+    const auto* grid = n.grid();
+    const auto* block = n.block();
     for (int d = 0; d < 3; ++d) {
       uint64_t v;
-      std::string e = eval_uint(n.grid()->Get(d), t, 1, 0x7fffffffu, &v);
-      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("grid ") + axis[d] + ": " + e);
+      if (!constant_uint(grid->Get(d), 1, 0x7fffffffu, &v)) {
+        std::string e = eval_uint(grid->Get(d), t, 1, 0x7fffffffu, &v);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("grid ") + axis[d] + ": " + e);
+      }
       out->grid[d] = static_cast<unsigned>(v);
-      e = eval_uint(n.block()->Get(d), t, 1, 1024, &v);
-      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("block ") + axis[d] + ": " + e);
+      if (!constant_uint(block->Get(d), 1, 1024, &v)) {
+        std::string e = eval_uint(block->Get(d), t, 1, 1024, &v);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("block ") + axis[d] + ": " + e);
+      }
       out->block[d] = static_cast<unsigned>(v);
     }
     out->shared = 0;
-    if (n.shared_bytes()) {
+    if (const fb::Expr* shared = n.shared_bytes()) {
       uint64_t v;
-      std::string e = eval_uint(n.shared_bytes(), t, 0, 0x7fffffffu, &v);
-      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "dynamic shared memory: " + e);
+      if (!constant_uint(shared, 0, 0x7fffffffu, &v)) {
+        std::string e = eval_uint(shared, t, 0, 0x7fffffffu, &v);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "dynamic shared memory: " + e);
+      }
       out->shared = static_cast<unsigned>(v);
     }
-    const uint32_t nargs = n.args() ? n.args()->size() : 0;
+    return kernel_args(n, t, out);
+  }
+
+  // The argument slots of kernel node `n`.
+  Status kernel_args(const fb::Node& n, const Top& t, KernelCall* out) const {
+    const auto* args = n.args();
+    const uint32_t nargs = args ? args->size() : 0;
     out->slots.assign(nargs, 0);
     for (uint32_t i = 0; i < nargs; ++i) {
-      const fb::KernelArg* a = n.args()->Get(i);
+      const fb::KernelArg* a = args->Get(i);
       // Named only in errors: built then, not for every argument of every node.
       auto pname = [&] {
+        const fb::Kernel* kernel = p->kernels()->Get(n.kernel());
         return kernel->params() && i < kernel->params()->size() ? str(kernel->params()->Get(i)->name())
                                                                 : std::to_string(i);
       };
@@ -429,11 +526,12 @@ struct Executable::Impl {
     // graph that nothing orders may run in either order (or at once): each collective waits
     // for the one before it in the graph's node order, which every rank shares.
     cudaGraphNode_t last_collective = nullptr;
+    const auto* nodes = graph.nodes();
     for (uint32_t i = 0; i < count; ++i) {
-      const fb::Node& n = *graph.nodes()->Get(i);
+      const fb::Node& n = *nodes->Get(i);
       deps.clear();
-      if (n.deps())
-        for (uint32_t d : *n.deps()) deps.push_back(made[d]);
+      if (const auto* node_deps = n.deps())
+        for (uint32_t d : *node_deps) deps.push_back(made[d]);
       if (n.kind() == fb::NodeKind::Collective && last_collective &&
           std::find(deps.begin(), deps.end(), last_collective) == deps.end())
         deps.push_back(last_collective);
@@ -452,17 +550,24 @@ struct Executable::Impl {
       observe_path.push_back(i);
       ObservedNode observed{observer(), NodeSite{t.graph, t.member, &observe_path}, observe_path, made[i]};
       if (observed.o) observed.o->node_begin(observed.site);
-      NodeRecord rec;
-      rec.top = top;
-      rec.node = &n;
+      // Recorded in place (a node's record is a few hundred bytes); on an error the caller
+      // drops the records of the graph being built. Bodies add records: `rec` is taken again
+      // after them.
+      const size_t r = records.size();
+      records.emplace_back();
+      NodeRecord* rec = &records[r];
+      rec->top = top;
+      rec->node = &n;
       cudaError_t e = cudaSuccess;
       switch (n.kind()) {
         case fb::NodeKind::Kernel: {
-          Status s = compute_kernel(n, t, &rec.kernel);
+          Status s = compute_kernel(n, t, &rec->kernel);
           if (!s.ok()) return s;
-          s = pipeline->allow_shared_bytes(n.kernel(), rec.kernel.shared);
-          if (!s.ok()) return s;
-          cudaKernelNodeParams kp = rec.kernel.params(ptrs);
+          if (rec->kernel.shared > Pipeline::Impl::kDefaultSharedBytes) {
+            s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared);
+            if (!s.ok()) return s;
+          }
+          cudaKernelNodeParams kp = rec->kernel.params(ptrs);
           if (!programmatic_edges(n, &edges)) {
             e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
             if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddKernelNode");
@@ -487,17 +592,17 @@ struct Executable::Impl {
           break;
         }
         case fb::NodeKind::Memcpy: {
-          Status s = compute_copy(n, t, &rec.copy);
+          Status s = compute_copy(n, t, &rec->copy);
           if (!s.ok()) return s;
-          e = cudaGraphAddMemcpyNode1D(&made[i], g, dp, deps.size(), rec.copy.dst, rec.copy.src, rec.copy.bytes,
+          e = cudaGraphAddMemcpyNode1D(&made[i], g, dp, deps.size(), rec->copy.dst, rec->copy.src, rec->copy.bytes,
                                        cudaMemcpyDefault);
           if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddMemcpyNode1D");
           break;
         }
         case fb::NodeKind::Memset: {
-          Status s = compute_fill(n, t, &rec.fill);
+          Status s = compute_fill(n, t, &rec->fill);
           if (!s.ok()) return s;
-          e = cudaGraphAddMemsetNode(&made[i], g, dp, deps.size(), &rec.fill.p);
+          e = cudaGraphAddMemsetNode(&made[i], g, dp, deps.size(), &rec->fill.p);
           if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddMemsetNode");
           break;
         }
@@ -531,10 +636,10 @@ struct Executable::Impl {
           break;
         }
         case fb::NodeKind::Collective: {
-          Status s = compute_collective(n, t, &rec.collective);
+          Status s = compute_collective(n, t, &rec->collective);
           if (!s.ok()) return s;
           rt::Graph child;
-          s = capture(n, t, rec.collective, &child);
+          s = capture(n, t, rec->collective, &child);
           if (!s.ok()) return s;
           e = cudaGraphAddChildGraphNode(&made[i], g, deps.empty() ? nullptr : deps.data(), deps.size(), child.get());
           if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddChildGraphNode (the captured NCCL call)");
@@ -543,8 +648,8 @@ struct Executable::Impl {
           break;
         }
       }
-      rec.handle = made[i];
-      records.push_back(std::move(rec));
+      rec = &records[r];
+      rec->handle = made[i];
       record_index_stale = true;
     }
     return {};
@@ -919,7 +1024,7 @@ struct Executable::Impl {
       void* at = static_cast<int>(i) == replaced ? ptr : buffers[i].ptr;
       spans[i] = {reinterpret_cast<uint64_t>(at), at ? with.buffers[i].bytes : 0};
     }
-    return rt::check_overlaps(*p, spans, written, b);
+    return rt::check_overlaps(*p, spans, [this]() -> const std::vector<bool>& { return written_flags(); }, b);
   }
 
   // Refused before anything touches a stream the application is capturing: a graph launch
@@ -1029,7 +1134,6 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   if (!s.ok()) return s.error();
   s = Executable::Impl::check_not_capturing(stream, "instantiate");
   if (!s.ok()) return s.error();
-  x->written = rt::written_buffers(p);
 
   // Communicators (NCCL is loaded only where one is bound or asked for), then params, bind
   // checks and buffers. With communicators, every rank then learns whether the others run the

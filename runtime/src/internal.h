@@ -31,6 +31,8 @@ struct Pipeline::Impl {
   mutable std::mutex attribute_mutex;
   mutable std::vector<unsigned> shared_bytes_allowed;  // per kernel
 
+  // Up to this many bytes of dynamic shared memory need no attribute.
+  static constexpr unsigned kDefaultSharedBytes = 48 * 1024;
   Status allow_shared_bytes(int kernel, unsigned bytes) const;
 };
 

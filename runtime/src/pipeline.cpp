@@ -145,8 +145,7 @@ Result<std::string> nccl_version() {
 
 
 Status Pipeline::Impl::allow_shared_bytes(int kernel, unsigned bytes) const {
-  constexpr unsigned kDefaultLimit = 48 * 1024;
-  if (bytes <= kDefaultLimit) return {};
+  if (bytes <= kDefaultSharedBytes) return {};
   std::lock_guard<std::mutex> lock(attribute_mutex);
   if (shared_bytes_allowed[kernel] >= bytes) return {};
   cudaError_t e = cudaKernelSetAttributeForDevice(kernels[kernel], cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -370,10 +369,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_from_memory(const void* bytes, 
       return Error(ErrorCode::InvalidArtifact, "a pipeline of " + std::to_string(size) +
                                                    " bytes is larger than any pipeline.bin can be (" +
                                                    std::to_string(artifact::kMaxFileSize) + " bytes)");
-    // 8-byte aligned, with a zero word after the bytes.
-    std::unique_ptr<uint64_t[]> storage(new (std::nothrow) uint64_t[size / 8 + 1]());
+    // 8-byte aligned, zero after the bytes to the end of the last word. Only that word is
+    // zeroed: clearing the whole buffer first would write every byte twice.
+    std::unique_ptr<uint64_t[]> storage(new (std::nothrow) uint64_t[size / 8 + 1]);
     if (!storage)
       return Error(ErrorCode::OutOfMemory, "out of memory: cannot copy " + std::to_string(size) + " bytes of pipeline");
+    storage[size / 8] = 0;
     if (size) std::memcpy(storage.get(), bytes, size);
     return load_storage(std::move(storage), size, options);
   });

@@ -1160,4 +1160,107 @@ TEST_CASE("a family index out of range on the GPU is reported, and nothing past 
   CHECK(read<uint32_t>(*x, "marks", 4) == std::vector<uint32_t>{0, 0, 0, 0});
 }
 
+// Format 3: a launch of constants is one LaunchShape struct in the artifact. The runtime must
+// build from it exactly the node the seven expressions gave, and check its values as it checks
+// an expression's (same errors).
+const char* kConstantLaunch = R"(pipeline constant_launch
+target sm_90
+param n: u32 = 1000
+param a: f32 = 1.5
+buffer x: f32[n]
+buffer y: f32[n]
+kernel axpy(n: u32, a: f32, x: in f32[], y: inout f32[]) source """
+extern "C" __global__ void axpy(unsigned n, float a, const float* x, float* y) {
+  extern __shared__ float stage[];
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  stage[threadIdx.x] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  if (i < n) y[i] = a * stage[threadIdx.x] + y[i];
+}
+"""
+graph main {
+  axpy<<<8, 128, 512>>>(n, a, x, y)
+}
+)";
+
+// The launch of the one kernel node, as expressions (what format 2 wrote).
+void launch_as_expressions(orch::fb::PipelineT& t) {
+  int edited = 0;
+  for (auto& node : t.graphs[t.main_graph]->nodes) {
+    if (!node->launch) continue;
+    const orch::fb::LaunchShape l = *node->launch;
+    auto constant = [](uint32_t v) {
+      auto e = std::make_unique<orch::fb::ExprT>();
+      e->code = {orch::fb::ExprInstr(orch::fb::ExprOp::ConstInt, orch::fb::ScalarType::U32, 0, v, 0)};
+      return e;
+    };
+    for (uint32_t v : {l.grid_x(), l.grid_y(), l.grid_z()}) node->grid.push_back(constant(v));
+    for (uint32_t v : {l.block_x(), l.block_y(), l.block_z()}) node->block.push_back(constant(v));
+    node->shared_bytes = constant(l.shared_bytes());
+    node->launch.reset();
+    ++edited;
+  }
+  REQUIRE(edited == 1);
+}
+
+TEST_CASE("a launch shape of constants runs as its expressions did, and is checked as they are") {
+  const uint32_t n = 1000;  // 8 blocks of 128 threads cover 1,024
+  auto xs = random_floats(n, -1, 1), ys = random_floats(n, -1, 1);
+  std::vector<float> want(n);
+  for (uint32_t i = 0; i < n; ++i) want[i] = 1.5f * xs[i] + ys[i];
+  auto run_once = [&](const orch::Pipeline& p) {
+    Stream s;
+    auto x = instantiate(p, orch::Bindings(), s);
+    write(*x, "x", xs);
+    write(*x, "y", ys);
+    run(*x, s);
+    return read<float>(*x, "y", n);
+  };
+  bool compiled_as_struct = false;
+  auto as_compiled = load_edited("constant_launch", kConstantLaunch, [&](orch::fb::PipelineT& t) {
+    for (auto& node : t.graphs[t.main_graph]->nodes)
+      if (node->kind == orch::fb::NodeKind::Kernel) {
+        compiled_as_struct = node->launch && node->grid.empty() && node->block.empty() && !node->shared_bytes;
+        if (node->launch) {
+          CHECK(node->launch->grid_x() == 8);
+          CHECK(node->launch->block_x() == 128);
+          CHECK(node->launch->shared_bytes() == 512);
+        }
+      }
+  });
+  CHECK(compiled_as_struct);
+  const std::vector<float> from_struct = run_once(*as_compiled);
+  check_close(from_struct, want, 1e-6, "y = a x + y from the launch shape");
+  auto as_expressions = load_edited("constant_launch", kConstantLaunch, launch_as_expressions);
+  CHECK(run_once(*as_expressions) == from_struct);
+
+  // Out-of-range values: refused at instantiate with the expressions' messages, either way.
+  struct Bad {
+    orch::fb::LaunchShape shape;
+    const char* error;
+  };
+  const Bad bad[] = {
+      {orch::fb::LaunchShape(0, 1, 1, 128, 1, 1, 512), "grid x: 0 is outside 1..2147483647"},
+      {orch::fb::LaunchShape(8, 1, 1, 128, 2048, 1, 512), "block y: 2048 is outside 1..1024"},
+      {orch::fb::LaunchShape(8, 1, 1, 128, 1, 1, 0x80000000u), "dynamic shared memory: 2147483648 is outside 0..2147483647"},
+  };
+  for (const Bad& b : bad) {
+    CAPTURE(b.error);
+    for (bool expressions : {false, true}) {
+      CAPTURE(expressions);
+      auto p = load_edited("constant_launch", kConstantLaunch, [&](orch::fb::PipelineT& t) {
+        for (auto& node : t.graphs[t.main_graph]->nodes)
+          if (node->launch) node->launch = std::make_unique<orch::fb::LaunchShape>(b.shape);
+        if (expressions) launch_as_expressions(t);
+      });
+      Stream s;
+      auto r = p->instantiate(orch::Bindings(), s);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error().code() == orch::ErrorCode::InvalidValue);
+      CHECK(r.error().message().find(b.error) != std::string::npos);
+      CHECK(r.error().where().find("constant_launch.orch:17:3") != std::string::npos);
+    }
+  }
+}
+
 }  // TEST_SUITE("gpu")

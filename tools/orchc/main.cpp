@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "artifact/artifact.h"
 #include "compiler/check.h"
@@ -11,6 +13,11 @@
 #include "grammar/parse.h"
 #include "lowering/emit_cuda.h"
 #include "lowering/lower.h"
+#include "support/input_file.h"
+#include "tools/orchc/artifact_cache.h"
+#ifdef ORCH_LAZY_TOOLKIT
+#include "tools/orchc/toolkit_libs.h"
+#endif
 
 namespace {
 
@@ -35,8 +42,9 @@ orch::LowerOptions lower_options(const Flags& f) {
   return f.emit == "cuda" ? orch::for_emit_cuda(lower) : lower;
 }
 
-// Checks, then emits a view or compiles. Returns the exit code; diagnostics are in `diags`.
-int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine& diags) {
+// Checks, then emits a view or compiles. Returns the exit code; diagnostics are in `diags`, and
+// the artifact written is in *written.
+int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine& diags, std::string* written) {
   // Refuse an output that is not a regular file or that is the input before doing any work.
   const bool writes = !f.check_only && f.emit.empty() && !f.output.empty();
   if (writes) {
@@ -74,6 +82,39 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
     std::cerr << "orchc: " << error << "\n";
     return 2;
   }
+  *written = std::move(*bytes);
+  return 0;
+}
+
+// The artifact cache (tools/orchc/artifact_cache.h) answers compiles that write an artifact;
+// --no-cache, --print-passes (ORCH_PRINT_PASSES) and views bypass it.
+bool cacheable(const Flags& f) {
+  const char* passes = std::getenv("ORCH_PRINT_PASSES");
+  return !f.check_only && f.emit.empty() && !f.output.empty() && !f.no_cache && !f.print_passes &&
+         !(passes && *passes && std::string(passes) != "0");
+}
+
+// Every option that can change the artifact or the report, for the cache key.
+std::vector<std::string> key_options(const Flags& f, bool color) {
+  std::vector<std::string> o = {"target=" + f.target, "targets-dir=" + f.targets_dir,
+                                "diagnostics-format=" + f.format, std::string("color=") + (color ? "1" : "0")};
+  for (const std::string& a : f.archs) o.push_back("arch=" + a);
+  // The speed passes change the artifact: a --no-pdl or --unroll compile is its own entry.
+  o.push_back(std::string("pdl=") + (f.no_pdl ? "0" : "1"));
+  o.push_back("unroll=" + std::to_string(f.unroll));
+  return o;
+}
+
+// Writes what a hit stored: the report where a compile prints it, the artifact the same safe
+// way. Returns the exit code.
+int replay(const Flags& f, orch::DiagnosticFormat fmt, const orch::orchc::CacheHit& hit) {
+  if (fmt != orch::DiagnosticFormat::Text) std::cout << hit.report;
+  else std::cerr << hit.report;
+  std::string error;
+  if (!orch::artifact::write_file_atomically(f.output, hit.artifact, &error, hit.inputs)) {
+    std::cerr << "orchc: " << error << "\n";
+    return 2;
+  }
   return 0;
 }
 
@@ -92,7 +133,9 @@ int run(int argc, char** argv) {
   app.add_option("--targets-dir", f.targets_dir, "folder of target profiles");
   app.add_option("--arch", f.archs, "archs to compile kernels for (default: the targets)")
       ->delimiter(',');
-  app.add_flag("--no-cache", f.no_cache, "compile every kernel afresh, bypassing the cache");
+  app.add_flag("--no-cache", f.no_cache,
+               "compile afresh, bypassing the artifact cache and the kernel cache (both under "
+               "~/.cache/orch; README.md, \"Caches\")");
   app.add_option("-j,--jobs", f.jobs, "kernel compile threads (default: all cores)");
   app.add_flag("--no-pdl", f.no_pdl,
                "no programmatic (PDL) edges: every kernel starts after the kernels it depends on have "
@@ -114,19 +157,52 @@ int run(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
-  orch::SourceManager sources;
-  orch::DiagnosticEngine diags;
-  int code = compile(f, sources, diags);
-
   orch::DiagnosticFormat fmt = f.format == "json"    ? orch::DiagnosticFormat::Json
                                : f.format == "sarif" ? orch::DiagnosticFormat::Sarif
                                                      : orch::DiagnosticFormat::Text;
   bool color = fmt == orch::DiagnosticFormat::Text &&
                (f.color == "always" || (f.color == "auto" && isatty(STDERR_FILENO)));
+
+  // A compile the artifact cache has seen with every input unchanged is replayed; the output is
+  // checked first, as a compile checks it.
+  std::optional<orch::orchc::ArtifactCache> cache;
+  std::optional<orch::orchc::Recording> recording;
+  std::string key;
+  if (cacheable(f)) {
+    cache.emplace(orch::orchc::default_artifact_cache_dir(), orch::orchc::default_artifact_cache_limit());
+    orch::InputFile in = orch::read_input_file(f.input);
+    if (!cache->dir().empty() && in.status == orch::InputFile::Status::Ok)
+      key = orch::orchc::cache_key({f.input, in.text, key_options(f, color)});
+    if (!key.empty()) {
+      if (std::string problem = orch::artifact::output_path_problem(f.output, {f.input}); !problem.empty()) {
+        std::cerr << "orchc: " << problem << "\n";
+        return 2;
+      }
+      if (std::optional<orch::orchc::CacheHit> hit = cache->lookup(key)) return replay(f, fmt, *hit);
+      recording.emplace();
+    }
+  }
+
+  orch::SourceManager sources;
+  orch::DiagnosticEngine diags;
+  std::string artifact;
+  int code = compile(f, sources, diags, &artifact);
+
   std::string report = orch::format_diagnostics(diags.sorted(), sources, fmt, color);
   // Machine-readable reports go to stdout, unless stdout carries an emitted view.
   if (fmt != orch::DiagnosticFormat::Text && f.emit.empty()) std::cout << report;
   else std::cerr << report;
+  if (recording && code == 0 && !artifact.empty()) {
+    std::vector<orch::orchc::FileRecord> records;
+    bool consistent = recording->records(&records);
+    recording.reset();  // nothing more to observe
+#ifdef ORCH_LAZY_TOOLKIT
+    // A library loaded from somewhere other than where the key says would make a wrong entry.
+    consistent = consistent && orch::orchc::toolkit_library_consistent(orch::orchc::ToolkitLib::Nvrtc) &&
+                 orch::orchc::toolkit_library_consistent(orch::orchc::ToolkitLib::NvJitLink);
+#endif
+    if (consistent) cache->store(key, records, report, artifact);
+  }
   return code;
 }
 
