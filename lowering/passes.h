@@ -26,10 +26,11 @@ struct PassOptions {
   // nvcc compiles from their source): they may then wait at entry and be guarded.
   bool patch_user_kernels = true;
   // Programmatic edges inside conditional bodies and in graphs launched from the device. CUDA's
-  // documentation says nothing about either; runtime/tests/pdl_gpu_test.cpp asks the GPU. Off
-  // until it answers: flip each with the test's result.
-  bool pdl_in_bodies = false;
-  bool pdl_in_device_graphs = false;
+  // documentation says nothing about either; runtime/tests/pdl_gpu_test.cpp asked the GPU (H200,
+  // driver 580.159.04, 2026-11-23): CUDA builds and runs both, inside IF and WHILE bodies and in
+  // graphs instantiated for device launch, with exact results.
+  bool pdl_in_bodies = true;
+  bool pdl_in_device_graphs = true;
   // Copies of a `while` body per WHILE iteration (lowering/unroll_loops.cpp); 1: none.
   uint32_t unroll = 8;
 };

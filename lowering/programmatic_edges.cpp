@@ -26,10 +26,10 @@
 //   kernel launch from the device is work the wait does not cover: the launched work belongs to
 //   the launching kernel's completion only as CUDA defines it for full edges), so those keep full
 //   edges, as do copies, memsets, conditionals, collectives (child graphs) and empty nodes.
-// - Where: host-launched top-level graphs (main and its segments). CUDA's documentation says
-//   nothing of programmatic edges inside conditional bodies or in graphs launched from the
-//   device; runtime/tests/pdl_gpu_test.cpp asks the GPU, and PassOptions::pdl_in_bodies and
-//   pdl_in_device_graphs turn them on once it has answered.
+// - Where: every graph, conditional bodies and graphs launched from the device included. CUDA's
+//   documentation says nothing of the last two; runtime/tests/pdl_gpu_test.cpp asked the GPU
+//   (H200, driver 580.159.04: accepted, exact), and PassOptions::pdl_in_bodies and
+//   pdl_in_device_graphs can still turn each off.
 #include <algorithm>
 
 #include "lowering/passes.h"

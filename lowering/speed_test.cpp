@@ -201,62 +201,56 @@ graph main {
       if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op)) all += "body\n" + edges(c->bodies[0]);
   }
   INFO(lir::print(p, l->sources));
-  // Nothing but kernel -> kernel edges between kernels that launch nothing: k -> condition
-  // kernel (programmatic), condition kernel -> if (full), the body's k -> k (full: inside a body),
-  // if -> k (full), k -> launcher and launcher -> k (full), k -> spawn, spawn -> k (full: spawn
-  // launches a kernel), the device graph's k -> k (full).
-  for (const lir::Graph& g : p.graphs) {
-    for (const lir::Node& n : g.body.nodes) {
-      for (const lir::Dep& d : n.deps) {
-        const lir::Node& from = g.body.nodes[d.from];
-        const auto* fk = std::get_if<lir::KernelNode>(&from.op);
-        const auto* tk = std::get_if<lir::KernelNode>(&n.op);
-        bool plain = fk && tk && !g.device;
-        for (const lir::KernelNode* k : {fk, tk})
-          if (k) {
-            const lir::Kernel& kernel = p.kernels[k->kernel];
-            plain = plain && !kernel.may_launch_kernels && kernel.name.rfind("orch_launch", 0) != 0;
-          }
-        CAPTURE(n.what);
-        CAPTURE(from.what);
-        CHECK((d.kind == lir::DepKind::Programmatic) == plain);
+  // Kernel -> kernel edges between kernels that launch nothing are programmatic, and nothing else
+  // is: k -> condition kernel, the body's k -> k, the device graph's k -> k (the GPU said CUDA
+  // takes the last two: pdl_gpu_test.cpp); condition kernel -> if, if -> k, k -> launcher and
+  // launcher -> k, k -> spawn and spawn -> k (spawn launches a kernel) stay full.
+  // `off`: with the switches for bodies and device graphs off, those edges are full too.
+  auto check_edges = [&](const lir::Program& q, bool off) {
+    size_t in_bodies = 0, in_device = 0, programmatic = 0;
+    for (const lir::Graph& g : q.graphs) {
+      for (const lir::Node& n : g.body.nodes) {
+        for (const lir::Dep& d : n.deps) {
+          const lir::Node& from = g.body.nodes[d.from];
+          const auto* fk = std::get_if<lir::KernelNode>(&from.op);
+          const auto* tk = std::get_if<lir::KernelNode>(&n.op);
+          bool plain = fk && tk && !(off && g.device);
+          for (const lir::KernelNode* k : {fk, tk})
+            if (k) {
+              const lir::Kernel& kernel = q.kernels[k->kernel];
+              plain = plain && !kernel.may_launch_kernels && kernel.name.rfind("orch_launch", 0) != 0;
+            }
+          CAPTURE(n.what);
+          CAPTURE(from.what);
+          CHECK((d.kind == lir::DepKind::Programmatic) == plain);
+          programmatic += d.kind == lir::DepKind::Programmatic;
+          in_device += g.device && d.kind == lir::DepKind::Programmatic;
+        }
+        if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
+          for (const lir::Node& inner : c->bodies[0].nodes)
+            for (const lir::Dep& d : inner.deps) in_bodies += d.kind == lir::DepKind::Programmatic;
       }
-      if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
-        for (const lir::Node& inner : c->bodies[0].nodes)
-          for (const lir::Dep& d : inner.deps) CHECK(d.kind == lir::DepKind::Full);
     }
-  }
-  size_t programmatic = 0;
-  for (const lir::Graph& g : p.graphs)
-    for (const lir::Node& n : g.body.nodes)
-      for (const lir::Dep& d : n.deps) programmatic += d.kind == lir::DepKind::Programmatic;
-  CHECK(programmatic >= 1);
-  CHECK(verify(p) == "");
-
-  // With the switches on (once the GPU says CUDA takes them), the body's and the device graph's
-  // kernel -> kernel edges become programmatic too.
-  lowering::PassOptions o;
-  o.pdl = true;
-  o.pdl_in_bodies = true;
-  o.pdl_in_device_graphs = true;
+    CHECK(programmatic >= 1);
+    CHECK(in_bodies == (off ? 0u : 1u));
+    CHECK(in_device == (off ? 0u : 1u));
+    CHECK(verify(q) == "");
+  };
+  check_edges(p, false);
+  // The verifier refuses them where the switches are off...
   lir::Program q = p;
-  lowering::programmatic_edges(q, o, false);
-  size_t in_bodies = 0, in_device = 0;
-  for (const lir::Graph& g : q.graphs)
-    for (const lir::Node& n : g.body.nodes) {
-      for (const lir::Dep& d : n.deps) in_device += g.device && d.kind == lir::DepKind::Programmatic;
-      if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
-        for (const lir::Node& inner : c->bodies[0].nodes)
-          for (const lir::Dep& d : inner.deps) in_bodies += d.kind == lir::DepKind::Programmatic;
-    }
-  CHECK(in_bodies == 1);
-  CHECK(in_device == 1);
-  CHECK(verify(q) == "");
-  // ...and the verifier refuses them while the switches are off.
   q.pdl_in_bodies = q.pdl_in_device_graphs = false;
   CHECK(verify(q) ==
         "E0899: internal compiler error: in graph `side`, a programmatic edge in a graph launched from the device\n"
         "E0899: internal compiler error: in graph `main.0`, a programmatic edge inside a conditional body\n");
+  // ...and the pass makes none there with them off.
+  lowering::PassOptions o;
+  o.pdl = true;
+  o.pdl_in_bodies = false;
+  o.pdl_in_device_graphs = false;
+  q = p;
+  lowering::programmatic_edges(q, o, false);
+  check_edges(q, true);
 }
 
 TEST_CASE("programmatic edges: the verifier refuses one into a kernel that does not wait, or from a copy") {
@@ -398,7 +392,7 @@ TEST_CASE("unroll: `while c > 0 { step }` runs 8 copies of step per WHILE iterat
       ++variants;
       CHECK(k.name == "step");
       CHECK(k.guard_code.find("extern \"C\" __device__ unsigned orch_guard(") != std::string::npos);
-      CHECK(k.guard_code.find("__syncthreads_or(orch_go)") != std::string::npos);
+      CHECK(k.guard_code.find("barrier.red.or.pred") != std::string::npos);
       CHECK(k.guard_code.find("atomicCAS(orch_slot") == std::string::npos);  // alone: no atomics
       REQUIRE(k.params.size() == 4);  // c, then the slot index, c again (the condition's), status
       CHECK(k.guard_param_sizes == std::vector<uint32_t>{4, 8, 8});
@@ -556,19 +550,19 @@ TEST_CASE("unroll: the guard code of each role") {
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Alone, true) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
-        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; } if (!__syncthreads_or(orch_go)) return 0u; }");
+        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; } unsigned orch_any; asm volatile(\"{ .reg .pred orch_p; setp.ne.u32 orch_p, %1, 0; barrier.red.or.pred orch_p, 0, orch_p; selp.u32 %0, 1, 0, orch_p; }\" : \"=r\"(orch_any) : \"r\"(orch_go) : \"memory\"); if (!orch_any) return 0u; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Decide, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
         "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; *(volatile unsigned*)(S + 2u) = orch_go ? 2u : 3u; } "
-        "if (!__syncthreads_or(orch_go)) return; }");
+        "unsigned orch_any; asm volatile(\"{ .reg .pred orch_p; setp.ne.u32 orch_p, %1, 0; barrier.red.or.pred orch_p, 0, orch_p; selp.u32 %0, 1, 0, orch_p; }\" : \"=r\"(orch_any) : \"r\"(orch_go) : \"memory\"); if (!orch_any) return; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Race, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "unsigned* const orch_slot = (S + 2u); unsigned orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
         "orch_s = (!orch_c.e && orch_c.v) ? 2u : 3u; __threadfence(); atomicExch(orch_slot, orch_s); } else { "
         "while (orch_s == 1u) orch_s = *(volatile unsigned*)orch_slot; __threadfence(); } "
-        "orch_go = orch_s == 2u ? 1u : 0u; } if (!__syncthreads_or(orch_go)) return; }");
+        "orch_go = orch_s == 2u ? 1u : 0u; } unsigned orch_any; asm volatile(\"{ .reg .pred orch_p; setp.ne.u32 orch_p, %1, 0; barrier.red.or.pred orch_p, 0, orch_p; selp.u32 %0, 1, 0, orch_p; }\" : \"=r\"(orch_any) : \"r\"(orch_go) : \"memory\"); if (!orch_any) return; }");
 }
 
 TEST_CASE("unroll: fusion keeps copies apart") {

@@ -21,7 +21,7 @@
 //   evaluates the condition (expr/'s printed code, as the condition kernels do: an error makes it
 //   false and is reported to the device status record at the loop's site), then publishes 2 or 3
 //   (__threadfence, atomicExch: release). The others spin on volatile loads while the slot is 1,
-//   then fence (acquire). The block learns the decision through __syncthreads_or and returns
+//   then fence (acquire). The block learns the decision through a block-wide OR (barrier.red) and returns
 //   whole when it is 3.
 // - Follow: a node that another node of its copy precedes reads the slot (volatile) and returns
 //   unless it is 2: its predecessor passed its own guard before doing anything, so the slot was
@@ -74,6 +74,15 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
   const std::string eval = "orch_v<orch_bool> orch_c = " + truth +
                            "; if (orch_c.e) orch_report_error(orch_status, 3u, " + std::to_string(site) +
                            "u, (unsigned)orch_c.e); ";
+  // Whether any thread of the block holds orch_go, then return unless one does. Not
+  // __syncthreads_or: that is bar.red, i.e. barrier.red.aligned, which needs every warp
+  // converged, and thread 0 arrives from its own branch (an atomic, a spin) after the rest of its
+  // warp (compute-sanitizer synccheck on an H200: "Divergent thread(s) in warp"). barrier.red
+  // without .aligned waits for each thread wherever it comes from (PTX ISA, barrier; sm_70+).
+  const std::string any =
+      "unsigned orch_any; asm volatile(\"{ .reg .pred orch_p; setp.ne.u32 orch_p, %1, 0; "
+      "barrier.red.or.pred orch_p, 0, orch_p; selp.u32 %0, 1, 0, orch_p; }\" : \"=r\"(orch_any) : \"r\"(orch_go) : "
+      "\"memory\"); if (!orch_any) " + skip + " }";
   switch (role) {
     case ir::GuardRole::Follow:
       return "if (*(volatile const unsigned*)" + slot + " != 2u) " + skip;
@@ -82,13 +91,13 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
       return "{ unsigned orch_go = 0u; if (" + thread0 + ") { " + eval +
              "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; " +
              (role == ir::GuardRole::Decide ? "*(volatile unsigned*)" + slot + " = orch_go ? 2u : 3u; " : "") +
-             "} if (!__syncthreads_or(orch_go)) " + skip + " }";
+             "} " + any;
     case ir::GuardRole::Race:
       return "{ unsigned orch_go = 0u; if (" + thread0 + ") { unsigned* const orch_slot = " + slot +
              "; unsigned orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { " + eval +
              "orch_s = (!orch_c.e && orch_c.v) ? 2u : 3u; __threadfence(); atomicExch(orch_slot, orch_s); } "
              "else { while (orch_s == 1u) orch_s = *(volatile unsigned*)orch_slot; __threadfence(); } "
-             "orch_go = orch_s == 2u ? 1u : 0u; } if (!__syncthreads_or(orch_go)) " + skip + " }";
+             "orch_go = orch_s == 2u ? 1u : 0u; } " + any;
   }
   return "";
 }

@@ -309,12 +309,13 @@ TEST_CASE("unrolled loops: a condition that cannot be evaluated in a copy is rep
                              "  }\n"
                              "}\n";
   const std::string before = source.substr(0, source.find("  while"));
-  const std::string where =
-      "guard_error.orch:" + std::to_string(std::count(before.begin(), before.end(), '\n') + 1) + ":3";
+  const std::string line_column = ".orch:" + std::to_string(std::count(before.begin(), before.end(), '\n') + 1) + ":3";
   int config = 0;
   for (const char* options : {"", "--unroll 1"}) {
     CAPTURE(options);
-    auto p = compile_and_load("guard_error" + std::to_string(config++), source, options, nullptr);
+    const std::string name = "guard_error" + std::to_string(config++);
+    const std::string where = name + line_column;
+    auto p = compile_and_load(name, source, options, nullptr);
     Stream s;
     auto x = instantiate(*p, orch::Bindings(), s);
     // c: 3 -> 2 -> 1 -> 0, where 100 / c divides by zero: false, and reported.

@@ -208,6 +208,9 @@ std::vector<BufferInfo> buffers_of(const std::string& bin, const std::map<std::s
   const orch::fb::Pipeline& p = *opened.pipeline;
   std::vector<BufferInfo> out;
   for (const orch::fb::Buffer* b : *p.buffers()) {
+    // The compiler's own buffers (an unrolled loop's guard slots, "orch.guard.N") are not the
+    // pipeline's inputs or outputs; --emit=cuda, which does not patch user kernels, may not unroll.
+    if (b->name()->str().rfind("orch.", 0) == 0) continue;
     BufferInfo info;
     info.name = b->name()->str();
     info.type = b->type();

@@ -35,11 +35,32 @@ std::string out_path(const std::string& name) {
   return (dir.empty() ? temp_dir() : dir) + "/" + name;
 }
 
-std::string binary(const std::string& orch_file) {
+std::string binary(const std::string& orch_file, const char* options = nullptr) {
   std::string log;
-  const std::string bin = compiled(orch_file, &log);
+  const std::string bin = compiled(orch_file, &log, options);
   REQUIRE_MESSAGE(!bin.empty(), log);
   return bin;
+}
+
+// orch-run in a process of its own ($ORCH_RUN, else the build's), as people run it: CUPTI keeps
+// state across the runs of one process (on an H200, driver 580.159.04, a kernel record of a
+// later pipeline carried the name of a kernel of an earlier one, unloaded by then).
+RunOutput orch_run_process(const std::vector<std::string>& args) {
+  const char* env = std::getenv("ORCH_RUN");
+  std::string cmd = "'" + std::string(env && *env ? env : ORCH_RUN_PATH) + "'";
+  for (const std::string& a : args) {
+    std::string quoted;
+    for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += " '" + quoted + "'";
+  }
+  static int runs = 0;
+  const std::string base = temp_dir() + "/orch-run-" + std::to_string(runs++);
+  const int status = std::system((cmd + " >'" + base + ".out' 2>'" + base + ".err'").c_str());
+  RunOutput r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  r.out = read_all(base + ".out");
+  r.err = read_all(base + ".err");
+  return r;
 }
 
 std::vector<float> floats(const std::string& bytes) {
@@ -242,10 +263,11 @@ TEST_CASE("CUPTI's graph and node ids as orch-run hears them (a probe, reported,
 }
 
 TEST_CASE("--nodes and --trace of the fills in and out of a loop (issue 13): each fill named once, by its own line") {
-  const std::string bin = binary(write_temp("fills.orch", fills_orch()));
+  // As the pipeline is written: one node per statement (the unrolled loop is the next case).
+  const std::string bin = binary(write_temp("fills.orch", fills_orch()), "--no-pdl --unroll 1");
   const std::string trace = out_path("fills.trace.json"), acc = temp_dir() + "/acc.bin",
                     src = temp_dir() + "/src.bin";
-  RunOutput r = orch_run({bin, "--fill", "src=random:-1:1", "--seed", "11", "--warmup", "1", "--repeat", "4",
+  RunOutput r = orch_run_process({bin, "--fill", "src=random:-1:1", "--seed", "11", "--warmup", "1", "--repeat", "4",
                           "--nodes", "--trace", trace, "--dump", "acc=" + acc, "--dump", "src=" + src});
   INFO(r.out, r.err);
   REQUIRE(r.exit_code == 0);
@@ -287,6 +309,40 @@ TEST_CASE("--nodes and --trace of the fills in and out of a loop (issue 13): eac
   MESSAGE("step records over 4 launches (3 rounds each): " << names.at("step<<<ceil_div(n, 256), 256>>>  fills.orch:28:5"));
 }
 
+TEST_CASE("--nodes and --trace of the fills' loop unrolled: every copy named by its statement, all attributed") {
+  // orchc's default: the while body repeated 8 times per WHILE iteration, the copies from the
+  // second on guarded (the fill a generated kernel); 3 rounds run copies 1-3, the rest do nothing.
+  const std::string bin = binary(write_temp("fills_unrolled.orch", fills_orch()), "--unroll 8");
+  const std::string trace = out_path("fills_unrolled.trace.json"), acc = temp_dir() + "/uacc.bin",
+                    src = temp_dir() + "/usrc.bin";
+  RunOutput r = orch_run_process({bin, "--fill", "src=random:-1:1", "--seed", "12", "--warmup", "1", "--repeat", "3",
+                          "--nodes", "--trace", trace, "--dump", "acc=" + acc, "--dump", "src=" + src});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto sv = floats(read_all(src)), a = floats(read_all(acc));
+  REQUIRE(sv.size() == 4096);
+  REQUIRE(a.size() == 4096);
+  for (size_t i = 0; i < sv.size(); ++i) REQUIRE(a[i] == doctest::Approx(3.0f * sv[i]).epsilon(1e-5));
+  const std::string& out = r.out;
+  CHECK(out.find("not attributed") == std::string::npos);
+  CHECK(out.find("no statement") == std::string::npos);
+  auto rows = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = out.find(what); at != std::string::npos; at = out.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The top-level fills once; every statement of the body once per copy.
+  CHECK(rows("  fill acc = 0.0  fills.orch:24:3") == 1);
+  CHECK(rows("  fill i = 0  fills.orch:25:3") == 1);
+  CHECK(rows("fills.orch:28:5\n") + rows("fills.orch:28:5  [") == 8);
+  CHECK(rows("fills.orch:27:5") == 8);
+  const json doc = trace_at(trace);
+  int unattributed = 0;
+  const auto names = record_names(doc, &unattributed);
+  INFO(describe(names));
+  CHECK(unattributed == 0);
+}
+
 TEST_CASE("--nodes and --trace of sibling ifs with nested ifs: every kernel named once by its line; results match the CPU") {
   // The nested graphs' nodes run with exec indices whose order among several nested graphs is
   // not known (breadth-first or recursive): every statement here runs its own kernel, so the
@@ -294,7 +350,7 @@ TEST_CASE("--nodes and --trace of sibling ifs with nested ifs: every kernel name
   const std::string bin = binary(write_temp("nested.orch", nested_orch()));
   const std::string trace = out_path("nested.trace.json"), x = temp_dir() + "/nx.bin", wa = temp_dir() + "/nwa.bin",
                     wb = temp_dir() + "/nwb.bin";
-  RunOutput r = orch_run({bin, "--fill", "x=random:-1:1", "--seed", "17", "--warmup", "1", "--repeat", "3", "--nodes",
+  RunOutput r = orch_run_process({bin, "--fill", "x=random:-1:1", "--seed", "17", "--warmup", "1", "--repeat", "3", "--nodes",
                           "--trace", trace, "--dump", "x=" + x, "--dump", "wa=" + wa, "--dump", "wb=" + wb});
   INFO(r.out, r.err);
   REQUIRE(r.exit_code == 0);
@@ -346,7 +402,7 @@ TEST_CASE("--trace of jacobi: every copy, fill and sweep named by its line; the 
     write_temp("u0.bin", std::string(a.begin(), a.end()));
     write_temp("rhs.bin", std::string(b.begin(), b.end()));
   }
-  RunOutput r = orch_run({bin, "--param", "n=4096", "--param", "tol=-1", "--param", "max_iters=20", "--fill",
+  RunOutput r = orch_run_process({bin, "--param", "n=4096", "--param", "tol=-1", "--param", "max_iters=20", "--fill",
                           "u_host=file:" + u0, "--fill", "rhs_host=file:" + rhs, "--warmup", std::to_string(warmup),
                           "--repeat", std::to_string(repeat), "--trace", trace, "--dump", "u_host=" + u});
   INFO(r.out, r.err);
@@ -406,7 +462,7 @@ TEST_CASE("--trace of moe and scheduler, which launch graphs from the device: ho
     const unsigned tokens = 512, hidden = 64;
     const std::string trace = out_path("moe.trace.json");
     const std::string x = temp_dir() + "/moe_x.bin", e = temp_dir() + "/moe_e.bin", out = temp_dir() + "/moe_out.bin";
-    RunOutput r = orch_run({bin, "--param", "tokens=512", "--param", "hidden=64", "--fill", "x=random:-1:1", "--fill",
+    RunOutput r = orch_run_process({bin, "--param", "tokens=512", "--param", "hidden=64", "--fill", "x=random:-1:1", "--fill",
                             "expert_of=random", "--repeat", "2", "--trace", trace, "--dump", "x=" + x, "--dump",
                             "expert_of=" + e, "--dump", "out=" + out});
     INFO(r.out, r.err);
@@ -430,7 +486,7 @@ TEST_CASE("--trace of moe and scheduler, which launch graphs from the device: ho
     CHECK(note);
     CHECK(member);
     // --nodes says why it cannot, before any GPU work.
-    r = orch_run({bin, "--nodes"});
+    r = orch_run_process({bin, "--nodes"});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("--nodes: pipeline moe launches graphs from the device") != std::string::npos);
   }
@@ -441,7 +497,7 @@ TEST_CASE("--trace of moe and scheduler, which launch graphs from the device: ho
     const std::string w0 = temp_dir() + "/work0.bin", w = temp_dir() + "/work.bin";
     const auto init = orch::run::random_bytes(orch::run::ScalarType::F32, items, 9, "work");
     write_temp("work0.bin", std::string(init.begin(), init.end()));
-    RunOutput r = orch_run({bin, "--param", "items=200000", "--param", "batch=16384", "--fill", "work=file:" + w0,
+    RunOutput r = orch_run_process({bin, "--param", "items=200000", "--param", "batch=16384", "--fill", "work=file:" + w0,
                             "--warmup", "0", "--repeat", "2", "--trace", trace, "--dump", "work=" + w});
     INFO(r.out, r.err);
     REQUIRE(r.exit_code == 0);
@@ -509,7 +565,7 @@ graph main {
                                      "--repeat", "20", "--roofline", svg, "--dump", "x=" + xp, "--dump", "y=" + yp,
                                      "--dump", "z=" + zp};
     if (declared) args.push_back("--declared-costs");
-    RunOutput r = orch_run(args);
+    RunOutput r = orch_run_process(args);
     INFO(r.out, r.err);
     REQUIRE(r.exit_code == 0);
     MESSAGE(r.out);
@@ -556,7 +612,7 @@ TEST_CASE("--trace of a collective on one rank with NCCL: its kernels named by t
   const std::string bin = binary(src);
   // Out of place: on one rank NCCL copies s to r (in place it would do nothing at all).
   const std::string trace = out_path("reduce.trace.json"), gp = temp_dir() + "/g.bin", rp = temp_dir() + "/r.bin";
-  RunOutput r = orch_run({bin, "--fill", "g=random:-1:1", "--repeat", "2", "--trace", trace, "--dump", "g=" + gp,
+  RunOutput r = orch_run_process({bin, "--fill", "g=random:-1:1", "--repeat", "2", "--trace", trace, "--dump", "g=" + gp,
                           "--dump", "r=" + rp});
   INFO(r.out, r.err);
   REQUIRE(r.exit_code == 0);
