@@ -21,7 +21,7 @@
 //   evaluates the condition (expr/'s printed code, as the condition kernels do: an error makes it
 //   false and is reported to the device status record at the loop's site), then publishes 2 or 3
 //   (__threadfence, atomicExch: release). The others spin on volatile loads while the slot is 1,
-//   then fence (acquire). The block learns the decision through a block-wide OR (barrier.red) and returns
+//   then fence (acquire). The warp reconverges (__syncwarp) and the block learns the decision through __syncthreads_or and returns
 //   whole when it is 3.
 // - Follow: a node that another node of its copy precedes reads the slot (volatile) and returns
 //   unless it is 2: its predecessor passed its own guard before doing anything, so the slot was
@@ -74,15 +74,16 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
   const std::string eval = "orch_v<orch_bool> orch_c = " + truth +
                            "; if (orch_c.e) orch_report_error(orch_status, 3u, " + std::to_string(site) +
                            "u, (unsigned)orch_c.e); ";
-  // Whether any thread of the block holds orch_go, then return unless one does. Not
-  // __syncthreads_or: that is bar.red, i.e. barrier.red.aligned, which needs every warp
-  // converged, and thread 0 arrives from its own branch (an atomic, a spin) after the rest of its
-  // warp (compute-sanitizer synccheck on an H200: "Divergent thread(s) in warp"). barrier.red
-  // without .aligned waits for each thread wherever it comes from (PTX ISA, barrier; sm_70+).
+  // Thread 0's warp reconverges (__syncwarp over the warp's lanes, a partial last warp
+  // included), then the block learns whether thread 0 said go. Thread 0 comes out of its own
+  // branch (an atomic, a spin) after the rest of its warp; __syncthreads_or is bar.red, i.e.
+  // barrier.red.aligned, which needs the warp converged: without the __syncwarp, synccheck on an
+  // H200 reported "Divergent thread(s) in warp" there.
   const std::string any =
-      "unsigned orch_any; asm volatile(\"{ .reg .pred orch_p; setp.ne.u32 orch_p, %1, 0; "
-      "barrier.red.or.pred orch_p, 0, orch_p; selp.u32 %0, 1, 0, orch_p; }\" : \"=r\"(orch_any) : \"r\"(orch_go) : "
-      "\"memory\"); if (!orch_any) " + skip + " }";
+      "{ const unsigned orch_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); "
+      "const unsigned orch_n = blockDim.x * blockDim.y * blockDim.z - (orch_t & ~31u); "
+      "__syncwarp(orch_n >= 32u ? 0xffffffffu : (1u << orch_n) - 1u); } "
+      "if (!__syncthreads_or(orch_go)) " + skip + " }";
   switch (role) {
     case ir::GuardRole::Follow:
       return "if (*(volatile const unsigned*)" + slot + " != 2u) " + skip;

@@ -332,10 +332,10 @@ TEST_CASE("--nodes and --trace of the fills' loop unrolled: every copy named by 
     return n;
   };
   // The top-level fills once; every statement of the body once per copy.
-  CHECK(rows("  fill acc = 0.0  fills.orch:24:3") == 1);
-  CHECK(rows("  fill i = 0  fills.orch:25:3") == 1);
-  CHECK(rows("fills.orch:28:5\n") + rows("fills.orch:28:5  [") == 8);
-  CHECK(rows("fills.orch:27:5") == 8);
+  CHECK(rows("  fill acc = 0.0  fills_unrolled.orch:24:3") == 1);
+  CHECK(rows("  fill i = 0  fills_unrolled.orch:25:3") == 1);
+  CHECK(rows("fills_unrolled.orch:28:5") == 8);
+  CHECK(rows("fills_unrolled.orch:27:5") == 8);
   const json doc = trace_at(trace);
   int unattributed = 0;
   const auto names = record_names(doc, &unattributed);
