@@ -123,7 +123,8 @@ void add_guard(GeneratedKernel& k, const ir::Program& program, const ir::Guard& 
 extern const char* const kGuardPlaceholder;
 // One guard as C++: `truth` the condition as orch_v<orch_bool> (unused by Follow), `slots` the
 // slot array and `index` the copy's slot in it (unused by Alone), `site` the status site of
-// errors; in a kernel (returns to skip it) or a device function (returns 0u).
+// errors; in a kernel (returns to skip it) or a device function (returns the decision: thread
+// 0's for the roles that decide, every thread's for Follow; the caller ORs it over the block).
 std::string guard_statement(const std::string& truth, const std::string& slots, const std::string& index,
                             int site, ir::GuardRole role, bool function);
 

@@ -172,7 +172,7 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
   if (!patch.guard.empty()) {
     const size_t n = patch.extra_params.size();
     block += "\t{\n";
-    block += "\t.reg .pred " + rn + "skip;\n\t.reg .b32 " + rn + "go;\n\t.reg .b16 " + rn + "h;\n";
+    block += "\t.reg .pred " + rn + "run;\n\t.reg .b32 " + rn + "go;\n\t.reg .b16 " + rn + "h;\n";
     if (n) block += "\t.reg .b64 " + rn + "a<" + std::to_string(n) + ">;\n";
     for (size_t i = 0; i < n; ++i) block += "\t.param .b64 " + pn + "arg" + std::to_string(i) + ";\n";
     block += "\t.param .b32 " + pn + "ret;\n";
@@ -194,8 +194,24 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
     }
     block += "\tcall.uni (" + pn + "ret), " + patch.guard + (n ? ", (" + args + ")" : "") + ";\n";
     block += "\tld.param.b32 " + rn + "go, [" + pn + "ret];\n";
-    block += "\tsetp.eq.b32 " + rn + "skip, " + rn + "go, 0;\n";
-    block += "\t@" + rn + "skip exit;\n";
+    // The guard returns thread 0's decision (or, following, every thread's): the warp
+    // reconverges (thread 0 may come back last, from a spin) over the lanes it has, (1 << lanes)
+    // - 1 where shl clamps a shift of 32 or more to give 0, then the block ORs the decision and
+    // leaves whole unless it is go. Here in the kernel, not in the callee, where synccheck
+    // reported every warp divergent at the barrier.
+    block += "\t.reg .pred " + rn + "go_p;\n\t.reg .b32 " + rn + "t<4>;\n";
+    block += "\tmov.u32 " + rn + "t0, %tid.z;\n\tmov.u32 " + rn + "t1, %ntid.y;\n\tmov.u32 " + rn + "t2, %tid.y;\n";
+    block += "\tmad.lo.u32 " + rn + "t0, " + rn + "t0, " + rn + "t1, " + rn + "t2;\n";
+    block += "\tmov.u32 " + rn + "t2, %ntid.x;\n\tmov.u32 " + rn + "t3, %tid.x;\n";
+    block += "\tmad.lo.u32 " + rn + "t0, " + rn + "t0, " + rn + "t2, " + rn + "t3;\n";  // linear thread index
+    block += "\tmul.lo.u32 " + rn + "t2, " + rn + "t2, " + rn + "t1;\n\tmov.u32 " + rn + "t1, %ntid.z;\n";
+    block += "\tmul.lo.u32 " + rn + "t2, " + rn + "t2, " + rn + "t1;\n";  // threads in the block
+    block += "\tand.b32 " + rn + "t0, " + rn + "t0, -32;\n\tsub.u32 " + rn + "t2, " + rn + "t2, " + rn + "t0;\n";
+    block += "\tshl.b32 " + rn + "t2, 1, " + rn + "t2;\n\tsub.u32 " + rn + "t2, " + rn + "t2, 1;\n";
+    block += "\tbar.warp.sync " + rn + "t2;\n";
+    block += "\tsetp.ne.b32 " + rn + "go_p, " + rn + "go, 0;\n";
+    block += "\tbar.red.or.pred " + rn + "run, 0, " + rn + "go_p;\n";
+    block += "\t@!" + rn + "run exit;\n";
     block += "\t}\n";
   }
 

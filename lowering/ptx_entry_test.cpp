@@ -155,14 +155,15 @@ std::string first_instruction(const std::string& ptx, const std::string& name, b
 const std::vector<std::string> kEntries = {"scale<float>", "no_params", "dynamic_shared", "by_struct", "bounded",
                                            "loops_at_once"};
 
-// A guard module as orchc writes one: every argument 8 bytes, the decision broadcast.
+// A guard module as orchc writes one: every argument 8 bytes, thread 0's decision returned (the
+// patched entry ORs it over the block).
 const char* const kGuard = R"(
 extern "C" __device__ unsigned orch_guard(unsigned long long a0, unsigned long long a1, unsigned long long a2,
                                           unsigned long long a3) {
   unsigned go = 0u;
   if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
     go = *(const volatile int*)a0 > (int)(unsigned)a1 + (short)(unsigned short)a2 + (signed char)a3 ? 1u : 0u;
-  return __syncthreads_or(go);
+  return go;
 }
 )";
 
@@ -226,7 +227,7 @@ TEST_CASE("ptx entry: a guard call with appended parameters of 8, 4, 2 and 1 byt
     const PtxFunction& f = parse_ptx(*out).functions.at(lowered[k]);
     CHECK(f.calls.count("orch_guard") == 1);
     const std::vector<std::string> lines = body_lines(*out, lowered[k]);
-    CHECK(std::find(lines.begin(), lines.end(), "@%orch_skip exit;") != lines.end());
+    CHECK(std::find(lines.begin(), lines.end(), "@!%orch_run exit;") != lines.end());
     CHECK(link_problem(*out) == "");
   }
   // The guard alone, without the wait (a target without PDL).

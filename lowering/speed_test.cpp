@@ -392,8 +392,9 @@ TEST_CASE("unroll: `while c > 0 { step }` runs 8 copies of step per WHILE iterat
       ++variants;
       CHECK(k.name == "step");
       CHECK(k.guard_code.find("extern \"C\" __device__ unsigned orch_guard(") != std::string::npos);
-      CHECK(k.guard_code.find("__syncwarp(") < k.guard_code.find("__syncthreads_or(orch_go)"));
-      CHECK(k.guard_code.find("__syncthreads_or(orch_go)") != std::string::npos);
+      // The function returns thread 0's decision; the patched entry ORs it over the block.
+      CHECK(k.guard_code.find("return orch_go;") != std::string::npos);
+      CHECK(k.guard_code.find("__syncthreads_or") == std::string::npos);
       CHECK(k.guard_code.find("atomicCAS(orch_slot") == std::string::npos);  // alone: no atomics
       REQUIRE(k.params.size() == 4);  // c, then the slot index, c again (the condition's), status
       CHECK(k.guard_param_sizes == std::vector<uint32_t>{4, 8, 8});
@@ -551,7 +552,9 @@ TEST_CASE("unroll: the guard code of each role") {
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Alone, true) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
-        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; } { const unsigned orch_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); const unsigned orch_n = blockDim.x * blockDim.y * blockDim.z - (orch_t & ~31u); __syncwarp(orch_n >= 32u ? 0xffffffffu : (1u << orch_n) - 1u); } if (!__syncthreads_or(orch_go)) return 0u; }");
+        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; } return orch_go; }");
+  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Follow, true) ==
+        "return *(volatile const unsigned*)(S + 2u) == 2u ? 1u : 0u;");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Decide, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "

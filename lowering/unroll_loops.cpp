@@ -74,8 +74,11 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
   const std::string eval = "orch_v<orch_bool> orch_c = " + truth +
                            "; if (orch_c.e) orch_report_error(orch_status, 3u, " + std::to_string(site) +
                            "u, (unsigned)orch_c.e); ";
-  // Thread 0's warp reconverges (__syncwarp over the warp's lanes, a partial last warp
-  // included), then the block learns whether thread 0 said go. Thread 0 comes out of its own
+  // In a kernel: thread 0's warp reconverges (__syncwarp over the warp's lanes, a partial last
+  // warp included), then the block learns whether thread 0 said go. As a device function (a
+  // user kernel's guard): it returns thread 0's decision, and the patched entry does the same
+  // two steps in the kernel itself (lowering/ptx_entry.cpp), not in the callee, where synccheck
+  // reported every warp divergent at the barrier. Thread 0 comes out of its own
   // branch (an atomic, a spin) after the rest of its warp; __syncthreads_or is bar.red, i.e.
   // barrier.red.aligned, which needs the warp converged: without the __syncwarp, synccheck on an
   // H200 reported "Divergent thread(s) in warp" there.
@@ -86,19 +89,20 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
       "if (!__syncthreads_or(orch_go)) " + skip + " }";
   switch (role) {
     case ir::GuardRole::Follow:
+      if (function) return "return *(volatile const unsigned*)" + slot + " == 2u ? 1u : 0u;";
       return "if (*(volatile const unsigned*)" + slot + " != 2u) " + skip;
     case ir::GuardRole::Alone:
     case ir::GuardRole::Decide:
       return "{ unsigned orch_go = 0u; if (" + thread0 + ") { " + eval +
              "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; " +
              (role == ir::GuardRole::Decide ? "*(volatile unsigned*)" + slot + " = orch_go ? 2u : 3u; " : "") +
-             "} " + any;
+             "} " + (function ? std::string("return orch_go; }") : any);
     case ir::GuardRole::Race:
       return "{ unsigned orch_go = 0u; if (" + thread0 + ") { unsigned* const orch_slot = " + slot +
              "; unsigned orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { " + eval +
              "orch_s = (!orch_c.e && orch_c.v) ? 2u : 3u; __threadfence(); atomicExch(orch_slot, orch_s); } "
              "else { while (orch_s == 1u) orch_s = *(volatile unsigned*)orch_slot; __threadfence(); } "
-             "orch_go = orch_s == 2u ? 1u : 0u; } " + any;
+             "orch_go = orch_s == 2u ? 1u : 0u; } " + (function ? std::string("return orch_go; }") : any);
   }
   return "";
 }

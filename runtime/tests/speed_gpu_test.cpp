@@ -190,10 +190,12 @@ TEST_CASE("unrolled loops: every trip count around the copies per iteration give
                              "  d = 0\n"
                              "  while c > 0 {\n"
                              "    mixc<<<ceil_div(n, 256), 256>>>(n, c, a, b)\n"
-                             "    mixc<<<ceil_div(n, 256), 256>>>(n, c, b, a)\n"
+                             // Blocks of 100 and 45 threads: the guards' warp reconvergence on
+                             // a partial last warp.
+                             "    mixc<<<ceil_div(n, 100), 100>>>(n, c, b, a)\n"
                              "    d += c * 3\n"
                              "    fill t = 7\n"
-                             "    step<<<1, 32>>>(c)\n"
+                             "    step<<<1, 45>>>(c)\n"
                              "    copy a -> e\n"
                              "  }\n"
                              "}\n";
