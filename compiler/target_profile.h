@@ -64,6 +64,8 @@ struct TargetProfile {
 
 // The entry of `profile.peaks` for a device called `device_name`, or nullptr.
 const DevicePeaks* find_device_peaks(const TargetProfile& profile, const std::string& device_name);
+// The result points into the profile: a temporary profile would leave it dangling.
+const DevicePeaks* find_device_peaks(TargetProfile&& profile, const std::string& device_name) = delete;
 
 // Where profiles live: the directory given, else $ORCH_TARGETS_DIR, else the install's
 // share/orch/targets, else the source tree's targets/ (compiled in).

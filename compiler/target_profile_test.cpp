@@ -490,7 +490,8 @@ programmatic_dependent_launch: false
     REQUIRE(pcie);
     CHECK(pcie->dram_bytes_per_s == 2000000000000ull);
     CHECK(find_device_peaks(p, "NVIDIA GeForce RTX 4090") == nullptr);
-    const DevicePeaks* a100 = find_device_peaks(load_shipped("sm_80"), "NVIDIA A100-SXM4-80GB");
+    const TargetProfile sm80 = load_shipped("sm_80");
+    const DevicePeaks* a100 = find_device_peaks(sm80, "NVIDIA A100-SXM4-80GB");
     REQUIRE(a100);
     CHECK(a100->dram_bytes_per_s == 2039000000000ull);
     CHECK(load_shipped("sm_100").peaks.empty());
