@@ -84,11 +84,9 @@ class GeneratedKernel {
   bool wait_ = false;
 };
 
-// The first statements of a generated kernel that waits at entry: griddepcontrol.launch_dependents
-// (the kernels a programmatic edge leaves for may launch now: each still waits for this one to
-// finish before it touches memory), then griddepcontrol.wait (cudaGridDependencySynchronize);
-// both need sm_90; older archs (an ejected file built for one) never get programmatic edges and
-// skip them.
+// The first statement of a generated kernel that waits at entry: griddepcontrol.wait
+// (cudaGridDependencySynchronize), which needs sm_90; older archs (an ejected file built for one)
+// never get programmatic edges and skip it.
 extern const char* const kPdlWait;
 
 // What a generated kernel writes into the executable's device status record (16 bytes, four

@@ -168,7 +168,7 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
   for (size_t i = 0; i < patch.extra_params.size(); ++i) params.push_back(pn + "param_" + std::to_string(i));
 
   std::string block = "\t// orch: " + patch.describe() + "\n";
-  if (patch.wait) block += "\tgriddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;\n";
+  if (patch.wait) block += "\tgriddepcontrol.wait;\n";
   if (!patch.guard.empty()) {
     const size_t n = patch.extra_params.size();
     block += "\t{\n";

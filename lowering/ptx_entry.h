@@ -1,9 +1,7 @@
 // Code orchc puts at the entry of a kernel it did not write, in the kernel's PTX (NVRTC's
 // output, before ptxas or nvJitLink make it a CUBIN), so that user kernels need no edits:
-// - `griddepcontrol.launch_dependents` then `griddepcontrol.wait` (cudaGridDependencySynchronize)
-//   as the first instructions, so that a programmatic edge may enter the kernel (nothing before
-//   the wait touches memory) and the kernels its own programmatic edges enter launch as soon as
-//   every block of it has started (they still wait for it to finish before touching memory);
+// - `griddepcontrol.wait` (cudaGridDependencySynchronize) as the first instruction, so that a
+//   programmatic edge may enter the kernel: nothing before it touches memory;
 // - a call to a guard function (an unrolled loop's copy: lowering/unroll_loops.cpp) whose
 //   arguments are parameters appended to the entry; when it returns 0 every thread exits.
 // The instructions go after the entry's declarations (.reg, .local, .shared, ...) and before its
@@ -20,7 +18,7 @@
 namespace orch::lowering {
 
 struct PtxEntryPatch {
-  bool wait = false;  // griddepcontrol.launch_dependents and griddepcontrol.wait first
+  bool wait = false;  // griddepcontrol.wait first
   // The guard: a function `.func (.param .b32 r) NAME(.param .b64 a0, ...)` defined in the module
   // (merge_ptx_modules), called with every appended parameter zero-extended to 64 bits, in order.
   // Returns non-zero where the kernel runs; the same value in every thread of a block (the

@@ -181,7 +181,7 @@ TEST_CASE("ptx entry: the PDL wait goes first in every kind of kernel, and the m
     INFO(error);
     REQUIRE(out.has_value());
     bool declarations_first = false;
-    CHECK(first_instruction(*out, lowered[k], &declarations_first) == "griddepcontrol.launch_dependents;");
+    CHECK(first_instruction(*out, lowered[k], &declarations_first) == "griddepcontrol.wait;");
     CHECK(declarations_first);
     // Exactly one wait, in this entry; every other entry as it was.
     CHECK(out->find("griddepcontrol.wait") == out->rfind("griddepcontrol.wait"));
@@ -214,7 +214,7 @@ TEST_CASE("ptx entry: a guard call with appended parameters of 8, 4, 2 and 1 byt
     INFO(error);
     REQUIRE(out.has_value());
     bool declarations_first = false;
-    CHECK(first_instruction(*out, lowered[k], &declarations_first) == "griddepcontrol.launch_dependents;");
+    CHECK(first_instruction(*out, lowered[k], &declarations_first) == "griddepcontrol.wait;");
     CHECK(declarations_first);
     const std::vector<PtxParam> before = parse_ptx(*joined).functions.at(lowered[k]).params;
     const std::vector<PtxParam> after = parse_ptx(*out).functions.at(lowered[k]).params;
@@ -320,7 +320,7 @@ TEST_CASE("ptx entry: the kernel compiler patches, joins the guard, links, and k
   CHECK(waiting[0]->cubins[0].arch == "sm_90");
   CHECK(waiting[0]->lowered_name == plain[0]->lowered_name);
   bool declarations_first = false;
-  CHECK(first_instruction(waiting[0]->ptx, waiting[0]->lowered_name, &declarations_first) == "griddepcontrol.launch_dependents;");
+  CHECK(first_instruction(waiting[0]->ptx, waiting[0]->lowered_name, &declarations_first) == "griddepcontrol.wait;");
 
   s.patch.guard = "orch_guard";
   s.patch.extra_params = {8, 4, 2, 1};
