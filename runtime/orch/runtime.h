@@ -84,8 +84,11 @@ const char* error_code_name(ErrorCode code);
 class Error {
  public:
   Error() = default;  // no error
+  // A message is one line: control characters in it (a caller's name holding a newline, echoed
+  // back) are written as escapes ("\n", "\x01").
   Error(ErrorCode code, std::string message, std::string where = {}, int cuda_error = 0)
-      : code_(code), message_(std::move(message)), where_(std::move(where)), cuda_error_(cuda_error) {}
+      : code_(code), message_(one_line(std::move(message))), where_(one_line(std::move(where))),
+        cuda_error_(cuda_error) {}
 
   ErrorCode code() const { return code_; }
   const std::string& message() const { return message_; }
@@ -98,6 +101,7 @@ class Error {
   std::string to_string() const;
 
  private:
+  static std::string one_line(std::string s);
   ErrorCode code_ = ErrorCode::Ok;
   std::string message_;
   std::string where_;

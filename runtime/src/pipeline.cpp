@@ -36,6 +36,24 @@ const char* error_code_name(ErrorCode code) {
   return "Unknown";
 }
 
+std::string Error::one_line(std::string s) {
+  bool clean = true;
+  for (char c : s) clean = clean && !(static_cast<unsigned char>(c) < 0x20 || c == 0x7f);
+  if (clean) return s;
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (u < 0x20 || u == 0x7f) out += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    else out += c;
+  }
+  return out;
+}
+
 std::string Error::to_string() const {
   if (ok()) return "ok";
   return (where_.empty() ? std::string() : where_ + ": ") + "error: " + message_;

@@ -518,3 +518,14 @@ TEST_CASE("C API: an artifact verified and described without a GPU, bindings che
 }
 
 }  // TEST_SUITE("contract")
+
+TEST_CASE("an error message is one line: control characters a caller's name brings are escaped") {
+  // A param name with a newline echoed back ("has no param '...'") broke the C API's rule that a
+  // message is one line (scripts/fuzz-runtime found it).
+  const orch::Error e(orch::ErrorCode::UnknownName, "pipeline 'p' has no param 'a\nb\t\x01\x7f'", "x.orch:1:2\n");
+  CHECK(e.message() == "pipeline 'p' has no param 'a\\nb\\t\\x01\\x7f'");
+  CHECK(e.where() == "x.orch:1:2\\n");
+  CHECK(e.to_string().find('\n') == std::string::npos);
+  const orch::Error clean(orch::ErrorCode::UnknownName, "pipeline 'p' has no param 'größe'");
+  CHECK(clean.message() == "pipeline 'p' has no param 'größe'");  // UTF-8 stays as it is
+}
