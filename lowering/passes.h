@@ -128,6 +128,10 @@ extern const char* const kGuardPlaceholder;
 std::string guard_statement(const std::string& truth, const std::string& slots, const std::string& index,
                             int site, ir::GuardRole role, bool function);
 
+// unroll_loops.cpp: whether a kernel node runs exactly one block whatever the params (its grid
+// is constant 1, 1, 1): assign_guards' decide role and the verifier's check of it.
+bool one_block(const lir::Node& n);
+
 // memset_pattern.cpp: the memset a fill becomes, where one does it: a 1, 2 or 4 byte pattern,
 // or an 8-byte one whose halves agree, of a value known at compile time, into device memory.
 // generate_kernels makes a kernel of every other fill; build_lir makes these memset nodes.

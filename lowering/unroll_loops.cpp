@@ -322,16 +322,6 @@ std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& o
 
 namespace {
 
-// A kernel node that runs exactly one block whatever the params: its grid is constant 1, 1, 1.
-bool one_block(const lir::Node& n) {
-  const auto* k = std::get_if<lir::KernelNode>(&n.op);
-  if (!k) return false;
-  for (const lir::Expr& d : k->grid) {
-    const expr::Instr* leaf = d.leaf();
-    if (!leaf || leaf->kind != expr::InstrKind::Const || leaf->value.bits != 1) return false;
-  }
-  return true;
-}
 
 uint32_t param_size(const lir::KernelParam& q) {
   return q.kind == lir::KernelParamKind::Value ? expr::size_of(q.elem) : 8u;
@@ -457,6 +447,16 @@ void add_guard(GeneratedKernel& k, const ir::Program& p, const ir::Guard& g, std
   variants->clear();
   for (ir::GuardRole role : kRoles) variants->push_back(guard_statement(truth, slots, index, L.status_site, role, false));
   k.add_statement(kGuardPlaceholder);
+}
+
+bool one_block(const lir::Node& n) {
+  const auto* k = std::get_if<lir::KernelNode>(&n.op);
+  if (!k) return false;
+  for (const lir::Expr& d : k->grid) {
+    const expr::Instr* leaf = d.leaf();
+    if (!leaf || leaf->kind != expr::InstrKind::Const || leaf->value.bits != 1) return false;
+  }
+  return true;
 }
 
 }  // namespace orch::lowering

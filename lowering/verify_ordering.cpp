@@ -85,16 +85,6 @@ std::string programmatic_problem(const lir::Program& p, const lir::Graph& g, boo
   return "";
 }
 
-bool one_block(const lir::Node& n) {
-  const auto* k = std::get_if<lir::KernelNode>(&n.op);
-  if (!k) return false;
-  for (const lir::Expr& d : k->grid) {
-    const expr::Instr* leaf = d.leaf();
-    if (!leaf || leaf->kind != expr::InstrKind::Const || leaf->value.bits != 1) return false;
-  }
-  return true;
-}
-
 // The guards of unrolled copies in one body (unroll_loops.cpp has the protocol and why it is
 // exact): "" or what is wrong.
 std::string guard_problem(const lir::Program& p, const lir::Body& r) {
