@@ -20,44 +20,19 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'O', 'R', 'C', 'H', 'K', 'R', 'N', '1'};
-constexpr uint32_t kFormatVersion = 1;
-constexpr size_t kHeaderSize = 8 + 4 + 4 + 8;
-constexpr size_t kChecksumSize = 16;
+// 2: the checksum is hash128_hex (seal_cache_envelope), no longer 16 raw bytes.
+constexpr uint32_t kFormatVersion = 2;
+constexpr size_t kEnvelopeHeader = 8 + 4 + 4 + 8;
+constexpr size_t kEnvelopeChecksum = 32;  // hash128_hex
 constexpr uint64_t kMaxFileSize = uint64_t(1) << 30;  // no real image comes near a GiB
 
-void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void put_u64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
 uint64_t get_le(std::string_view bytes, size_t at, int width) {
   uint64_t v = 0;
-  for (int i = 0; i < width; ++i)
-    v |= uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  for (int i = 0; i < width; ++i) v |= uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
   return v;
 }
-void put_string(std::string& out, std::string_view s) {
-  put_u64(out, s.size());
-  out.append(s.data(), s.size());
-}
-// Reads a length-prefixed string at `at`, advancing it; false if it runs past the end.
-bool get_string(std::string_view bytes, size_t& at, std::string& out) {
-  if (bytes.size() - at < 8) return false;
-  uint64_t n = get_le(bytes, at, 8);
-  at += 8;
-  if (n > bytes.size() - at) return false;
-  out.assign(bytes.data() + at, n);
-  at += n;
-  return true;
-}
-
-std::string checksum(std::string_view payload) {
-  XXH128_hash_t h = XXH3_128bits(payload.data(), payload.size());
-  std::string out;
-  put_u64(out, h.high64);
-  put_u64(out, h.low64);
-  return out;
+void put_le(std::string& out, uint64_t v, int width) {
+  for (int i = 0; i < width; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 bool read_file(const fs::path& path, std::string& out) {
@@ -110,45 +85,78 @@ std::string hash128_hex(std::string_view data) {
 }
 
 KeyBuilder& KeyBuilder::add(std::string_view field) {
-  put_string(buffer_, field);
+  put_cache_string(buffer_, field);
   return *this;
 }
 
 KeyBuilder& KeyBuilder::add(uint64_t value) {
-  put_u64(buffer_, value);
+  put_cache_u64(buffer_, value);
   return *this;
+}
+
+void put_cache_u64(std::string& out, uint64_t v) { put_le(out, v, 8); }
+
+void put_cache_string(std::string& out, std::string_view s) {
+  put_cache_u64(out, s.size());
+  out.append(s.data(), s.size());
+}
+
+bool get_cache_u64(std::string_view bytes, size_t& at, uint64_t& out) {
+  if (at > bytes.size() || bytes.size() - at < 8) return false;
+  out = get_le(bytes, at, 8);
+  at += 8;
+  return true;
+}
+
+bool get_cache_string(std::string_view bytes, size_t& at, std::string& out) {
+  uint64_t n = 0;
+  if (!get_cache_u64(bytes, at, n) || n > bytes.size() - at) return false;
+  out.assign(bytes.data() + at, n);
+  at += n;
+  return true;
+}
+
+std::string seal_cache_envelope(std::string_view magic, uint32_t version, std::string_view payload) {
+  std::string out(magic.substr(0, 8));
+  out.resize(8, '\0');
+  put_le(out, version, 4);
+  put_le(out, 0, 4);
+  put_le(out, payload.size(), 8);
+  out.append(payload.data(), payload.size());
+  out += hash128_hex(payload);
+  return out;
+}
+
+std::optional<std::string_view> open_cache_envelope(std::string_view bytes, std::string_view magic, uint32_t version) {
+  if (magic.size() != 8 || bytes.size() < kEnvelopeHeader + kEnvelopeChecksum) return std::nullopt;
+  if (bytes.substr(0, 8) != magic) return std::nullopt;
+  if (get_le(bytes, 8, 4) != version || get_le(bytes, 12, 4) != 0) return std::nullopt;
+  const uint64_t size = get_le(bytes, 16, 8);
+  if (size != bytes.size() - kEnvelopeHeader - kEnvelopeChecksum) return std::nullopt;
+  const std::string_view payload = bytes.substr(kEnvelopeHeader, size);
+  if (hash128_hex(payload) != bytes.substr(kEnvelopeHeader + size)) return std::nullopt;
+  return payload;
 }
 
 std::string encode_cache_entry(const std::string& key, const CacheEntry& entry) {
   std::string payload;
-  put_string(payload, key);
-  put_string(payload, entry.lowered_name);
-  put_string(payload, entry.log);
-  put_string(payload, entry.image);
-  std::string out(kMagic, sizeof kMagic);
-  put_u32(out, kFormatVersion);
-  put_u32(out, 0);
-  put_u64(out, payload.size());
-  out += payload;
-  out += checksum(payload);
-  return out;
+  put_cache_string(payload, key);
+  put_cache_string(payload, entry.lowered_name);
+  put_cache_string(payload, entry.log);
+  put_cache_string(payload, entry.image);
+  return seal_cache_envelope(std::string_view(kMagic, sizeof kMagic), kFormatVersion, payload);
 }
 
 std::optional<CacheEntry> decode_cache_entry(const std::string& key, std::string_view bytes) {
-  if (bytes.size() < kHeaderSize + kChecksumSize) return std::nullopt;
-  if (bytes.substr(0, sizeof kMagic) != std::string_view(kMagic, sizeof kMagic))
-    return std::nullopt;
-  if (get_le(bytes, 8, 4) != kFormatVersion || get_le(bytes, 12, 4) != 0) return std::nullopt;
-  uint64_t payload_size = get_le(bytes, 16, 8);
-  if (payload_size != bytes.size() - kHeaderSize - kChecksumSize) return std::nullopt;
-  std::string_view payload = bytes.substr(kHeaderSize, payload_size);
-  if (checksum(payload) != bytes.substr(kHeaderSize + payload_size)) return std::nullopt;
+  const std::optional<std::string_view> payload =
+      open_cache_envelope(bytes, std::string_view(kMagic, sizeof kMagic), kFormatVersion);
+  if (!payload) return std::nullopt;
   size_t at = 0;
   std::string stored_key;
   CacheEntry entry;
-  if (!get_string(payload, at, stored_key) || !get_string(payload, at, entry.lowered_name) ||
-      !get_string(payload, at, entry.log) || !get_string(payload, at, entry.image) ||
-      at != payload.size())
+  if (!get_cache_string(*payload, at, stored_key) || !get_cache_string(*payload, at, entry.lowered_name) ||
+      !get_cache_string(*payload, at, entry.log) || !get_cache_string(*payload, at, entry.image) ||
+      at != payload->size())
     return std::nullopt;
   if (stored_key != key) return std::nullopt;
   return entry;

@@ -16,6 +16,19 @@ namespace orch {
 // XXH3-128 of `data` as 32 lowercase hex digits.
 std::string hash128_hex(std::string_view data);
 
+// The envelope of a cache file, the kernel cache's here and orchc's artifact cache's
+// (tools/orchc/artifact_cache.cpp): an 8-byte magic, a u32 version, a u32 0, the payload's size
+// (u64), the payload, and hash128_hex of the payload, integers little-endian. The payload is
+// written with put_cache_u64 and put_cache_string (a u64 size, then the bytes).
+std::string seal_cache_envelope(std::string_view magic, uint32_t version, std::string_view payload);
+// The payload of `bytes`, or nullopt unless the magic, version, size and checksum all hold.
+std::optional<std::string_view> open_cache_envelope(std::string_view bytes, std::string_view magic, uint32_t version);
+void put_cache_u64(std::string& out, uint64_t v);
+void put_cache_string(std::string& out, std::string_view s);
+// Read at `at`, advancing it; false where the bytes run out.
+bool get_cache_u64(std::string_view bytes, size_t& at, uint64_t& out);
+bool get_cache_string(std::string_view bytes, size_t& at, std::string& out);
+
 // Builds a key from fields; each field is length-prefixed, so ("ab","c") != ("a","bc").
 class KeyBuilder {
  public:

@@ -29,9 +29,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'O', 'R', 'C', 'H', 'A', 'R', 'T', 'C'};
-constexpr uint32_t kEntryVersion = 1;
-constexpr size_t kHeaderSize = 8 + 4 + 4 + 8;
-constexpr size_t kChecksumSize = 32;  // hash128_hex
+constexpr uint32_t kEntryVersion = 1;  // in the envelope lowering/kernel_cache.h seals
 constexpr size_t kMaxEntry = size_t{1} << 31;
 // Files the cache reads back to compare: the largest a compile may read (kernel sources'
 // includes are read up to 1 GiB by the kernel cache).
@@ -42,29 +40,10 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
-void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void put_u64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
 uint64_t get_le(std::string_view bytes, size_t at, int width) {
   uint64_t v = 0;
   for (int i = 0; i < width; ++i) v |= uint64_t(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
   return v;
-}
-void put_string(std::string& out, std::string_view s) {
-  put_u64(out, s.size());
-  out.append(s.data(), s.size());
-}
-bool get_string(std::string_view bytes, size_t& at, std::string& out) {
-  if (bytes.size() - at < 8) return false;
-  const uint64_t n = get_le(bytes, at, 8);
-  at += 8;
-  if (n > bytes.size() - at) return false;
-  out.assign(bytes.data() + at, n);
-  at += n;
-  return true;
 }
 
 // The artifact's own envelope (artifact/artifact.h): magic, payload size and XXH64.
@@ -283,39 +262,28 @@ std::string cache_key(const CacheKeyParts& parts) {
 std::string encode_entry(const std::string& key, const std::vector<FileRecord>& records, const std::string& report,
                          const std::string& artifact) {
   std::string payload;
-  put_string(payload, key);
-  put_u64(payload, records.size());
+  put_cache_string(payload, key);
+  put_cache_u64(payload, records.size());
   for (const FileRecord& r : records) {
     payload.push_back(static_cast<char>(r.fact));
-    put_string(payload, r.path);
-    put_string(payload, r.value);
+    put_cache_string(payload, r.path);
+    put_cache_string(payload, r.value);
   }
-  put_string(payload, report);
-  put_string(payload, artifact);
-  std::string out(kMagic, sizeof kMagic);
-  put_u32(out, kEntryVersion);
-  put_u32(out, 0);
-  put_u64(out, payload.size());
-  out += payload;
-  out += hash128_hex(payload);
-  return out;
+  put_cache_string(payload, report);
+  put_cache_string(payload, artifact);
+  return seal_cache_envelope(std::string_view(kMagic, sizeof kMagic), kEntryVersion, payload);
 }
 
 std::optional<DecodedEntry> decode_entry(const std::string& key, std::string_view bytes) {
-  if (bytes.size() < kHeaderSize + kChecksumSize) return std::nullopt;
-  if (bytes.substr(0, sizeof kMagic) != std::string_view(kMagic, sizeof kMagic)) return std::nullopt;
-  if (get_le(bytes, 8, 4) != kEntryVersion || get_le(bytes, 12, 4) != 0) return std::nullopt;
-  const uint64_t size = get_le(bytes, 16, 8);
-  if (size != bytes.size() - kHeaderSize - kChecksumSize) return std::nullopt;
-  const std::string_view payload = bytes.substr(kHeaderSize, size);
-  if (hash128_hex(payload) != bytes.substr(kHeaderSize + size)) return std::nullopt;
+  const std::optional<std::string_view> opened =
+      open_cache_envelope(bytes, std::string_view(kMagic, sizeof kMagic), kEntryVersion);
+  if (!opened) return std::nullopt;
+  const std::string_view payload = *opened;
   size_t at = 0;
   std::string stored_key;
-  if (!get_string(payload, at, stored_key) || stored_key != key) return std::nullopt;
-  if (payload.size() - at < 8) return std::nullopt;
-  const uint64_t n = get_le(payload, at, 8);
-  at += 8;
-  if (n > payload.size()) return std::nullopt;
+  if (!get_cache_string(payload, at, stored_key) || stored_key != key) return std::nullopt;
+  uint64_t n = 0;
+  if (!get_cache_u64(payload, at, n) || n > payload.size()) return std::nullopt;
   DecodedEntry entry;
   entry.records.reserve(n);
   for (uint64_t i = 0; i < n; ++i) {
@@ -323,10 +291,11 @@ std::optional<DecodedEntry> decode_entry(const std::string& key, std::string_vie
     const unsigned fact = static_cast<unsigned char>(payload[at++]);
     if (fact > static_cast<unsigned>(FileFact::SizeAndTime)) return std::nullopt;
     FileRecord r{static_cast<FileFact>(fact), {}, {}};
-    if (!get_string(payload, at, r.path) || !get_string(payload, at, r.value)) return std::nullopt;
+    if (!get_cache_string(payload, at, r.path) || !get_cache_string(payload, at, r.value)) return std::nullopt;
     entry.records.push_back(std::move(r));
   }
-  if (!get_string(payload, at, entry.report) || !get_string(payload, at, entry.artifact) || at != payload.size())
+  if (!get_cache_string(payload, at, entry.report) || !get_cache_string(payload, at, entry.artifact) ||
+      at != payload.size())
     return std::nullopt;
   if (!artifact_intact(entry.artifact)) return std::nullopt;
   return entry;
