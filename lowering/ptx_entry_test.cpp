@@ -224,7 +224,7 @@ TEST_CASE("ptx entry: a guard call with appended parameters of 8, 4, 2 and 1 byt
     CHECK(after[before.size() + 1].size == 4);
     CHECK(after[before.size() + 2].size == 2);
     CHECK(after[before.size() + 3].size == 1);
-    const PtxFunction& f = parse_ptx(*out).functions.at(lowered[k]);
+    const PtxFunction f = parse_ptx(*out).functions.at(lowered[k]);  // a copy: the parse is a temporary
     CHECK(f.calls.count("orch_guard") == 1);
     const std::vector<std::string> lines = body_lines(*out, lowered[k]);
     CHECK(std::find(lines.begin(), lines.end(), "@!%orch_run exit;") != lines.end());
