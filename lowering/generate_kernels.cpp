@@ -116,13 +116,19 @@ class Generator {
     add_guard(k, p_, *n.guard, &variants);
     const std::string src = k.buffer(n.src, false);
     const std::string dst = k.buffer(n.dst, true);
+    return elementwise(k, n, b, dst, src + "[i]", std::move(variants));
+  }
+
+  // The end of a generated fill or copy: dst[i] = `element` for every element of `b`, one thread
+  // per element (grid-stride, blocks of 256).
+  ir::Node elementwise(GeneratedKernel& k, const ir::Node& n, const ir::Buffer& b, const std::string& dst,
+                       const std::string& element, std::vector<std::string> variants) {
     ir::Expr count = b.count ? *b.count : int_constant(1, ir::ScalarType::U64);
     std::string count_code = k.value(count, ir::ScalarType::U64);
     k.add_statement(
         "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
-        "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + src + "[i];");
-    ir::Expr blocks = element_blocks(count);
-    ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
+        "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + element + ";");
+    ir::Node out = k.finish_with_shape(n.loc, n.call_stack, element_blocks(count), int_constant(256));
     out.accesses = n.accesses;
     return guarded(std::move(out), n, std::move(variants));
   }
@@ -167,15 +173,7 @@ class Generator {
     // The host converts the value to the element type (exactly, or the runtime refuses it).
     std::string value = k.value(n.value, b.elem);
     std::string dst = k.buffer(n.dst, true);
-    ir::Expr count = b.count ? *b.count : int_constant(1, ir::ScalarType::U64);
-    std::string count_code = k.value(count, ir::ScalarType::U64);
-    k.add_statement(
-        "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
-        "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + value + ";");
-    ir::Expr blocks = element_blocks(count);
-    ir::Node out = k.finish_with_shape(n.loc, n.call_stack, blocks, int_constant(256));
-    out.accesses = n.accesses;
-    return guarded(std::move(out), n, std::move(variants));
+    return elementwise(k, n, b, dst, value, std::move(variants));
   }
 
   // Launches the graph and reports a failed launch (cudaGraphLaunch returns the error to the

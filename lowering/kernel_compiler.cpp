@@ -377,6 +377,9 @@ class KernelJob {
   std::vector<std::string> nvrtc_options(const std::string& arch) const;
   BuildResult build(const Target& target) const;
   BuildResult build_patched(const Target& target) const;
+  // Links `input` (PTX or a relocatable CUBIN) with nvJitLink for target.arch, with cudadevrt
+  // where the kernel uses the device runtime, into out.image; `out` carries what came before.
+  BuildResult link(const Target& target, nvJitLinkInputType type, const std::string& input, BuildResult out) const;
   void add_log_diagnostics(const std::string& log, bool errors);
   void error(const char* code, std::string message) {
     diags_.push_back({Severity::Error, code, src_.origin, std::move(message), {}});
@@ -451,6 +454,11 @@ BuildResult KernelJob::build_patched(const Target& target) const {
     out.linked = true;
     return out;
   }
+  return link(target, NVJITLINK_INPUT_PTX, *ptx, std::move(out));
+}
+
+BuildResult KernelJob::link(const Target& target, nvJitLinkInputType type, const std::string& input,
+                            BuildResult out) const {
   JitLinker linker;
   auto link_failed = [&](const char* step, nvJitLinkResult lr) {
     out.failure = std::string(step) + ": " + jitlink_error_name(lr);
@@ -460,7 +468,7 @@ BuildResult KernelJob::build_patched(const Target& target) const {
   };
   nvJitLinkResult lr = linker.create({"-arch=" + target.arch});
   if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkCreate", lr);
-  lr = nvJitLinkAddData(linker.get(), NVJITLINK_INPUT_PTX, ptx->data(), ptx->size(), src_.file_name.c_str());
+  lr = nvJitLinkAddData(linker.get(), type, input.data(), input.size(), src_.file_name.c_str());
   if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddData", lr);
   if (device_runtime_) {
     lr = nvJitLinkAddFile(linker.get(), NVJITLINK_INPUT_LIBRARY, toolkit_.cudadevrt.c_str());
@@ -551,33 +559,7 @@ BuildResult KernelJob::build(const Target& target) const {
   }
   // -rdc gave a relocatable CUBIN; nvJitLink resolves its device-runtime calls against
   // cudadevrt (the path devlaunch_probe.cpp showed loads and runs on the GPU).
-  JitLinker linker;
-  auto link_failed = [&](const char* step, nvJitLinkResult lr) {
-    out.failure = std::string(step) + ": " + jitlink_error_name(lr);
-    std::string logs = linker.logs();
-    if (!logs.empty()) out.failure += "\n" + logs;
-    return out;
-  };
-  nvJitLinkResult lr = linker.create({"-arch=" + target.arch});
-  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkCreate", lr);
-  lr = nvJitLinkAddData(linker.get(), NVJITLINK_INPUT_CUBIN, cubin.data(), cubin.size(),
-                        src_.file_name.c_str());
-  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddData", lr);
-  lr = nvJitLinkAddFile(linker.get(), NVJITLINK_INPUT_LIBRARY, toolkit_.cudadevrt.c_str());
-  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddFile(libcudadevrt.a)", lr);
-  lr = nvJitLinkComplete(linker.get());
-  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkComplete", lr);
-  size_t linked_size = 0;
-  lr = nvJitLinkGetLinkedCubinSize(linker.get(), &linked_size);
-  if (lr != NVJITLINK_SUCCESS || linked_size == 0)
-    return link_failed("nvJitLinkGetLinkedCubinSize", lr);
-  out.image.assign(linked_size, '\0');
-  lr = nvJitLinkGetLinkedCubin(linker.get(), out.image.data());
-  if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkGetLinkedCubin", lr);
-  std::string info = linker.logs();
-  if (!info.empty()) out.log += (out.log.empty() ? "" : "\n") + info;
-  out.linked = true;
-  return out;
+  return link(target, NVJITLINK_INPUT_CUBIN, cubin, std::move(out));
 }
 
 void KernelJob::add_log_diagnostics(const std::string& log, bool errors) {

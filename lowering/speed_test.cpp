@@ -34,6 +34,30 @@ std::unique_ptr<Lowered> lower_text(const std::string& text, const LowerOptions&
   return l;
 }
 
+// `text` compiled to an artifact (the kernel cache off) and opened as the runtime opens it; the
+// lowered program it was written from in ->program.
+struct CompiledArtifact : Lowered {
+  std::vector<uint64_t> aligned;
+  const fb::Pipeline* pipeline = nullptr;
+};
+
+std::unique_ptr<CompiledArtifact> compile_artifact(const std::string& text) {
+  auto l = std::make_unique<CompiledArtifact>();
+  l->checked = check_text("t.orch", text, l->sources, {}, l->diags);
+  REQUIRE(!l->diags.has_errors());
+  LowerOptions options;
+  options.compile.use_cache = false;
+  std::optional<std::string> bytes = lower_to_artifact(*l->checked.program, l->sources, options, l->diags, &l->program);
+  INFO(format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
+  REQUIRE(bytes.has_value());
+  l->aligned.resize((bytes->size() + 7) / 8);
+  std::memcpy(l->aligned.data(), bytes->data(), bytes->size());
+  auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(l->aligned.data()), bytes->size());
+  REQUIRE_MESSAGE(opened.ok(), opened.error);
+  l->pipeline = opened.pipeline;
+  return l;
+}
+
 // "%1 %2:programmatic" for a body: each node's dependencies, one node per line.
 std::string edges(const lir::Body& b) {
   std::string out;
@@ -278,19 +302,8 @@ TEST_CASE("programmatic edges: the verifier refuses one into a kernel that does 
 }
 
 TEST_CASE("programmatic edges: the artifact holds them, the kernels wait, and the user kernel's PTX waits first") {
-  auto l = std::make_unique<Lowered>();
-  l->checked = check_text("t.orch", kChain, l->sources, {}, l->diags);
-  REQUIRE(!l->diags.has_errors());
-  LowerOptions options;
-  options.compile.use_cache = false;
-  std::optional<std::string> bytes = lower_to_artifact(*l->checked.program, l->sources, options, l->diags, &l->program);
-  INFO(format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
-  REQUIRE(bytes.has_value());
-  std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
-  std::memcpy(aligned.data(), bytes->data(), bytes->size());
-  auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes->size());
-  REQUIRE_MESSAGE(opened.ok(), opened.error);
-  const fb::Pipeline& f = *opened.pipeline;
+  auto l = compile_artifact(kChain);
+  const fb::Pipeline& f = *l->pipeline;
   const fb::Graph& g = *f.graphs()->Get(static_cast<flatbuffers::uoffset_t>(f.main_graph()));
   std::string kinds;
   for (const fb::Node* n : *g.nodes()) {
@@ -636,19 +649,8 @@ graph main {
 }
 
 TEST_CASE("unroll: guarded kernels compile; a user kernel's variant calls its guard at the PTX entry") {
-  auto l = std::make_unique<Lowered>();
-  l->checked = check_text("t.orch", kCountdown, l->sources, {}, l->diags);
-  REQUIRE(!l->diags.has_errors());
-  LowerOptions options;
-  options.compile.use_cache = false;
-  std::optional<std::string> bytes = lower_to_artifact(*l->checked.program, l->sources, options, l->diags, &l->program);
-  INFO(format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
-  REQUIRE(bytes.has_value());
-  std::vector<uint64_t> aligned((bytes->size() + 7) / 8);
-  std::memcpy(aligned.data(), bytes->data(), bytes->size());
-  auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes->size());
-  REQUIRE_MESSAGE(opened.ok(), opened.error);
-  const fb::Pipeline& f = *opened.pipeline;
+  auto l = compile_artifact(kCountdown);
+  const fb::Pipeline& f = *l->pipeline;
   bool found = false;
   for (const fb::Kernel* k : *f.kernels()) {
     if (k->name()->str() != "step" || k->params()->size() != 4) continue;

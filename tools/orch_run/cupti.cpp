@@ -27,6 +27,19 @@ std::vector<NodeRecord> g_records;
 uint64_t g_dropped = 0;
 const Cupti::Api* g_api = nullptr;
 
+// What kernel, memcpy and memset records share: the graph node, the times, where it ran.
+template <typename Record>
+void fill_common(NodeRecord& r, const Record& a) {
+  r.graph_id = a.graphId;
+  r.node_id = a.graphNodeId;
+  r.start_ns = a.start;
+  r.end_ns = a.end;
+  r.device_launched = a.isDeviceLaunched != 0;
+  r.device_id = a.deviceId;
+  r.stream_id = a.streamId;
+  r.correlation_id = a.correlationId;
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   constexpr size_t kBufferSize = 8u << 20;
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferSize));
@@ -46,14 +59,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
           const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
           r.kind = NodeRecord::Kind::Kernel;
           r.name = k->name ? k->name : "";
-          r.graph_id = k->graphId;
-          r.node_id = k->graphNodeId;
-          r.start_ns = k->start;
-          r.end_ns = k->end;
-          r.device_launched = k->isDeviceLaunched != 0;
-          r.device_id = k->deviceId;
-          r.stream_id = k->streamId;
-          r.correlation_id = k->correlationId;
+          fill_common(r, *k);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -61,28 +67,14 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
           r.kind = NodeRecord::Kind::Memcpy;
           r.bytes = m->bytes;
           r.copy_kind = m->copyKind;
-          r.graph_id = m->graphId;
-          r.node_id = m->graphNodeId;
-          r.start_ns = m->start;
-          r.end_ns = m->end;
-          r.device_launched = m->isDeviceLaunched != 0;
-          r.device_id = m->deviceId;
-          r.stream_id = m->streamId;
-          r.correlation_id = m->correlationId;
+          fill_common(r, *m);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
           const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
           r.kind = NodeRecord::Kind::Memset;
           r.bytes = m->bytes;
-          r.graph_id = m->graphId;
-          r.node_id = m->graphNodeId;
-          r.start_ns = m->start;
-          r.end_ns = m->end;
-          r.device_launched = m->isDeviceLaunched != 0;
-          r.device_id = m->deviceId;
-          r.stream_id = m->streamId;
-          r.correlation_id = m->correlationId;
+          fill_common(r, *m);
           break;
         }
         default:

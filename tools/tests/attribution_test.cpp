@@ -526,24 +526,7 @@ TEST_CASE("(graph, index) is not used where it is ambiguous or the id layout did
 }
 
 TEST_CASE("a collective's captured graph is the collective's, through every clone CUDA reports") {
-  LoadedPipeline l = compile_text("reduce.orch", R"(pipeline reduce
-target sm_90
-param n: u32 = 65536
-buffer g: f32[n]
-buffer s: f32[n]
-buffer r: f32[n]
-comm world
-kernel twice(n: u32, g: in f32[], s: out f32[]) source """
-extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) s[i] = 2.0f * g[i];
-}
-"""
-graph main {
-  twice<<<ceil_div(n, 256), 256>>>(n, g, s)
-  allreduce sum s -> r on world
-}
-)");
+  LoadedPipeline l = compile_text("reduce.orch", reduce_orch());
   SiteTable t(*l.pipeline);
   REQUIRE(t.size() == 2);
   const int twice = site_named(t, "twice<<<ceil_div(n, 256), 256>>>  reduce.orch:15:3");
@@ -624,28 +607,6 @@ TEST_CASE("work outside the graphs (graph node 0) is no pipeline node: left out 
 }
 
 namespace {
-
-// One rank's allreduce after a kernel, as the GPU tests and the probe run it.
-const char* reduce_text() {
-  return R"(pipeline reduce
-target sm_90
-param n: u32 = 65536
-buffer g: f32[n]
-buffer s: f32[n]
-buffer r: f32[n]
-comm world
-kernel twice(n: u32, g: in f32[], s: out f32[]) source """
-extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) s[i] = 2.0f * g[i];
-}
-"""
-graph main {
-  twice<<<ceil_div(n, 256), 256>>>(n, g, s)
-  allreduce sum s -> r on world
-}
-)";
-}
 
 uint64_t bytes_of(const std::string& number, const std::string& unit) {
   const double v = std::stod(number);
@@ -757,7 +718,7 @@ TEST_CASE("the H100's logs replayed: every record of fills, jacobi and a one-ran
         {8, "sweep<<<ceil_div(n, 256), 256>>>  jacobi.orch:27:5"},
         {9, "sweep<<<ceil_div(n, 256), 256>>>  jacobi.orch:28:5"},
         {10, "orch_condition_1<<<1, 1>>>  jacobi.orch:25:3"}}},
-      {"reduce", write_temp("reduce.orch", reduce_text()), kReduceLog, 2,
+      {"reduce", write_temp("reduce.orch", reduce_orch()), kReduceLog, 2,
        // The child graph's captured copy after the kernel and the child graph node.
        {{2, "allreduce sum s -> r on world  reduce.orch:16:3"}}},
   };
@@ -996,7 +957,7 @@ TEST_CASE("sibling bodies with nested bodies: the two orders diverge; the kind c
 }
 
 TEST_CASE("a collective's child graph: numbered after the top-level nodes through the node walked, or its window") {
-  LoadedPipeline l = compile_text("reduce.orch", reduce_text());
+  LoadedPipeline l = compile_text("reduce.orch", reduce_orch());
   SiteTable t(*l.pipeline);
   const int twice = site_named(t, "twice<<<ceil_div(n, 256), 256>>>  reduce.orch:15:3");
   const int reduce = site_named(t, "allreduce sum s -> r on world  reduce.orch:16:3");

@@ -104,28 +104,6 @@ std::string describe(const std::map<std::string, int>& names) {
   return s;
 }
 
-// One rank's allreduce after a kernel (out of place: on one rank NCCL copies s to r).
-const char* reduce_orch() {
-  return R"(pipeline reduce
-target sm_90
-param n: u32 = 65536
-buffer g: f32[n]
-buffer s: f32[n]
-buffer r: f32[n]
-comm world
-kernel twice(n: u32, g: in f32[], s: out f32[]) source """
-extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
-  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) s[i] = 2.0f * g[i];
-}
-"""
-graph main {
-  twice<<<ceil_div(n, 256), 256>>>(n, g, s)
-  allreduce sum s -> r on world
-}
-)";
-}
-
 // The runtime's observation hook, recorded.
 struct Recorder : orch::Observer {
   std::vector<std::tuple<int, int, std::vector<uint32_t>>> begun;

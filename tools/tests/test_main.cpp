@@ -184,6 +184,27 @@ graph main {
 )";
 }
 
+const char* reduce_orch() {
+  return R"(pipeline reduce
+target sm_90
+param n: u32 = 65536
+buffer g: f32[n]
+buffer s: f32[n]
+buffer r: f32[n]
+comm world
+kernel twice(n: u32, g: in f32[], s: out f32[]) source """
+extern "C" __global__ void twice(unsigned n, const float* g, float* s) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) s[i] = 2.0f * g[i];
+}
+"""
+graph main {
+  twice<<<ceil_div(n, 256), 256>>>(n, g, s)
+  allreduce sum s -> r on world
+}
+)";
+}
+
 LoadedPipeline load_pipeline(const std::string& bin) {
   LoadedPipeline l;
   const std::string bytes = read_all(bin);

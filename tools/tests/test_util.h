@@ -43,6 +43,9 @@ const char* fills_orch();
 // statement its own kernel (a1 a2 a3, b1 b2 b3): the pipeline whose records tell which order an
 // exec numbers nested graphs' nodes in. x in; wa = 3 (2x + 1) - 0.5, wb = (x - 4)^2 + 7 out.
 const char* nested_orch();
+// One rank's allreduce after a kernel (out of place: on one rank NCCL copies s to r): g in,
+// s = 2g, r = s.
+const char* reduce_orch();
 
 struct RunOutput {
   int exit_code = -1;
