@@ -76,6 +76,12 @@ extern "C" __global__ void tick_wait_trigger(int* c) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (threadIdx.x == 0) c[0] += 1;
 }
+// Waits, then lets the kernels after it launch: at most one kernel waits ahead of the running one.
+extern "C" __global__ void tick_wait_then_trigger(int* c) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x == 0) c[0] += 1;
+}
 
 extern "C" __global__ void count_down(int* counter, cudaGraphConditionalHandle h) {
   if (threadIdx.x == 0) {
@@ -94,6 +100,13 @@ extern "C" __global__ void step(int* c) {
   if (threadIdx.x == 0) --(*c);
 }
 extern "C" __global__ void guarded_step(int* c) {
+  if (threadIdx.x == 0) {
+    const int v = *c;
+    if (v > 0) *c = v - 1;
+  }
+}
+extern "C" __global__ void guarded_step_wait(int* c) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   if (threadIdx.x == 0) {
     const int v = *c;
     if (v > 0) *c = v - 1;
@@ -191,8 +204,20 @@ void launch(orch::Executable& e, cudaStream_t s) {
   }
 }
 
-// A chain of n kernel nodes running `fn(c)`; with `programmatic`, each edge is programmatic.
-cudaGraph_t chain_graph(void* fn, int n, int* c, bool programmatic) {
+// The edge between two kernels: full (port 0), or programmatic from `port`
+// (cudaGraphKernelNodePortProgrammatic: the upstream kernel's blocks triggered or exited;
+// cudaGraphKernelNodePortLaunchCompletion: all its blocks began).
+cudaGraphEdgeData kernel_edge(int port) {
+  cudaGraphEdgeData edge = {};
+  if (port != 0) {
+    edge.from_port = static_cast<unsigned char>(port);
+    edge.type = cudaGraphDependencyTypeProgrammatic;
+  }
+  return edge;
+}
+
+// A chain of n kernel nodes running `fn(c)`, each edge from `port` (kernel_edge).
+cudaGraph_t chain_graph(void* fn, int n, int* c, int port) {
   cudaGraph_t g;
   CHECK_CUDA(cudaGraphCreate(&g, 0));
   cudaGraphNode_t prev = nullptr;
@@ -204,11 +229,7 @@ cudaGraph_t chain_graph(void* fn, int n, int* c, bool programmatic) {
     p.kernel.gridDim = dim3(1);
     p.kernel.blockDim = dim3(32);
     p.kernel.kernelParams = args;
-    cudaGraphEdgeData edge = {};
-    if (programmatic) {
-      edge.from_port = cudaGraphKernelNodePortProgrammatic;
-      edge.type = cudaGraphDependencyTypeProgrammatic;
-    }
+    const cudaGraphEdgeData edge = kernel_edge(port);
     cudaGraphNode_t node;
     CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, prev ? &edge : nullptr, prev ? 1 : 0, &p));
     prev = node;
@@ -240,7 +261,8 @@ cudaGraphNode_t add_kernel(cudaGraph_t g, cudaGraphNode_t after, void* fn, void*
 // `fill c = n; while ... { body }` as a WHILE node whose handle starts at 1 every launch. The
 // body: `copies` kernels `body_fn(c)` in a chain, then, with `condition`, the condition kernel;
 // without, the body kernel is count_down, which sets the condition itself.
-cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition) {
+// Edges between body kernels from `port` (kernel_edge); the condition kernel's stays full.
+cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition, int port = 0) {
   cudaGraph_t g;
   CHECK_CUDA(cudaGraphCreate(&g, 0));
   cudaGraphConditionalHandle h;
@@ -264,7 +286,18 @@ cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition
   void* c_args[] = {&c};
   void* ch_args[] = {&c, &h};
   cudaGraphNode_t prev = nullptr;
-  for (int i = 0; i < copies; ++i) prev = add_kernel(body, prev, body_fn, condition ? c_args : ch_args);
+  for (int i = 0; i < copies; ++i) {
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeKernel;
+    p.kernel.func = body_fn;
+    p.kernel.gridDim = dim3(1);
+    p.kernel.blockDim = dim3(32);
+    p.kernel.kernelParams = condition ? c_args : ch_args;
+    const cudaGraphEdgeData edge = kernel_edge(port);
+    cudaGraphNode_t node;
+    CHECK_CUDA(cudaGraphAddNode(&node, body, prev ? &prev : nullptr, prev ? &edge : nullptr, prev ? 1 : 0, &p));
+    prev = node;
+  }
   if (condition) add_kernel(body, prev, reinterpret_cast<void*>(set_condition), ch_args);
   return g;
 }
@@ -424,11 +457,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) tick<<<1, 32, 0, s>>>(c);
   CHECK_CUDA(cudaStreamEndCapture(s, &captured));
   const double capture_us = time_graph(captured, s, c, 0, n, "stream capture");
-  const double hand_us = time_graph(chain_graph(reinterpret_cast<void*>(tick), n, c, false), s, c, 0, n, "hand chain");
+  const int kProgrammatic = cudaGraphKernelNodePortProgrammatic, kLaunched = cudaGraphKernelNodePortLaunchCompletion;
+  const double hand_us = time_graph(chain_graph(reinterpret_cast<void*>(tick), n, c, 0), s, c, 0, n, "hand chain");
   const double pdl_us =
-      time_graph(chain_graph(reinterpret_cast<void*>(tick_wait), n, c, true), s, c, 0, n, "hand PDL chain");
-  const double pdl_trigger_us = time_graph(chain_graph(reinterpret_cast<void*>(tick_wait_trigger), n, c, true), s, c,
-                                           0, n, "hand PDL chain with trigger");
+      time_graph(chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic), s, c, 0, n, "hand PDL chain");
+  const double pdl_trigger_us = time_graph(chain_graph(reinterpret_cast<void*>(tick_wait_trigger), n, c, kProgrammatic),
+                                           s, c, 0, n, "hand PDL chain with trigger");
+  const double pdl_trigger_after_us =
+      time_graph(chain_graph(reinterpret_cast<void*>(tick_wait_then_trigger), n, c, kProgrammatic), s, c, 0, n,
+                 "hand PDL chain with trigger after the wait");
+  const double pdl_launched_us = time_graph(chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kLaunched), s, c, 0,
+                                            n, "hand PDL chain from the launch-completion port");
 
   std::string chain_text = "pipeline chain\nbuffer c: i32\nkernel tick(c: inout i32) source \"\"\"" +
                            std::string(TICK_SOURCE) + "\"\"\"\ngraph main {\n";
@@ -496,6 +535,12 @@ int main(int argc, char** argv) {
       time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step), 8, true), s, c, 0, 0, "hand unroll x8");
   const double unroll16_us =
       time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step), 16, true), s, c, 0, 0, "hand unroll x16");
+  const double unroll16_pdl_us = time_graph(
+      while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait), 16, true, kProgrammatic), s, c, 0, 0,
+      "hand unroll x16, programmatic edges");
+  const double unroll16_launched_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait), 16, true, kLaunched), s, c, 0, 0,
+                 "hand unroll x16, launch-completion edges");
 
   const std::string loop_kernel =
       "pipeline loop_kernel\nparam n: i32 = " + std::to_string(n) +
@@ -693,6 +738,8 @@ int main(int argc, char** argv) {
   row("(c) hand-built graph", hand_us / per, hand_us);
   row("(d) hand-built PDL chain (wait at entry)", pdl_us / per, hand_us);
   row("(e) hand-built PDL chain (trigger at start, wait)", pdl_trigger_us / per, hand_us);
+  row("(e2) hand-built PDL chain (wait, then trigger)", pdl_trigger_after_us / per, hand_us);
+  row("(e3) hand-built PDL chain (launch-completion port, wait)", pdl_launched_us / per, hand_us);
   for (size_t o = 0; o < option_sets.size(); ++o)
     row("(f" + std::to_string(o + 1) + ") orch " + label(option_sets[o]), orch_chain_us[o] < 0 ? -1 : orch_chain_us[o] / per,
         hand_us, orch_chain_us[o] < 0 ? "orchc refused these options" : "");
@@ -708,6 +755,8 @@ int main(int argc, char** argv) {
   row("(l) hand-built WHILE: the step sets the condition", while_self_us / per, while_us);
   row("(m) hand-built guarded unroll x8", unroll8_us / per, while_us);
   row("(n) hand-built guarded unroll x16", unroll16_us / per, while_us);
+  row("(n2) (n) with programmatic edges, wait at entry", unroll16_pdl_us / per, while_us);
+  row("(n3) (n) with launch-completion edges, wait at entry", unroll16_launched_us / per, while_us);
   row("(o) orch `while kernel`", orch_while_kernel_us / per, while_us);
   for (size_t o = 0; o < option_sets.size(); ++o)
     row("(p" + std::to_string(o + 1) + ") orch `while c > 0` " + label(option_sets[o]),

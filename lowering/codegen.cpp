@@ -20,6 +20,7 @@ __device__ __forceinline__ void orch_report_error(OrchDeviceStatus* s, unsigned 
 const char* const kPdlWait =
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
     "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+    "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
     "#endif\n";
 
 std::string generated_preamble(bool with_status) {

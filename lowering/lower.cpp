@@ -74,7 +74,7 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   for (const std::string& a : archs) archs_have_pdl &= arch_number(a) >= 90;
   x.pdl = o.pdl && p.targets_have_pdl && archs_have_pdl;
   x.patch_user_kernels = o.patch_user_kernels;
-  x.unroll = o.unroll == 0 ? kDefaultUnroll : o.unroll;
+  x.unroll = o.unroll;
   return x;
 }
 

@@ -18,16 +18,14 @@ struct LowerOptions {
   // (orchc --no-pdl turns them off).
   bool pdl = true;
   // Copies of a `while` body per WHILE iteration, each a no-op once the condition is false
-  // (orchc --unroll N); 0: the compiler's choice (8), 1: no unrolling.
+  // (orchc --unroll N); 0: the compiler's choice per loop (lowering::auto_unroll: 16 for a body
+  // of one node, 8 otherwise), 1: no unrolling.
   uint32_t unroll = 0;
   // User kernels may be patched at their PTX entry (the wait, guards). False for --emit=cuda,
   // whose kernels nvcc compiles from their source: edges into them stay full and loops holding
   // them are not unrolled.
   bool patch_user_kernels = true;
 };
-
-// The compiler's choice of copies per WHILE iteration (LowerOptions::unroll 0).
-constexpr uint32_t kDefaultUnroll = 8;
 
 // Runs every lowering pass on `program` (which it rewrites), builds the lowered program,
 // compiles its kernels and returns the artifact bytes; nullopt after errors, which are in

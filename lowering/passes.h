@@ -31,8 +31,9 @@ struct PassOptions {
   // graphs instantiated for device launch, with exact results.
   bool pdl_in_bodies = true;
   bool pdl_in_device_graphs = true;
-  // Copies of a `while` body per WHILE iteration (lowering/unroll_loops.cpp); 1: none.
-  uint32_t unroll = 8;
+  // Copies of a `while` body per WHILE iteration (lowering/unroll_loops.cpp); 1: none; 0: the
+  // compiler's choice per loop (auto_unroll).
+  uint32_t unroll = 0;
 };
 
 // Calls `f` on every region of every graph, outer regions before the bodies they hold.
@@ -61,6 +62,8 @@ void lower_conditions(ir::Program& program);
 // guard slots, the condition kernels before the loop and at the end of the body reset the slots.
 // Returns one line per loop: how many copies, or why it is not unrolled (--print-passes).
 std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options);
+// The compiler's choice of copies for a body of `nodes` nodes (PassOptions::unroll 0).
+uint32_t auto_unroll(size_t nodes);
 
 // fuse_generated_kernels.cpp: adjacent scalar updates, and a scalar update followed by a
 // condition evaluation, become one generated kernel (not across unrolled copies).

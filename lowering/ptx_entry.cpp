@@ -134,7 +134,7 @@ const char* ld_type(uint32_t size) {
 }  // namespace
 
 std::string PtxEntryPatch::describe() const {
-  std::string s = wait ? "wait" : "";
+  std::string s = wait ? "wait launch_dependents" : "";
   if (!guard.empty()) {
     s += std::string(s.empty() ? "" : " ") + "guard " + guard + "(";
     for (size_t i = 0; i < extra_params.size(); ++i)
@@ -168,7 +168,8 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
   for (size_t i = 0; i < patch.extra_params.size(); ++i) params.push_back(pn + "param_" + std::to_string(i));
 
   std::string block = "\t// orch: " + patch.describe() + "\n";
-  if (patch.wait) block += "\tgriddepcontrol.wait;\n";
+  // The trigger right after the wait: see kPdlWait (lowering/codegen.h).
+  if (patch.wait) block += "\tgriddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;\n";
   if (!patch.guard.empty()) {
     const size_t n = patch.extra_params.size();
     block += "\t{\n";

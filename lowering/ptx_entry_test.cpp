@@ -183,8 +183,15 @@ TEST_CASE("ptx entry: the PDL wait goes first in every kind of kernel, and the m
     bool declarations_first = false;
     CHECK(first_instruction(*out, lowered[k], &declarations_first) == "griddepcontrol.wait;");
     CHECK(declarations_first);
-    // Exactly one wait, in this entry; every other entry as it was.
+    // The trigger right after it, so the next kernel may launch once this one is past its wait.
+    const std::vector<std::string> lines = body_lines(*out, lowered[k]);
+    const auto wait_line = std::find(lines.begin(), lines.end(), "griddepcontrol.wait;");
+    REQUIRE(wait_line != lines.end());
+    REQUIRE(wait_line + 1 != lines.end());
+    CHECK(*(wait_line + 1) == "griddepcontrol.launch_dependents;");
+    // Exactly one wait and one trigger, in this entry; every other entry as it was.
     CHECK(out->find("griddepcontrol.wait") == out->rfind("griddepcontrol.wait"));
+    CHECK(out->find("griddepcontrol.launch_dependents") == out->rfind("griddepcontrol.launch_dependents"));
     for (size_t j = 0; j < lowered.size(); ++j)
       if (j != k) CHECK(body_lines(*out, lowered[j]) == body_lines(ptx, lowered[j]));
     // The entry's parameters are untouched.
@@ -237,6 +244,7 @@ TEST_CASE("ptx entry: a guard call with appended parameters of 8, 4, 2 and 1 byt
   std::optional<std::string> out = patch_ptx_entry(*joined, "no_params", guard_only, &error);
   REQUIRE(out.has_value());
   CHECK(out->find("griddepcontrol.wait") == std::string::npos);
+  CHECK(out->find("griddepcontrol.launch_dependents") == std::string::npos);
   CHECK(link_problem(*out) == "");
 }
 

@@ -120,8 +120,10 @@ TEST_CASE("programmatic edges: kernel -> kernel edges only, and only into kernel
   // Every generated kernel waits; a user kernel waits because programmatic edges enter it.
   CHECK(kernel_named(p, "tick").waits_at_entry);
   CHECK(kernel_named(p, "orch_update_0").waits_at_entry);
-  CHECK(kernel_named(p, "orch_update_0").source.find("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");") !=
-        std::string::npos);
+  // The wait, then the trigger that lets the next kernel launch (kPdlWait).
+  CHECK(kernel_named(p, "orch_update_0")
+            .source.find("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+                         "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");") != std::string::npos);
   CHECK(verify(p) == "");
 }
 
@@ -330,6 +332,8 @@ TEST_CASE("programmatic edges: the artifact holds them, the kernels wait, and th
     CHECK((t.empty() || t.rfind("//", 0) == 0 || t.rfind(".reg", 0) == 0));
     line = end + 1;
   }
+  // The trigger is the next instruction.
+  CHECK(ptx.compare(wait, 56, "griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;\n") == 0);
 }
 
 }  // namespace orch
@@ -379,7 +383,7 @@ std::vector<std::string> unroll_notes(const std::string& text, const LowerOption
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   REQUIRE_MESSAGE(!diags.has_errors(), format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
   lowering::PassOptions o;
-  o.unroll = options.unroll ? options.unroll : kDefaultUnroll;
+  o.unroll = options.unroll;
   o.patch_user_kernels = options.patch_user_kernels;
   lowering::drop_helper_graphs(*r.program);
   lowering::split_segments(*r.program);
@@ -389,15 +393,15 @@ std::vector<std::string> unroll_notes(const std::string& text, const LowerOption
 
 }  // namespace
 
-TEST_CASE("unroll: `while c > 0 { step }` runs 8 copies of step per WHILE iteration, each deciding alone") {
+TEST_CASE("unroll: `while c > 0 { step }` runs 16 copies of step per WHILE iteration, each deciding alone") {
   auto l = lower_text(kCountdown);
   const lir::Program& p = l->program;
   const lir::ConditionalNode& loop = first_loop(p);
-  CHECK(copies(p, loop.bodies[0]) ==
-        "step step[2/alone] step[3/alone] step[4/alone] step[5/alone] step[6/alone] step[7/alone] step[8/alone] "
-        "condition");
+  std::string expected = "step ";
+  for (int k = 2; k <= 16; ++k) expected += "step[" + std::to_string(k) + "/alone] ";
+  CHECK(copies(p, loop.bodies[0]) == expected + "condition");
   REQUIRE(p.unrolled_loops.size() == 1);
-  CHECK(p.unrolled_loops[0].copies == 8);
+  CHECK(p.unrolled_loops[0].copies == 16);  // the compiler's choice for a body of one node
   // One guarded variant of step (the copy's slot index is an argument), calling the guard at entry.
   size_t variants = 0;
   for (const lir::Kernel& k : p.kernels)
@@ -416,10 +420,10 @@ TEST_CASE("unroll: `while c > 0 { step }` runs 8 copies of step per WHILE iterat
   // The slots: one per copy from 2 on; both condition kernels reset them.
   const lir::Buffer& slots = p.buffers[p.unrolled_loops[0].slots];
   CHECK(slots.name == "orch.guard.0");
-  CHECK(slots.count->text == "7");
+  CHECK(slots.count->text == "15");
   size_t resets = 0;
   for (const lir::Kernel& k : p.kernels)
-    resets += k.source.find("for (unsigned i = 0u; i < 7u; ++i) b1[i] = 0u;") != std::string::npos;
+    resets += k.source.find("for (unsigned i = 0u; i < 15u; ++i) b1[i] = 0u;") != std::string::npos;
   CHECK(resets == 2);
   CHECK(verify(p) == "");
 }
@@ -435,6 +439,11 @@ TEST_CASE("unroll: --unroll N sets the copies, 1 turns it off, and long bodies g
   CHECK(copies(plain->program, first_loop(plain->program).bodies[0]) == "step condition");
   CHECK(unroll_notes(kCountdown, off) == std::vector<std::string>{"unrolling off (--unroll 1)"});
   CHECK(unroll_notes(kCountdown) ==
+        std::vector<std::string>{
+            "`while c > 0` at line 10:3: 16 copies of its body per WHILE iteration (the compiler's choice for 1 node)"});
+  LowerOptions eight;
+  eight.unroll = 8;
+  CHECK(unroll_notes(kCountdown, eight) ==
         std::vector<std::string>{"`while c > 0` at line 10:3: 8 copies of its body per WHILE iteration"});
 
   // 99 statements: 256 / 99 = 2 copies; 139: no room for a second.
@@ -449,6 +458,18 @@ TEST_CASE("unroll: --unroll N sets the copies, 1 turns it off, and long bodies g
   CHECK(two->program.unrolled_loops[0].copies == 2);
   CHECK(unroll_notes(body_of(70)).at(0) ==
         "`while c > 0` at line 7:3: not unrolled: its 139 nodes leave no room for a second copy under 256 nodes per body");
+}
+
+TEST_CASE("unroll: the compiler's choice is 16 copies for a body of one node, 8 for longer ones") {
+  CHECK(lowering::auto_unroll(1) == 16);
+  CHECK(lowering::auto_unroll(2) == 8);
+  CHECK(lowering::auto_unroll(3) == 8);
+  CHECK(lowering::auto_unroll(40) == 8);
+  // A body of two statements: 8 copies, 16 nodes.
+  auto two = lower_text("pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer x: i32\ngraph main {\n  fill c = 9\n"
+                        "  while c > 0 {\n    x += 2\n    c -= 1\n  }\n}\n");
+  REQUIRE(two->program.unrolled_loops.size() == 1);
+  CHECK(two->program.unrolled_loops[0].copies == 8);
 }
 
 TEST_CASE("unroll: what is not unrolled says why") {
@@ -488,7 +509,8 @@ TEST_CASE("unroll: what is not unrolled says why") {
       unroll_notes("pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer d: i32\ngraph main {\n  fill c = 3\n"
                    "  while c > 0 {\n    fill d = 4\n    while d > 0 { d -= 1 }\n    c -= 1\n  }\n}\n");
   CHECK(nested == std::vector<std::string>{
-                      "`while d > 0` at line 9:5: 8 copies of its body per WHILE iteration",
+                      "`while d > 0` at line 9:5: 16 copies of its body per WHILE iteration (the compiler's choice "
+                      "for 1 node)",
                       "`while c > 0` at line 7:3: not unrolled: its body holds a conditional (each copy would need a "
                       "conditional node and handle of its own)"});
 }

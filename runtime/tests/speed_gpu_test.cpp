@@ -82,6 +82,7 @@ void same(const std::vector<uint32_t>& got, const std::vector<uint32_t>& want, c
 struct Shape {
   size_t programmatic = 0;
   size_t unrolled = 0;
+  size_t widest_body = 0;  // the most nodes of a conditional body
 };
 Shape shape_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -98,7 +99,10 @@ Shape shape_of(const std::string& path) {
       if (n->dep_kinds())
         for (orch::fb::EdgeKind k : *n->dep_kinds()) s.programmatic += k == orch::fb::EdgeKind::Programmatic;
       if (n->bodies())
-        for (const orch::fb::Graph* b : *n->bodies()) walk(*b);
+        for (const orch::fb::Graph* b : *n->bodies()) {
+          s.widest_body = std::max<size_t>(s.widest_body, b->nodes() ? b->nodes()->size() : 0);
+          walk(*b);
+        }
     }
   };
   for (const orch::fb::Graph* g : *opened.pipeline->graphs()) walk(*g);
@@ -242,6 +246,47 @@ TEST_CASE("unrolled loops: every trip count around the copies per iteration give
       same(read<uint32_t>(*x, "t", 40), t, "t");
       CHECK(read<int32_t>(*x, "c", 1)[0] == std::min(iters, 0));
       CHECK(read<int32_t>(*x, "d", 1)[0] == d);
+      ORCH_CHECK_OK(x->device_status());
+    }
+  }
+}
+
+// The compiler's own choice for a body of one kernel is 16 copies (lowering::auto_unroll): the
+// benchmark's loop, with a kernel that also mixes data with the counter, so a copy that runs when
+// it should not (or does not when it should) changes the buffer.
+TEST_CASE("unrolled loops: a one-kernel body gets 16 copies, exact for every trip count around 16") {
+  const std::string source =
+      "pipeline one_node\ntarget sm_90\nparam iters: i32 = 5\nbuffer a: u32[256]\nbuffer c: i32\n"
+      "kernel stir(c: inout i32, a: inout u32[]) source \"\"\"\n"
+      "extern \"C\" __global__ void stir(int* c, unsigned* a) {\n"
+      "  const unsigned k = (unsigned)*c;\n"
+      "  a[threadIdx.x] = a[threadIdx.x] * 2654435761u + k * 40503u + threadIdx.x;\n"
+      "  __syncthreads();\n"
+      "  if (threadIdx.x == 0) *c = (int)k - 1;\n"
+      "}\n\"\"\"\n"
+      "graph main {\n  c = iters\n  while c > 0 {\n    stir<<<1, 256>>>(c, a)\n  }\n}\n";
+  const char* const options[] = {"", "--no-pdl --unroll 1"};
+  std::vector<int32_t> counts = {0, 1, 2, 15, 16, 17, 31, 32, 33, 1000};
+  if (short_run()) counts = {0, 1, 15, 16, 17};
+  for (const char* o : options) {
+    CAPTURE(o);
+    Shape shape;
+    auto p = compile_and_load(std::string("one_node") + (*o ? "_plain" : ""), source, o, &shape);
+    const bool unrolled = *o == 0;
+    CHECK(shape.unrolled == (unrolled ? 1u : 0u));
+    CHECK(shape.widest_body == (unrolled ? 17u : 2u));  // 16 copies and the condition kernel
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings(), s);
+    for (int32_t iters : counts) {
+      CAPTURE(iters);
+      ORCH_REQUIRE_OK(x->set_param("iters", iters));
+      std::vector<uint32_t> a = random_u32(256);
+      write(*x, "a", a);
+      run(*x, s);
+      for (int32_t c = iters; c > 0; --c)
+        for (uint32_t i = 0; i < 256; ++i) a[i] = a[i] * 2654435761u + static_cast<uint32_t>(c) * 40503u + i;
+      same(read<uint32_t>(*x, "a", 256), a, "a");
+      CHECK(read<int32_t>(*x, "c", 1)[0] == std::min(iters, 0));
       ORCH_CHECK_OK(x->device_status());
     }
   }
