@@ -708,29 +708,30 @@ class Validator {
                          std::to_string(static_cast<unsigned>(k)));
       }
       if (k != fb::EdgeKind::Programmatic) continue;
-      const std::string edge = "programmatic dependency on node " + std::to_string(d) + ": ";
+      // Only a failure spells the edge out: this runs for every edge of every load.
+      auto edge = [d] { return "programmatic dependency on node " + std::to_string(d) + ": "; };
       const fb::Node* from = nodes->Get(d);
       if (from->kind() != fb::NodeKind::Kernel || node->kind() != fb::NodeKind::Kernel) {
         const bool here = node->kind() != fb::NodeKind::Kernel;
         const fb::NodeKind other = here ? node->kind() : from->kind();
-        return fail_here(edge + (here ? "this node" : "node " + std::to_string(d)) + " is " +
+        return fail_here(edge() + (here ? "this node" : "node " + std::to_string(d)) + " is " +
                          (other == fb::NodeKind::Empty ? "an " : "a ") +
                          lower(fb::EnumNameNodeKind(other)) +
                          " node; a programmatic edge joins two kernel nodes");
       }
       const fb::Kernel* to_kernel = kernels_->Get(node->kernel());
       if (!to_kernel->waits_at_entry()) {
-        return fail_here(edge + kernel_label(node->kernel()) +
+        return fail_here(edge() + kernel_label(node->kernel()) +
                          " does not wait at entry (waits_at_entry), so it could read what node " +
                          std::to_string(d) + " writes before it is written");
       }
       for (const fb::Node* end : {from, node}) {
         if (launches_from_device(end)) {
-          return fail_here(edge + kernel_label(end->kernel()) +
+          return fail_here(edge() + kernel_label(end->kernel()) +
                            " launches work from the device; a programmatic edge cannot join it");
         }
       }
-      if (!targets_problem_.empty()) return fail_here(edge + targets_problem_);
+      if (!targets_problem_.empty()) return fail_here(edge() + targets_problem_);
     }
     return true;
   }

@@ -112,6 +112,46 @@ extern "C" __global__ void guarded_step_wait(int* c) {
     if (v > 0) *c = v - 1;
   }
 }
+extern "C" __global__ void guarded_step_wait_trigger(int* c) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x == 0) {
+    const int v = *c;
+    if (v > 0) *c = v - 1;
+  }
+}
+// orch's guard for a one-block copy: thread 0 decides, the block learns it through a barrier.
+extern "C" __global__ void guarded_step_barrier(int* c) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  int go = 0;
+  if (threadIdx.x == 0) go = *c > 0;
+  __syncwarp();
+  if (!__syncthreads_or(go)) return;
+  if (threadIdx.x == 0) --(*c);
+}
+extern "C" __global__ void guarded_step_barrier_no_trigger(int* c) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  int go = 0;
+  if (threadIdx.x == 0) go = *c > 0;
+  __syncwarp();
+  if (!__syncthreads_or(go)) return;
+  if (threadIdx.x == 0) --(*c);
+}
+extern "C" __global__ void guarded_step_barrier_trigger_after(int* c) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  int go = 0;
+  if (threadIdx.x == 0) go = *c > 0;
+  __syncwarp();
+  if (!__syncthreads_or(go)) return;
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x == 0) --(*c);
+}
+extern "C" __global__ void set_condition_wait(const int* c, cudaGraphConditionalHandle h) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (threadIdx.x == 0) cudaGraphSetConditional(h, *c > 0);
+}
 extern "C" __global__ void set_condition(const int* c, cudaGraphConditionalHandle h) {
   if (threadIdx.x == 0) cudaGraphSetConditional(h, *c > 0);
 }
@@ -262,7 +302,9 @@ cudaGraphNode_t add_kernel(cudaGraph_t g, cudaGraphNode_t after, void* fn, void*
 // body: `copies` kernels `body_fn(c)` in a chain, then, with `condition`, the condition kernel;
 // without, the body kernel is count_down, which sets the condition itself.
 // Edges between body kernels from `port` (kernel_edge); the condition kernel's stays full.
-cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition, int port = 0) {
+// `condition_fn` and `condition_port`: the condition kernel and its edge.
+cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition, int port = 0,
+                        void* condition_fn = reinterpret_cast<void*>(set_condition), int condition_port = 0) {
   cudaGraph_t g;
   CHECK_CUDA(cudaGraphCreate(&g, 0));
   cudaGraphConditionalHandle h;
@@ -298,7 +340,17 @@ cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition
     CHECK_CUDA(cudaGraphAddNode(&node, body, prev ? &prev : nullptr, prev ? &edge : nullptr, prev ? 1 : 0, &p));
     prev = node;
   }
-  if (condition) add_kernel(body, prev, reinterpret_cast<void*>(set_condition), ch_args);
+  if (condition) {
+    cudaGraphNodeParams p = {};
+    p.type = cudaGraphNodeTypeKernel;
+    p.kernel.func = condition_fn;
+    p.kernel.gridDim = dim3(1);
+    p.kernel.blockDim = dim3(32);
+    p.kernel.kernelParams = ch_args;
+    const cudaGraphEdgeData edge = kernel_edge(condition_port);
+    cudaGraphNode_t node;
+    CHECK_CUDA(cudaGraphAddNode(&node, body, &prev, &edge, 1, &p));
+  }
   return g;
 }
 
@@ -541,6 +593,22 @@ int main(int argc, char** argv) {
   const double unroll16_launched_us =
       time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait), 16, true, kLaunched), s, c, 0, 0,
                  "hand unroll x16, launch-completion edges");
+  const double unroll16_trigger_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait_trigger), 16, true, kProgrammatic), s, c,
+                 0, 0, "hand unroll x16, programmatic edges, trigger after the wait");
+  const double unroll16_cond_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait_trigger), 16, true, kProgrammatic,
+                             reinterpret_cast<void*>(set_condition_wait), kProgrammatic),
+                 s, c, 0, 0, "hand unroll x16, programmatic edge into the condition");
+  const double unroll16_barrier_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_barrier), 16, true, kProgrammatic), s, c, 0,
+                 0, "hand unroll x16, guard with a barrier");
+  const double unroll16_barrier_nt_us =
+      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_barrier_no_trigger), 16, true, kProgrammatic),
+                 s, c, 0, 0, "hand unroll x16, guard with a barrier, no trigger");
+  const double unroll16_barrier_ta_us = time_graph(
+      while_graph(n, c, reinterpret_cast<void*>(guarded_step_barrier_trigger_after), 16, true, kProgrammatic), s, c, 0,
+      0, "hand unroll x16, guard with a barrier, trigger after it");
 
   const std::string loop_kernel =
       "pipeline loop_kernel\nparam n: i32 = " + std::to_string(n) +
@@ -583,6 +651,7 @@ int main(int argc, char** argv) {
   // teardown is not timed.
   const int startup_reps = 11;
   std::vector<double> hand_build, hand_inst, hand_upload, orch_load, orch_inst, orch_build, orch_ginst, orch_upload;
+  std::vector<double> pdl_build, pdl_inst, pdl_upload, orch_open;
   std::vector<double> lib_totals[kLibraryVariants];
   // The driver's own node call, for variant (s4): the runtime links no libcuda.
   using AddKernelNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
@@ -618,6 +687,23 @@ int main(int argc, char** argv) {
     const double uploaded = us_since(t);
     CHECK_CUDA(cudaGraphExecDestroy(exec));
     CHECK_CUDA(cudaGraphDestroy(g));
+    // By hand, the graph orch builds: programmatic edges into kernels that wait at entry.
+    CHECK_CUDA(cudaDeviceSynchronize());
+    t = Clock::now();
+    g = chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic);
+    const double pdl_built = us_since(t);
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    const double pdl_instantiated = us_since(t);
+    CHECK_CUDA(cudaGraphUpload(exec, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    const double pdl_uploaded = us_since(t);
+    CHECK_CUDA(cudaGraphExecDestroy(exec));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    if (keep) {
+      pdl_build.push_back(pdl_built);
+      pdl_inst.push_back(pdl_instantiated);
+      pdl_upload.push_back(pdl_uploaded);
+    }
     // By hand from the CUBIN orchc made: load it as a library, then the same; and three
     // variants of that, each one change, to show what the runtime could do differently.
     for (int v = 0; v < kLibraryVariants && have_cubin; ++v) {
@@ -715,6 +801,7 @@ int main(int argc, char** argv) {
     x->reset();
     pipeline->reset();
     if (!keep) continue;
+    orch_open.push_back(orch::bench::open_us(chain_bin, &error));
     hand_build.push_back(built);
     hand_inst.push_back(instantiated);
     hand_upload.push_back(uploaded);
@@ -757,6 +844,11 @@ int main(int argc, char** argv) {
   row("(n) hand-built guarded unroll x16", unroll16_us / per, while_us);
   row("(n2) (n) with programmatic edges, wait at entry", unroll16_pdl_us / per, while_us);
   row("(n3) (n) with launch-completion edges, wait at entry", unroll16_launched_us / per, while_us);
+  row("(n4) (n2), trigger after the wait", unroll16_trigger_us / per, while_us);
+  row("(n5) (n4), programmatic edge into the condition kernel", unroll16_cond_us / per, while_us);
+  row("(n6) (n4), the block learns the decision through a barrier", unroll16_barrier_us / per, while_us);
+  row("(n7) (n6) without the trigger", unroll16_barrier_nt_us / per, while_us);
+  row("(n8) (n6), the trigger after the barrier", unroll16_barrier_ta_us / per, while_us);
   row("(o) orch `while kernel`", orch_while_kernel_us / per, while_us);
   for (size_t o = 0; o < option_sets.size(); ++o)
     row("(p" + std::to_string(o + 1) + ") orch `while c > 0` " + label(option_sets[o]),
@@ -768,6 +860,13 @@ int main(int argc, char** argv) {
   row("(q) by hand: build + instantiate", median(hand_inst) / 1e3, hand_total / 1e3,
       "build " + std::to_string(median(hand_build) / 1e3).substr(0, 5) + " ms");
   row("(r) by hand: build + instantiate + upload", hand_total / 1e3, hand_total / 1e3);
+  const double pdl_total = median(pdl_upload);
+  {
+    char note[160];
+    std::snprintf(note, sizeof note, "build %.3f, instantiate %.3f, upload %.3f ms", median(pdl_build) / 1e3,
+                  (median(pdl_inst) - median(pdl_build)) / 1e3, (pdl_total - median(pdl_inst)) / 1e3);
+    row("(r2) (r) with programmatic edges (the graph orch builds)", pdl_total / 1e3, hand_total / 1e3, note);
+  }
   for (int v = 0; v < kLibraryVariants; ++v) {
     const double ms = have_cubin && !lib_totals[v].empty() && lib_totals[v][0] >= 0 ? median(lib_totals[v]) / 1e3 : -1;
     row(kLibraryVariantNames[v], ms, hand_total / 1e3,
@@ -775,10 +874,10 @@ int main(int argc, char** argv) {
                                                   : "vs (s): " + std::to_string(ms / (median(lib_totals[0]) / 1e3)).substr(0, 5));
   }
   {
-    char note[160];
-    std::snprintf(note, sizeof note, "load %.3f, building %.3f, instantiate %.3f, upload %.3f ms",
-                  median(orch_load) / 1e3, median(orch_build) / 1e3, median(orch_ginst) / 1e3,
-                  median(orch_upload) / 1e3);
+    char note[200];
+    std::snprintf(note, sizeof note, "load %.3f (read + open %.3f), building %.3f, instantiate %.3f, upload %.3f ms",
+                  median(orch_load) / 1e3, median(orch_open) / 1e3, median(orch_build) / 1e3,
+                  median(orch_ginst) / 1e3, median(orch_upload) / 1e3);
     row("(t) orch: Pipeline::load + instantiate (uploads)", orch_total / 1e3, hand_total / 1e3, note);
   }
 
@@ -791,6 +890,7 @@ int main(int argc, char** argv) {
   target("hand-built WHILE (k) / orch `while c > 0`", while_us / orch_while_us[0], 3.5, false);
   target("torch.cuda.graph replay / orch chain, per op", torch.ok ? torch.graph_us / orch_node : -1, 1.9, false);
   target("orch load + instantiate / by hand (r)", orch_total / hand_total, 1.1, true);
+  target("orch load + instantiate / the same graph by hand (r2)", orch_total / pdl_total, 1.1, true);
 
   CHECK_CUDA(cudaFree(c));
   CHECK_CUDA(cudaFree(flag));

@@ -1,5 +1,6 @@
 #include "bench/launch_bench_artifact.h"
 
+#include <chrono>
 #include <memory>
 
 #include "artifact/artifact.h"
@@ -58,6 +59,14 @@ bool first_kernel_cubin(const std::string& path, const std::string& arch, std::s
     }
   *error = path + ": no " + arch + " CUBIN for kernel " + k->name()->str();
   return false;
+}
+
+double open_us(const std::string& path, std::string* error) {
+  const auto t = std::chrono::steady_clock::now();
+  artifact::FileBytes file;
+  const fb::Pipeline* p = nullptr;
+  if (!open(path, &file, &p, error)) return -1;
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace orch::bench

@@ -15,4 +15,8 @@ bool make_programmatic(const std::string& in, const std::string& out, std::strin
 bool first_kernel_cubin(const std::string& path, const std::string& arch, std::string* cubin,
                         std::string* symbol, std::string* error);
 
+// Microseconds to read pipeline `path` and open it (the checksum, the FlatBuffers verifier and
+// validate(): the CPU half of Pipeline::load); negative on failure, with *error.
+double open_us(const std::string& path, std::string* error);
+
 }  // namespace orch::bench

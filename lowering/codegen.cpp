@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "compiler/dag.h"
+#include "lowering/passes.h"
 
 namespace orch::lowering {
 
@@ -20,6 +21,10 @@ __device__ __forceinline__ void orch_report_error(OrchDeviceStatus* s, unsigned 
 const char* const kPdlWait =
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
     "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+    "#endif\n";
+
+const char* const kPdlTrigger =
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
     "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
     "#endif\n";
 
@@ -274,7 +279,14 @@ ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
   code += ") {\n";
   if (wait_) code += kPdlWait;
   if (site_ >= 0) code += "  const unsigned orch_site = " + std::to_string(site_) + "u;\n";
-  code += body_ + "}\n";
+  std::string body = body_;
+  if (wait_) {
+    // The trigger: after the guard where the kernel has one (kPdlTrigger), else first.
+    const size_t guard = body.find(kGuardPlaceholder);
+    if (guard == std::string::npos) body.insert(0, kPdlTrigger);
+    else body.insert(body.find('\n', guard) + 1, kPdlTrigger);
+  }
+  code += body + "}\n";
 
   ir::Kernel k;
   k.name = name_;

@@ -84,20 +84,24 @@ class GeneratedKernel {
   bool wait_ = false;
 };
 
-// The first statements of a generated kernel that waits at entry: griddepcontrol.wait
-// (cudaGridDependencySynchronize), then griddepcontrol.launch_dependents
-// (cudaTriggerProgrammaticLaunchCompletion); both need sm_90, and older archs (an ejected file
-// built for one) never get programmatic edges and skip them. User kernels get the same two at
-// their PTX entry (lowering/ptx_entry.cpp). The trigger lets the kernel after this one launch
-// once every block of this one is past its wait, instead of as they exit: its launch hides
-// behind this kernel's whole run. It orders nothing: the next kernel's own wait still returns
-// only when this one has finished with its writes visible. After the wait, not before: a
-// trigger before it lets every kernel of a chain launch ahead of the one running (each new one
-// triggers at once), which on an H100 cost more than it saved; after it, at most one kernel waits
-// ahead. 1,000-kernel chain, driver 580.159.04, 2026-11-23, µs per node, without / trigger after
-// the wait / before it: H100 80GB HBM3 0.671 / 0.636 / 0.817, H200 0.619 / 0.476 / 0.472
-// (bench/launch_bench rows d, e2, e).
+// The first statement of a generated kernel that waits at entry: griddepcontrol.wait
+// (cudaGridDependencySynchronize), which needs sm_90; older archs (an ejected file built for one)
+// never get programmatic edges and skip it.
 extern const char* const kPdlWait;
+// What comes right after it, or after the guard in a guarded copy of an unrolled loop:
+// griddepcontrol.launch_dependents (cudaTriggerProgrammaticLaunchCompletion), which lets the
+// kernel after this one launch once every block of this one has executed it (or exited), instead
+// of as they exit: the next launch hides behind this kernel's whole run. It orders nothing: the
+// next kernel's own wait still returns only when this one has finished with its writes visible.
+// User kernels get the same at their PTX entry (lowering/ptx_entry.cpp). Where, measured
+// (bench/launch_bench, driver 580.159.04, 2026-11-23, µs per node or iteration):
+// - not before the wait: each kernel of a chain would trigger at once, so every one could launch
+//   ahead of the one running; a 1,000-kernel chain, without a trigger / after the wait / before
+//   it: H100 80GB HBM3 0.671 / 0.636 / 0.817, H200 0.619 / 0.476 / 0.472 (rows d, e2, e);
+// - in a guarded copy, after the guard's barrier, not before it: a one-kernel loop body 16 times
+//   on an H100, guard with a barrier and no trigger / trigger before the guard / after it: 1.05 /
+//   1.27 / 0.99 (rows n7, n6, n8).
+extern const char* const kPdlTrigger;
 
 // What a generated kernel writes into the executable's device status record (16 bytes, four
 // u32: code, site, detail, count), as defined in every generated kernel that takes it; the

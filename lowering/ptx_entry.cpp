@@ -134,13 +134,14 @@ const char* ld_type(uint32_t size) {
 }  // namespace
 
 std::string PtxEntryPatch::describe() const {
-  std::string s = wait ? "wait launch_dependents" : "";
+  std::string s = wait ? "wait" : "";
   if (!guard.empty()) {
     s += std::string(s.empty() ? "" : " ") + "guard " + guard + "(";
     for (size_t i = 0; i < extra_params.size(); ++i)
       s += (i ? ", " : "") + std::to_string(extra_params[i]);
     s += ")";
   }
+  if (wait) s += " launch_dependents";
   return s;
 }
 
@@ -168,8 +169,11 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
   for (size_t i = 0; i < patch.extra_params.size(); ++i) params.push_back(pn + "param_" + std::to_string(i));
 
   std::string block = "\t// orch: " + patch.describe() + "\n";
-  // The trigger right after the wait: see kPdlWait (lowering/codegen.h).
-  if (patch.wait) block += "\tgriddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;\n";
+  // The trigger right after the wait, or after the guard where there is one (kPdlTrigger in
+  // lowering/codegen.h says why).
+  const std::string trigger = patch.wait ? "\tgriddepcontrol.launch_dependents;\n" : "";
+  if (patch.wait) block += "\tgriddepcontrol.wait;\n";
+  if (patch.guard.empty()) block += trigger;
   if (!patch.guard.empty()) {
     const size_t n = patch.extra_params.size();
     block += "\t{\n";
@@ -213,6 +217,7 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
     block += "\tsetp.ne.b32 " + rn + "go_p, " + rn + "go, 0;\n";
     block += "\tbar.red.or.pred " + rn + "run, 0, " + rn + "go_p;\n";
     block += "\t@!" + rn + "run exit;\n";
+    block += trigger;
     block += "\t}\n";
   }
 

@@ -2,8 +2,8 @@
 // output, before ptxas or nvJitLink make it a CUBIN), so that user kernels need no edits:
 // - `griddepcontrol.wait` (cudaGridDependencySynchronize) as the first instruction, so that a
 //   programmatic edge may enter the kernel: nothing before it touches memory; then
-//   `griddepcontrol.launch_dependents`, so the kernel after it may launch (why: kPdlWait in
-//   lowering/codegen.h);
+//   `griddepcontrol.launch_dependents` (after the guard, below, where there is one), so the
+//   kernel after it may launch (why and where: kPdlTrigger in lowering/codegen.h);
 // - a call to a guard function (an unrolled loop's copy: lowering/unroll_loops.cpp) whose
 //   arguments are parameters appended to the entry; when it returns 0 every thread exits.
 // The instructions go after the entry's declarations (.reg, .local, .shared, ...) and before its
@@ -20,7 +20,7 @@
 namespace orch::lowering {
 
 struct PtxEntryPatch {
-  bool wait = false;  // griddepcontrol.wait first, griddepcontrol.launch_dependents second
+  bool wait = false;  // griddepcontrol.wait first, griddepcontrol.launch_dependents after it or the guard
   // The guard: a function `.func (.param .b32 r) NAME(.param .b64 a0, ...)` defined in the module
   // (merge_ptx_modules), called with every appended parameter zero-extended to 64 bits, in order.
   // Returns non-zero where the kernel runs; the same value in every thread of a block (the
@@ -32,7 +32,7 @@ struct PtxEntryPatch {
 
   bool empty() const { return !wait && guard.empty(); }
   // One line naming everything above, for cache keys and messages: "wait launch_dependents",
-  // "wait launch_dependents guard orch_guard(8, 4)".
+  // "wait guard orch_guard(8, 4) launch_dependents".
   std::string describe() const;
 };
 

@@ -234,7 +234,12 @@ TEST_CASE("ptx entry: a guard call with appended parameters of 8, 4, 2 and 1 byt
     const PtxFunction f = parse_ptx(*out).functions.at(lowered[k]);  // a copy: the parse is a temporary
     CHECK(f.calls.count("orch_guard") == 1);
     const std::vector<std::string> lines = body_lines(*out, lowered[k]);
-    CHECK(std::find(lines.begin(), lines.end(), "@!%orch_run exit;") != lines.end());
+    const auto exit_line = std::find(lines.begin(), lines.end(), "@!%orch_run exit;");
+    REQUIRE(exit_line != lines.end());
+    // The trigger after the guard (kPdlTrigger), not after the wait: only blocks that run trigger.
+    REQUIRE(exit_line + 1 != lines.end());
+    CHECK(*(exit_line + 1) == "griddepcontrol.launch_dependents;");
+    CHECK(std::count(lines.begin(), lines.end(), "griddepcontrol.launch_dependents;") == 1);
     CHECK(link_problem(*out) == "");
   }
   // The guard alone, without the wait (a target without PDL).

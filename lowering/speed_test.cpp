@@ -110,6 +110,25 @@ graph main {
 
 }  // namespace
 
+namespace {
+
+// Whether the lines strictly between the lines holding `from` and `to` in `code` are only
+// preprocessor lines and the status site's constant: nothing that runs or touches memory.
+bool only_inert_between(const std::string& code, size_t from, size_t to) {
+  size_t line = code.find('\n', from);
+  const size_t last = code.rfind('\n', to);
+  while (line != std::string::npos && line < last) {
+    const size_t next = code.find('\n', line + 1);
+    std::string t = code.substr(line + 1, next - line - 1);
+    t.erase(0, t.find_first_not_of(" \t"));
+    if (!t.empty() && t[0] != '#' && t.rfind("const unsigned orch_site = ", 0) != 0) return false;
+    line = next;
+  }
+  return true;
+}
+
+}  // namespace
+
 TEST_CASE("programmatic edges: kernel -> kernel edges only, and only into kernels that wait") {
   auto l = lower_text(kChain);
   const lir::Program& p = l->program;
@@ -120,10 +139,14 @@ TEST_CASE("programmatic edges: kernel -> kernel edges only, and only into kernel
   // Every generated kernel waits; a user kernel waits because programmatic edges enter it.
   CHECK(kernel_named(p, "tick").waits_at_entry);
   CHECK(kernel_named(p, "orch_update_0").waits_at_entry);
-  // The wait, then the trigger that lets the next kernel launch (kPdlWait).
-  CHECK(kernel_named(p, "orch_update_0")
-            .source.find("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-                         "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");") != std::string::npos);
+  // The wait, then the trigger that lets the next kernel launch (kPdlTrigger), before anything else.
+  const std::string& update = kernel_named(p, "orch_update_0").source;
+  const size_t wait = update.find("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");");
+  const size_t trigger = update.find("asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");");
+  REQUIRE(wait != std::string::npos);
+  REQUIRE(trigger != std::string::npos);
+  CHECK(wait < trigger);
+  CHECK(only_inert_between(update, wait, trigger));
   CHECK(verify(p) == "");
 }
 
@@ -458,6 +481,36 @@ TEST_CASE("unroll: --unroll N sets the copies, 1 turns it off, and long bodies g
   CHECK(two->program.unrolled_loops[0].copies == 2);
   CHECK(unroll_notes(body_of(70)).at(0) ==
         "`while c > 0` at line 7:3: not unrolled: its 139 nodes leave no room for a second copy under 256 nodes per body");
+}
+
+TEST_CASE("unroll: a guarded generated kernel triggers its dependents after its guard, an unguarded one at once") {
+  auto l = lower_text("pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer x: i32\ngraph main {\n  fill c = 9\n"
+                      "  while c > 0 {\n    x += 2\n    c -= 1\n  }\n}\n");
+  size_t guarded = 0, plain = 0;
+  for (const lir::Kernel& k : l->program.kernels) {
+    if (!k.generated || !k.waits_at_entry) continue;
+    CAPTURE(k.name);
+    const size_t wait = k.source.find("griddepcontrol.wait;");
+    const size_t trigger = k.source.find("griddepcontrol.launch_dependents;");
+    REQUIRE(wait != std::string::npos);
+    REQUIRE(trigger != std::string::npos);
+    CHECK(k.source.find("griddepcontrol.launch_dependents;", trigger + 1) == std::string::npos);
+    if (k.guard) {
+      ++guarded;
+      // Every way out of the guard (`return;`) comes before the trigger: a block that skips
+      // the copy exits, which counts as its trigger.
+      const size_t guard_end = k.source.rfind("return;");
+      REQUIRE(guard_end != std::string::npos);
+      CHECK(wait < guard_end);
+      CHECK(guard_end < trigger);
+    } else {
+      ++plain;
+      CHECK(only_inert_between(k.source, wait, trigger));
+    }
+  }
+  CHECK(guarded > 0);
+  CHECK(plain > 0);
+  CHECK(verify(l->program) == "");
 }
 
 TEST_CASE("unroll: the compiler's choice is 16 copies for a body of one node, 8 for longer ones") {
