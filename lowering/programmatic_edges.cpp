@@ -5,13 +5,11 @@
 // as soon as every block of A has triggered or exited; B's blocks then run whatever comes before
 // their griddepcontrol.wait (cudaGridDependencySynchronize), which returns only when A has
 // finished and its memory operations are visible (CUDA C++ Programming Guide, "Programmatic
-// Dependent Launch and Synchronization"). orchc never triggers early, so B launches as A's last
-// blocks exit, and its launch latency hides behind A's tail. A trigger at kernel start
-// (griddepcontrol.launch_dependents before the wait) depends on the GPU: on a 1,000-kernel
-// chain (driver 580.159.04, 2026-11-23) it cost 0.81 µs per node against 0.65 without on an
-// H100 80GB HBM3, and 0.47 against 0.62 on an H200. Both are sm_90, so the artifact cannot
-// choose; the runtime could, per device, through the edge's port
-// (cudaGraphKernelNodePortLaunchCompletion fires when every block of A has started).
+// Dependent Launch and Synchronization"). Every kernel that waits at entry triggers right after
+// its wait (after its guard, in an unrolled copy), so B launches while A runs and its launch
+// latency hides behind A; where the trigger goes, and why not before the wait, is kPdlTrigger's
+// comment (lowering/codegen.h). The trigger changes nothing below: it only lets B start early,
+// and B's wait is what orders its accesses.
 
 //
 // Why it orders memory exactly like a full edge, so that verify_ordering's proof over the

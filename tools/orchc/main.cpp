@@ -142,7 +142,7 @@ int run(int argc, char** argv) {
                "finished");
   app.add_option("--unroll", f.unroll,
                  "copies of a `while` body per WHILE iteration, each doing nothing once the condition is "
-                 "false (default: the compiler's choice, 8; 1: no unrolling)")
+                 "false (default: the compiler's choice, 16 for a body of one node, 8 otherwise; 1: no unrolling)")
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--print-passes", f.print_passes,
                "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
