@@ -668,148 +668,175 @@ int main(int argc, char** argv) {
   std::string cubin, symbol, error;
   const bool have_cubin = orch::bench::first_kernel_cubin(chain_bin, arch, &cubin, &symbol, &error);
   if (!have_cubin) std::fprintf(stderr, "launch_bench: %s; row (s) is n/a\n", error.c_str());
+  void* args[] = {&c};
   for (int r = 0; r < startup_reps + 1; ++r) {  // the first run is a warm-up
     const bool keep = r > 0;
-    // By hand: build, instantiate, upload (the kernel is linked into this program).
-    CHECK_CUDA(cudaDeviceSynchronize());
-    Clock::time_point t = Clock::now();
-    cudaGraph_t g;
-    CHECK_CUDA(cudaGraphCreate(&g, 0));
-    void* args[] = {&c};
-    cudaGraphNode_t prev = nullptr;
-    for (int i = 0; i < n; ++i) prev = add_kernel(g, prev, reinterpret_cast<void*>(tick), args);
-    const double built = us_since(t);
-    cudaGraphExec_t exec;
-    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    const double instantiated = us_since(t);
-    CHECK_CUDA(cudaGraphUpload(exec, s));
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    const double uploaded = us_since(t);
-    CHECK_CUDA(cudaGraphExecDestroy(exec));
-    CHECK_CUDA(cudaGraphDestroy(g));
-    // By hand, the graph orch builds: programmatic edges into kernels that wait at entry.
-    CHECK_CUDA(cudaDeviceSynchronize());
-    t = Clock::now();
-    g = chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic);
-    const double pdl_built = us_since(t);
-    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    const double pdl_instantiated = us_since(t);
-    CHECK_CUDA(cudaGraphUpload(exec, s));
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    const double pdl_uploaded = us_since(t);
-    CHECK_CUDA(cudaGraphExecDestroy(exec));
-    CHECK_CUDA(cudaGraphDestroy(g));
-    if (keep) {
-      pdl_build.push_back(pdl_built);
-      pdl_inst.push_back(pdl_instantiated);
-      pdl_upload.push_back(pdl_uploaded);
-    }
-    // By hand from the CUBIN orchc made: load it as a library, then the same; and three
-    // variants of that, each one change, to show what the runtime could do differently.
-    for (int v = 0; v < kLibraryVariants && have_cubin; ++v) {
-      const LibraryVariant variant = static_cast<LibraryVariant>(v);
-      if (variant == LibraryVariant::DriverAddNode && !driver_add_kernel_node) {
-        lib_totals[v].push_back(-1);
-        continue;
-      }
-      CHECK_CUDA(cudaDeviceSynchronize());
-      t = Clock::now();
-      cudaLibrary_t lib;
-      CHECK_CUDA(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-      cudaKernel_t kernel;
-      CHECK_CUDA(cudaLibraryGetKernel(&kernel, lib, symbol.c_str()));
-      CHECK_CUDA(cudaGraphCreate(&g, 0));
-      prev = nullptr;
-      for (int i = 0; i < n; ++i) {
-        switch (variant) {
-          case LibraryVariant::AddKernelNode:
-          case LibraryVariant::InstantiateUploads:
-            prev = add_kernel(g, prev, reinterpret_cast<void*>(kernel), args);
-            break;
-          case LibraryVariant::AddNode: {
-            cudaGraphNodeParams p = {};
-            p.type = cudaGraphNodeTypeKernel;
-            p.kernel.func = reinterpret_cast<void*>(kernel);
-            p.kernel.gridDim = dim3(1);
-            p.kernel.blockDim = dim3(32);
-            p.kernel.kernelParams = args;
-            cudaGraphNode_t node;
-            CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, nullptr, prev ? 1 : 0, &p));
-            prev = node;
-            break;
+    // The four measurements in turn, each repetition starting from the next one: what runs
+    // just before a measurement (the driver's caches, the CPU's clock) moved the results by
+    // more than the differences measured, so no measurement always follows the same one.
+    for (int turn = 0; turn < 4; ++turn) {
+      Clock::time_point t;
+      cudaGraph_t g;
+      cudaGraphExec_t exec;
+      cudaGraphNode_t prev = nullptr;
+      switch ((r + turn) % 4) {
+        case 0: {
+          // By hand: build, instantiate, upload (the kernel is linked into this program).
+          CHECK_CUDA(cudaDeviceSynchronize());
+          t = Clock::now();
+          CHECK_CUDA(cudaGraphCreate(&g, 0));
+          for (int i = 0; i < n; ++i)
+            prev = add_kernel(g, prev, reinterpret_cast<void*>(tick), args);
+          const double built = us_since(t);
+          CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+          const double instantiated = us_since(t);
+          CHECK_CUDA(cudaGraphUpload(exec, s));
+          CHECK_CUDA(cudaStreamSynchronize(s));
+          const double uploaded = us_since(t);
+          CHECK_CUDA(cudaGraphExecDestroy(exec));
+          CHECK_CUDA(cudaGraphDestroy(g));
+          if (keep) {
+            hand_build.push_back(built);
+            hand_inst.push_back(instantiated);
+            hand_upload.push_back(uploaded);
           }
-          case LibraryVariant::DriverAddNode: {
-            CUDA_KERNEL_NODE_PARAMS p = {};
-            p.kern = reinterpret_cast<CUkernel>(kernel);  // func null: the library's kernel, current context
-            p.gridDimX = p.gridDimY = p.gridDimZ = 1;
-            p.blockDimX = 32;
-            p.blockDimY = p.blockDimZ = 1;
-            p.kernelParams = args;
-            CUgraphNode node;
-            const CUresult r = driver_add_kernel_node(&node, reinterpret_cast<CUgraph>(g),
-                                                      prev ? reinterpret_cast<CUgraphNode*>(&prev) : nullptr,
-                                                      prev ? 1 : 0, &p);
-            if (r != CUDA_SUCCESS) {
-              std::fprintf(stderr, "launch_bench: cuGraphAddKernelNode failed (%d)\n", static_cast<int>(r));
-              return 1;
+          break;
+        }
+        case 1: {
+          // By hand, the graph orch builds: programmatic edges into kernels that wait at entry.
+          CHECK_CUDA(cudaDeviceSynchronize());
+          t = Clock::now();
+          g = chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic);
+          const double pdl_built = us_since(t);
+          CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+          const double pdl_instantiated = us_since(t);
+          CHECK_CUDA(cudaGraphUpload(exec, s));
+          CHECK_CUDA(cudaStreamSynchronize(s));
+          const double pdl_uploaded = us_since(t);
+          CHECK_CUDA(cudaGraphExecDestroy(exec));
+          CHECK_CUDA(cudaGraphDestroy(g));
+          if (keep) {
+            pdl_build.push_back(pdl_built);
+            pdl_inst.push_back(pdl_instantiated);
+            pdl_upload.push_back(pdl_uploaded);
+          }
+          break;
+        }
+        case 2:
+          // By hand from the CUBIN orchc made: load it as a library, then the same; and three
+          // variants of that, each one change, to show what the runtime could do differently.
+          for (int v = 0; v < kLibraryVariants && have_cubin; ++v) {
+            const LibraryVariant variant = static_cast<LibraryVariant>(v);
+            if (variant == LibraryVariant::DriverAddNode && !driver_add_kernel_node) {
+              if (keep) lib_totals[v].push_back(-1);
+              continue;
             }
-            prev = reinterpret_cast<cudaGraphNode_t>(node);
-            break;
+            CHECK_CUDA(cudaDeviceSynchronize());
+            t = Clock::now();
+            cudaLibrary_t lib;
+            CHECK_CUDA(
+                cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+            cudaKernel_t kernel;
+            CHECK_CUDA(cudaLibraryGetKernel(&kernel, lib, symbol.c_str()));
+            CHECK_CUDA(cudaGraphCreate(&g, 0));
+            prev = nullptr;
+            for (int i = 0; i < n; ++i) {
+              switch (variant) {
+                case LibraryVariant::AddKernelNode:
+                case LibraryVariant::InstantiateUploads:
+                  prev = add_kernel(g, prev, reinterpret_cast<void*>(kernel), args);
+                  break;
+                case LibraryVariant::AddNode: {
+                  cudaGraphNodeParams p = {};
+                  p.type = cudaGraphNodeTypeKernel;
+                  p.kernel.func = reinterpret_cast<void*>(kernel);
+                  p.kernel.gridDim = dim3(1);
+                  p.kernel.blockDim = dim3(32);
+                  p.kernel.kernelParams = args;
+                  cudaGraphNode_t node;
+                  CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, nullptr,
+                                              prev ? 1 : 0, &p));
+                  prev = node;
+                  break;
+                }
+                case LibraryVariant::DriverAddNode: {
+                  CUDA_KERNEL_NODE_PARAMS p = {};
+                  p.kern = reinterpret_cast<CUkernel>(
+                      kernel);  // func null: the library's kernel, current context
+                  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+                  p.blockDimX = 32;
+                  p.blockDimY = p.blockDimZ = 1;
+                  p.kernelParams = args;
+                  CUgraphNode node;
+                  const CUresult r = driver_add_kernel_node(
+                      &node, reinterpret_cast<CUgraph>(g),
+                      prev ? reinterpret_cast<CUgraphNode*>(&prev) : nullptr, prev ? 1 : 0, &p);
+                  if (r != CUDA_SUCCESS) {
+                    std::fprintf(stderr, "launch_bench: cuGraphAddKernelNode failed (%d)\n",
+                                 static_cast<int>(r));
+                    return 1;
+                  }
+                  prev = reinterpret_cast<cudaGraphNode_t>(node);
+                  break;
+                }
+              }
+            }
+            if (variant == LibraryVariant::InstantiateUploads) {
+              cudaGraphInstantiateParams ip = {};
+              ip.flags = cudaGraphInstantiateFlagUpload;
+              ip.uploadStream = s;
+              CHECK_CUDA(cudaGraphInstantiateWithParams(&exec, g, &ip));
+              expect(ip.result_out == cudaGraphInstantiateSuccess, "instantiate with upload");
+            } else {
+              CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+              CHECK_CUDA(cudaGraphUpload(exec, s));
+            }
+            CHECK_CUDA(cudaStreamSynchronize(s));
+            const double total = us_since(t);
+            if (keep) lib_totals[v].push_back(total);
+            CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
+            CHECK_CUDA(cudaDeviceSynchronize());
+            CHECK_CUDA(cudaGraphLaunch(exec, s));
+            CHECK_CUDA(cudaStreamSynchronize(s));
+            expect(read_int(c) == n,
+                   std::string(kLibraryVariantNames[v]) + ": c = " + std::to_string(read_int(c)));
+            CHECK_CUDA(cudaGraphExecDestroy(exec));
+            CHECK_CUDA(cudaGraphDestroy(g));
+            CHECK_CUDA(cudaLibraryUnload(lib));
           }
+          break;
+        case 3: {
+          // orch: load the file, instantiate (which builds, instantiates and uploads).
+          CHECK_CUDA(cudaDeviceSynchronize());
+          t = Clock::now();
+          auto pipeline = orch::Pipeline::load(chain_bin);
+          const double loaded = us_since(t);
+          if (!pipeline) {
+            std::fprintf(stderr, "launch_bench: %s\n", pipeline.error().to_string().c_str());
+            return 1;
+          }
+          orch::Bindings b;
+          b.buffer("c", c, sizeof(int));
+          auto x = pipeline.value()->instantiate(b, s);
+          const double orch_total = us_since(t);
+          if (!x) {
+            std::fprintf(stderr, "launch_bench: %s\n", x.error().to_string().c_str());
+            return 1;
+          }
+          const orch::Executable::InstantiateTimes times = (*x)->instantiate_times();
+          x->reset();
+          pipeline->reset();
+          if (!keep) break;
+          orch_open.push_back(orch::bench::open_us(chain_bin, &error));
+          orch_load.push_back(loaded);
+          orch_inst.push_back(orch_total);
+          orch_build.push_back(times.build_s * 1e6);
+          orch_ginst.push_back(times.instantiate_s * 1e6);
+          orch_upload.push_back(times.upload_s * 1e6);
+          break;
         }
       }
-      if (variant == LibraryVariant::InstantiateUploads) {
-        cudaGraphInstantiateParams ip = {};
-        ip.flags = cudaGraphInstantiateFlagUpload;
-        ip.uploadStream = s;
-        CHECK_CUDA(cudaGraphInstantiateWithParams(&exec, g, &ip));
-        expect(ip.result_out == cudaGraphInstantiateSuccess, "instantiate with upload");
-      } else {
-        CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-        CHECK_CUDA(cudaGraphUpload(exec, s));
-      }
-      CHECK_CUDA(cudaStreamSynchronize(s));
-      const double total = us_since(t);
-      if (keep) lib_totals[v].push_back(total);
-      CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
-      CHECK_CUDA(cudaDeviceSynchronize());
-      CHECK_CUDA(cudaGraphLaunch(exec, s));
-      CHECK_CUDA(cudaStreamSynchronize(s));
-      expect(read_int(c) == n, std::string(kLibraryVariantNames[v]) + ": c = " + std::to_string(read_int(c)));
-      CHECK_CUDA(cudaGraphExecDestroy(exec));
-      CHECK_CUDA(cudaGraphDestroy(g));
-      CHECK_CUDA(cudaLibraryUnload(lib));
     }
-    // orch: load the file, instantiate (which builds, instantiates and uploads).
-    CHECK_CUDA(cudaDeviceSynchronize());
-    t = Clock::now();
-    auto pipeline = orch::Pipeline::load(chain_bin);
-    const double loaded = us_since(t);
-    if (!pipeline) {
-      std::fprintf(stderr, "launch_bench: %s\n", pipeline.error().to_string().c_str());
-      return 1;
-    }
-    orch::Bindings b;
-    b.buffer("c", c, sizeof(int));
-    auto x = pipeline.value()->instantiate(b, s);
-    const double orch_total = us_since(t);
-    if (!x) {
-      std::fprintf(stderr, "launch_bench: %s\n", x.error().to_string().c_str());
-      return 1;
-    }
-    const orch::Executable::InstantiateTimes times = (*x)->instantiate_times();
-    x->reset();
-    pipeline->reset();
-    if (!keep) continue;
-    orch_open.push_back(orch::bench::open_us(chain_bin, &error));
-    hand_build.push_back(built);
-    hand_inst.push_back(instantiated);
-    hand_upload.push_back(uploaded);
-    orch_load.push_back(loaded);
-    orch_inst.push_back(orch_total);
-    orch_build.push_back(times.build_s * 1e6);
-    orch_ginst.push_back(times.instantiate_s * 1e6);
-    orch_upload.push_back(times.upload_s * 1e6);
   }
 
   // ---- the table ----------------------------------------------------------------------------
