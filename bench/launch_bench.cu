@@ -256,24 +256,28 @@ cudaGraphEdgeData kernel_edge(int port) {
   return edge;
 }
 
+// A one-block, 32-thread kernel node `fn(args)` after `prev` (none: nullptr), the edge from
+// `port` (kernel_edge); cudaGraphAddNode, the call that takes edge data.
+cudaGraphNode_t add_node(cudaGraph_t g, cudaGraphNode_t prev, void* fn, void** args, int port = 0) {
+  cudaGraphNodeParams p = {};
+  p.type = cudaGraphNodeTypeKernel;
+  p.kernel.func = fn;
+  p.kernel.gridDim = dim3(1);
+  p.kernel.blockDim = dim3(32);
+  p.kernel.kernelParams = args;
+  const cudaGraphEdgeData edge = kernel_edge(port);
+  cudaGraphNode_t node;
+  CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, prev ? &edge : nullptr, prev ? 1 : 0, &p));
+  return node;
+}
+
 // A chain of n kernel nodes running `fn(c)`, each edge from `port` (kernel_edge).
 cudaGraph_t chain_graph(void* fn, int n, int* c, int port) {
   cudaGraph_t g;
   CHECK_CUDA(cudaGraphCreate(&g, 0));
   cudaGraphNode_t prev = nullptr;
   void* args[] = {&c};
-  for (int i = 0; i < n; ++i) {
-    cudaGraphNodeParams p = {};
-    p.type = cudaGraphNodeTypeKernel;
-    p.kernel.func = fn;
-    p.kernel.gridDim = dim3(1);
-    p.kernel.blockDim = dim3(32);
-    p.kernel.kernelParams = args;
-    const cudaGraphEdgeData edge = kernel_edge(port);
-    cudaGraphNode_t node;
-    CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, prev ? &edge : nullptr, prev ? 1 : 0, &p));
-    prev = node;
-  }
+  for (int i = 0; i < n; ++i) prev = add_node(g, prev, fn, args, port);
   return g;
 }
 
@@ -328,29 +332,8 @@ cudaGraph_t while_graph(int n, int* c, void* body_fn, int copies, bool condition
   void* c_args[] = {&c};
   void* ch_args[] = {&c, &h};
   cudaGraphNode_t prev = nullptr;
-  for (int i = 0; i < copies; ++i) {
-    cudaGraphNodeParams p = {};
-    p.type = cudaGraphNodeTypeKernel;
-    p.kernel.func = body_fn;
-    p.kernel.gridDim = dim3(1);
-    p.kernel.blockDim = dim3(32);
-    p.kernel.kernelParams = condition ? c_args : ch_args;
-    const cudaGraphEdgeData edge = kernel_edge(port);
-    cudaGraphNode_t node;
-    CHECK_CUDA(cudaGraphAddNode(&node, body, prev ? &prev : nullptr, prev ? &edge : nullptr, prev ? 1 : 0, &p));
-    prev = node;
-  }
-  if (condition) {
-    cudaGraphNodeParams p = {};
-    p.type = cudaGraphNodeTypeKernel;
-    p.kernel.func = condition_fn;
-    p.kernel.gridDim = dim3(1);
-    p.kernel.blockDim = dim3(32);
-    p.kernel.kernelParams = ch_args;
-    const cudaGraphEdgeData edge = kernel_edge(condition_port);
-    cudaGraphNode_t node;
-    CHECK_CUDA(cudaGraphAddNode(&node, body, &prev, &edge, 1, &p));
-  }
+  for (int i = 0; i < copies; ++i) prev = add_node(body, prev, body_fn, condition ? c_args : ch_args, port);
+  if (condition) add_node(body, prev, condition_fn, ch_args, condition_port);
   return g;
 }
 
@@ -369,6 +352,30 @@ double time_graph(cudaGraph_t g, cudaStream_t s, int* c, int reset, int expected
   CHECK_CUDA(cudaGraphExecDestroy(exec));
   CHECK_CUDA(cudaGraphDestroy(g));
   return us;
+}
+
+// Start-up by hand: host-clock µs from the start to the graph built, instantiated, uploaded.
+struct StartupSteps {
+  std::vector<double> built, instantiated, uploaded;
+};
+template <class Build>
+void time_startup(cudaStream_t s, bool keep, StartupSteps* out, Build&& build) {
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const Clock::time_point t = Clock::now();
+  cudaGraph_t g = build();
+  const double built = us_since(t);
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+  const double instantiated = us_since(t);
+  CHECK_CUDA(cudaGraphUpload(exec, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  const double uploaded = us_since(t);
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(g));
+  if (!keep) return;
+  out->built.push_back(built);
+  out->instantiated.push_back(instantiated);
+  out->uploaded.push_back(uploaded);
 }
 
 // The driver's version as nvidia-smi prints it, else CUDA's number for it.
@@ -650,8 +657,8 @@ int main(int argc, char** argv) {
   // Host clock around synchronized work; each run builds everything from nothing and the
   // teardown is not timed.
   const int startup_reps = 11;
-  std::vector<double> hand_build, hand_inst, hand_upload, orch_load, orch_inst, orch_build, orch_ginst, orch_upload;
-  std::vector<double> pdl_build, pdl_inst, pdl_upload, orch_open;
+  StartupSteps hand, pdl;
+  std::vector<double> orch_load, orch_inst, orch_build, orch_ginst, orch_upload, orch_open;
   std::vector<double> lib_totals[kLibraryVariants];
   // The driver's own node call, for variant (s4): the runtime links no libcuda.
   using AddKernelNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
@@ -680,48 +687,20 @@ int main(int argc, char** argv) {
       cudaGraphExec_t exec;
       cudaGraphNode_t prev = nullptr;
       switch ((r + turn) % 4) {
-        case 0: {
+        case 0:
           // By hand: build, instantiate, upload (the kernel is linked into this program).
-          CHECK_CUDA(cudaDeviceSynchronize());
-          t = Clock::now();
-          CHECK_CUDA(cudaGraphCreate(&g, 0));
-          for (int i = 0; i < n; ++i)
-            prev = add_kernel(g, prev, reinterpret_cast<void*>(tick), args);
-          const double built = us_since(t);
-          CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-          const double instantiated = us_since(t);
-          CHECK_CUDA(cudaGraphUpload(exec, s));
-          CHECK_CUDA(cudaStreamSynchronize(s));
-          const double uploaded = us_since(t);
-          CHECK_CUDA(cudaGraphExecDestroy(exec));
-          CHECK_CUDA(cudaGraphDestroy(g));
-          if (keep) {
-            hand_build.push_back(built);
-            hand_inst.push_back(instantiated);
-            hand_upload.push_back(uploaded);
-          }
+          time_startup(s, keep, &hand, [&] {
+            cudaGraph_t graph;
+            CHECK_CUDA(cudaGraphCreate(&graph, 0));
+            cudaGraphNode_t last = nullptr;
+            for (int i = 0; i < n; ++i) last = add_kernel(graph, last, reinterpret_cast<void*>(tick), args);
+            return graph;
+          });
           break;
-        }
-        case 1: {
+        case 1:
           // By hand, the graph orch builds: programmatic edges into kernels that wait at entry.
-          CHECK_CUDA(cudaDeviceSynchronize());
-          t = Clock::now();
-          g = chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic);
-          const double pdl_built = us_since(t);
-          CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-          const double pdl_instantiated = us_since(t);
-          CHECK_CUDA(cudaGraphUpload(exec, s));
-          CHECK_CUDA(cudaStreamSynchronize(s));
-          const double pdl_uploaded = us_since(t);
-          CHECK_CUDA(cudaGraphExecDestroy(exec));
-          CHECK_CUDA(cudaGraphDestroy(g));
-          if (keep) {
-            pdl_build.push_back(pdl_built);
-            pdl_inst.push_back(pdl_instantiated);
-            pdl_upload.push_back(pdl_uploaded);
-          }
+          time_startup(s, keep, &pdl, [&] { return chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic); });
           break;
-        }
         case 2:
           // By hand from the CUBIN orchc made: load it as a library, then the same; and three
           // variants of that, each one change, to show what the runtime could do differently.
@@ -746,19 +725,9 @@ int main(int argc, char** argv) {
                 case LibraryVariant::InstantiateUploads:
                   prev = add_kernel(g, prev, reinterpret_cast<void*>(kernel), args);
                   break;
-                case LibraryVariant::AddNode: {
-                  cudaGraphNodeParams p = {};
-                  p.type = cudaGraphNodeTypeKernel;
-                  p.kernel.func = reinterpret_cast<void*>(kernel);
-                  p.kernel.gridDim = dim3(1);
-                  p.kernel.blockDim = dim3(32);
-                  p.kernel.kernelParams = args;
-                  cudaGraphNode_t node;
-                  CHECK_CUDA(cudaGraphAddNode(&node, g, prev ? &prev : nullptr, nullptr,
-                                              prev ? 1 : 0, &p));
-                  prev = node;
+                case LibraryVariant::AddNode:
+                  prev = add_node(g, prev, reinterpret_cast<void*>(kernel), args);
                   break;
-                }
                 case LibraryVariant::DriverAddNode: {
                   CUDA_KERNEL_NODE_PARAMS p = {};
                   p.kern = reinterpret_cast<CUkernel>(
@@ -882,16 +851,16 @@ int main(int argc, char** argv) {
         orch_while_us[o] < 0 ? -1 : orch_while_us[o] / per, while_us,
         orch_while_us[o] < 0 ? "orchc refused these options" : "");
 
-  const double hand_total = median(hand_upload), orch_total = median(orch_inst);
+  const double hand_total = median(hand.uploaded), orch_total = median(orch_inst);
   std::printf("%-60s %9s %9s\n", "start-up of the N-kernel chain (host clock)", "ms", "vs (r)");
-  row("(q) by hand: build + instantiate", median(hand_inst) / 1e3, hand_total / 1e3,
-      "build " + std::to_string(median(hand_build) / 1e3).substr(0, 5) + " ms");
+  row("(q) by hand: build + instantiate", median(hand.instantiated) / 1e3, hand_total / 1e3,
+      "build " + std::to_string(median(hand.built) / 1e3).substr(0, 5) + " ms");
   row("(r) by hand: build + instantiate + upload", hand_total / 1e3, hand_total / 1e3);
-  const double pdl_total = median(pdl_upload);
+  const double pdl_total = median(pdl.uploaded);
   {
     char note[160];
-    std::snprintf(note, sizeof note, "build %.3f, instantiate %.3f, upload %.3f ms", median(pdl_build) / 1e3,
-                  (median(pdl_inst) - median(pdl_build)) / 1e3, (pdl_total - median(pdl_inst)) / 1e3);
+    std::snprintf(note, sizeof note, "build %.3f, instantiate %.3f, upload %.3f ms", median(pdl.built) / 1e3,
+                  (median(pdl.instantiated) - median(pdl.built)) / 1e3, (pdl_total - median(pdl.instantiated)) / 1e3);
     row("(r2) (r) with programmatic edges (the graph orch builds)", pdl_total / 1e3, hand_total / 1e3, note);
   }
   for (int v = 0; v < kLibraryVariants; ++v) {
