@@ -6,6 +6,7 @@
 // none from cudart_static. They hand out distinct fake handles and report success; nothing
 // runs, and device memory is host memory.
 //   runtime_cpu_bench PIPELINE.bin [REPEATS] [PARAM=VALUE ...]
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -61,10 +62,17 @@ cudaError_t CUDARTAPI cudaGetDevice(int* device) {
   *device = 0;
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char*, void** fn, unsigned int, unsigned long long,
+// The driver's cuGraphAddNode (the runtime adds kernel nodes with it); no other entry point.
+CUresult CUDAAPI stub_graph_add_node(CUgraphNode* node, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                                     CUgraphNodeParams*) {
+  *node = fake<CUgraphNode>();
+  return CUDA_SUCCESS;
+}
+cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int, unsigned long long,
                                                        enum cudaDriverEntryPointQueryResult* status) {
-  *fn = nullptr;
-  if (status) *status = cudaDriverEntryPointSymbolNotFound;
+  const bool add_node = std::strcmp(symbol, "cuGraphAddNode") == 0;
+  *fn = add_node ? reinterpret_cast<void*>(&stub_graph_add_node) : nullptr;
+  if (status) *status = add_node ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }
 const char* CUDARTAPI cudaGetErrorName(cudaError_t) { return "cudaErrorStub"; }
@@ -76,11 +84,6 @@ cudaError_t CUDARTAPI cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGrap
   return cudaSuccess;
 }
 cudaError_t CUDARTAPI cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t, const cudaGraphNode_t*, size_t) {
-  *node = fake<cudaGraphNode_t>();
-  return cudaSuccess;
-}
-cudaError_t CUDARTAPI cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t, const cudaGraphNode_t*, size_t,
-                                             const struct cudaKernelNodeParams*) {
   *node = fake<cudaGraphNode_t>();
   return cudaSuccess;
 }

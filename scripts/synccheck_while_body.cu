@@ -2,11 +2,12 @@
 // Plain CUDA, no orch: one kernel with a __syncthreads() between uniform code, launched as a
 // graph's only kernel node ("top"), as the body of an IF node ("if") and as the body of a WHILE
 // node that runs it `iterations` times ("while"). Every thread reaches the barrier; the result
-// is checked. scripts/gpu-check runs each mode under synccheck: with CUDA 13.0 and driver
-// 580.159.04 on an H200 (2026-11-23), "top" and "if" are clean and "while" is reported as
-// "Barrier error detected. Divergent thread(s) in warp" at the barrier, from the first iteration
-// on, so synccheck cannot check the kernels of orch's unrolled loops (which only exist in WHILE
-// bodies); gpu-check notices when that changes.
+// is checked. scripts/gpu-check runs each mode plainly and under synccheck: with CUDA 13.0 and
+// driver 580.159.04 on an H200 (2026-11-23), "top" is clean and "while" is reported as "Barrier
+// error detected. Divergent thread(s) in warp" at the barrier, from the first iteration on, so
+// synccheck cannot check the kernels of orch's unrolled loops (which only exist in WHILE
+// bodies); gpu-check notices when that changes. "if" was clean under synccheck in one run and
+// ended in an illegal address in another (it is exact without the tool).
 //   nvcc -arch=sm_90 scripts/synccheck_while_body.cu -o synccheck_while_body
 //   ./synccheck_while_body top|if|while
 #include <cuda_runtime.h>

@@ -4,19 +4,21 @@
 
 #include <mutex>
 
+#include "runtime/src/internal.h"
+
 namespace orch::rt {
 
 namespace {
 
-// CUDA 12.0's ABI of each symbol: every function here has had it since long before, and a
-// driver for CUDA 12.0 or newer provides it.
+// CUDA 12.0's ABI of each symbol unless said: every function here has had it since long before,
+// and a driver for CUDA 12.0 or newer provides it.
 constexpr unsigned kAbiVersion = 12000;
 
 template <class F>
-void find(const char* symbol, F* out) {
+void find(const char* symbol, F* out, unsigned abi = kAbiVersion) {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(symbol, &fn, kAbiVersion, cudaEnableDefault, &status) == cudaSuccess &&
+  if (cudaGetDriverEntryPointByVersion(symbol, &fn, abi, cudaEnableDefault, &status) == cudaSuccess &&
       status == cudaDriverEntryPointSuccess)
     *out = reinterpret_cast<F>(fn);
   else
@@ -35,6 +37,7 @@ const Driver& driver() {
     find("cuLinkAddData", &d.link_add_data);
     find("cuLinkDestroy", &d.link_destroy);
     find("cuGetErrorName", &d.get_error_name);
+    find("cuGraphAddNode", &d.graph_add_node, 12030);  // 12.3's, the one with edge data
   });
   return d;
 }
@@ -43,6 +46,29 @@ std::string driver_error_name(CUresult e) {
   const char* name = nullptr;
   if (driver().get_error_name && driver().get_error_name(e, &name) == CUDA_SUCCESS && name) return name;
   return "CUresult " + std::to_string(static_cast<int>(e));
+}
+
+// The sticky errors (is_sticky) have the same numbers in both APIs.
+static_assert(int{CUDA_ERROR_ECC_UNCORRECTABLE} == int{cudaErrorECCUncorrectable} &&
+                  int{CUDA_ERROR_CONTAINED} == int{cudaErrorContained} &&
+                  int{CUDA_ERROR_ILLEGAL_ADDRESS} == int{cudaErrorIllegalAddress} &&
+                  int{CUDA_ERROR_LAUNCH_TIMEOUT} == int{cudaErrorLaunchTimeout} &&
+                  int{CUDA_ERROR_ASSERT} == int{cudaErrorAssert} &&
+                  int{CUDA_ERROR_HARDWARE_STACK_ERROR} == int{cudaErrorHardwareStackError} &&
+                  int{CUDA_ERROR_ILLEGAL_INSTRUCTION} == int{cudaErrorIllegalInstruction} &&
+                  int{CUDA_ERROR_MISALIGNED_ADDRESS} == int{cudaErrorMisalignedAddress} &&
+                  int{CUDA_ERROR_INVALID_ADDRESS_SPACE} == int{cudaErrorInvalidAddressSpace} &&
+                  int{CUDA_ERROR_INVALID_PC} == int{cudaErrorInvalidPc} &&
+                  int{CUDA_ERROR_LAUNCH_FAILED} == int{cudaErrorLaunchFailure} &&
+                  int{CUDA_ERROR_TENSOR_MEMORY_LEAK} == int{cudaErrorTensorMemoryLeak} &&
+                  int{CUDA_ERROR_MPS_CLIENT_TERMINATED} == int{cudaErrorMpsClientTerminated} &&
+                  int{CUDA_ERROR_EXTERNAL_DEVICE} == int{cudaErrorExternalDevice},
+              "a sticky driver error has another number in the runtime API");
+
+Error driver_call_error(CUresult e, const std::string& what, std::string where) {
+  const cudaError_t same = static_cast<cudaError_t>(e);
+  if (is_sticky(same)) return cuda_error(same, what, std::move(where));
+  return Error(ErrorCode::Cuda, what + ": " + driver_error_name(e), std::move(where), static_cast<int>(e));
 }
 
 std::string jit_log(const char* ptx, size_t size) {

@@ -1,11 +1,14 @@
-// The few CUDA driver calls the runtime needs that the runtime API lacks: where an allocation
-// starts and ends, and a JIT compile that returns its log. runtime/ does not link libcuda, so
-// they come from cudaGetDriverEntryPointByVersion, once, on first use.
+// The few CUDA driver calls the runtime needs that the runtime API lacks or makes slower: where
+// an allocation starts and ends, a JIT compile that returns its log, and adding a kernel node.
+// runtime/ does not link libcuda, so they come from cudaGetDriverEntryPointByVersion, once, on
+// first use.
 #pragma once
 
 #include <cuda.h>
 
 #include <string>
+
+#include "orch/runtime.h"
 
 namespace orch::rt {
 
@@ -17,6 +20,9 @@ struct Driver {
                             unsigned n, CUjit_option* options, void** values) = nullptr;
   CUresult (*link_destroy)(CUlinkState state) = nullptr;
   CUresult (*get_error_name)(CUresult e, const char** name) = nullptr;
+  // Every kernel node the runtime builds (executable.cpp: add_kernel_node says why the driver's).
+  CUresult (*graph_add_node)(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges,
+                             size_t n, CUgraphNodeParams* params) = nullptr;
 };
 
 // The entry points found (any may be null: the caller says what it could not check).
@@ -24,6 +30,10 @@ const Driver& driver();
 
 // "CUDA_ERROR_INVALID_VALUE" (or the number when the driver cannot name it).
 std::string driver_error_name(CUresult e);
+
+// cuda_error() for a driver call: "<what>: CUDA_ERROR_X" at `where`; a sticky error (the
+// driver's numbers of those are the runtime's) is ContextLost, as there.
+Error driver_call_error(CUresult e, const std::string& what, std::string where = {});
 
 // Compiles `ptx` (NUL-terminated) with the driver's JIT and returns its error log and info log
 // (ptxas's messages), or why it could not. Used only to explain a PTX that failed to load.

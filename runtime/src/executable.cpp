@@ -12,6 +12,7 @@
 #include "orch/observe.h"
 #include "runtime/src/binding_checks.h"
 #include "runtime/src/communicators.h"
+#include "runtime/src/driver.h"
 #include "runtime/src/internal.h"
 
 namespace orch {
@@ -500,18 +501,49 @@ struct Executable::Impl {
 
   // CUDA's edge data for node `n`'s dependencies, in order, when any of them is programmatic
   // (Node.dep_kinds); false when every edge is full, which needs no edge data.
-  static bool programmatic_edges(const fb::Node& n, std::vector<cudaGraphEdgeData>* out) {
+  static bool programmatic_edges(const fb::Node& n, std::vector<CUgraphEdgeData>* out) {
     const auto* kinds = n.dep_kinds();
     if (!kinds || !n.deps() || kinds->size() != n.deps()->size()) return false;
     bool any = false;
-    out->assign(kinds->size(), cudaGraphEdgeData{});
+    out->assign(kinds->size(), CUgraphEdgeData{});
     for (uint32_t j = 0; j < kinds->size(); ++j) {
       if (kinds->Get(j) != fb::EdgeKind::Programmatic) continue;
-      (*out)[j].from_port = cudaGraphKernelNodePortProgrammatic;
-      (*out)[j].type = cudaGraphDependencyTypeProgrammatic;
+      (*out)[j].from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      (*out)[j].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
       any = true;
     }
     return any;
+  }
+
+  // Every kernel node, with its edge data when some edge is programmatic (`edges`, else null).
+  // Through the driver's cuGraphAddNode with the library's CUkernel rather than
+  // cudaGraphAddKernelNode / cudaGraphAddNode with the cudaKernel_t: on a 1,000-kernel chain,
+  // building, instantiating and uploading took 0.91-0.93 of the time that way (launch_bench row
+  // s4 against s; H200 and H100, driver 580.159.04, 2026-11-23), the runtime API's call costing
+  // more per node, and one call takes both kinds of edge.
+  Status add_kernel_node(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps, const CUgraphEdgeData* edges,
+                         const cudaKernelNodeParams& kp, const fb::Node& n, const Top& t, cudaGraphNode_t* out) {
+    const rt::Driver& d = rt::driver();
+    if (!d.graph_add_node)
+      return node_error(ErrorCode::Unsupported, n, t,
+                        "the CUDA driver has no cuGraphAddNode with edge data (CUDA 12.3 or newer)");
+    CUgraphNodeParams np = {};
+    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    np.kernel.func = nullptr;  // the library's kernel (kern) in the current context (ctx null)
+    np.kernel.kern = reinterpret_cast<CUkernel>(kp.func);
+    np.kernel.ctx = nullptr;
+    np.kernel.gridDimX = kp.gridDim.x;
+    np.kernel.gridDimY = kp.gridDim.y;
+    np.kernel.gridDimZ = kp.gridDim.z;
+    np.kernel.blockDimX = kp.blockDim.x;
+    np.kernel.blockDimY = kp.blockDim.y;
+    np.kernel.blockDimZ = kp.blockDim.z;
+    np.kernel.sharedMemBytes = kp.sharedMemBytes;
+    np.kernel.kernelParams = kp.kernelParams;
+    np.kernel.extra = nullptr;
+    const CUresult r = d.graph_add_node(out, g, deps.empty() ? nullptr : deps.data(), edges, deps.size(), &np);
+    if (r == CUDA_SUCCESS) return {};
+    return rt::driver_call_error(r, node_name(n, t) + ": cuGraphAddNode (kernel)", node_where(n));
   }
 
   Status build(cudaGraph_t g, const fb::Graph& graph, int top) {
@@ -519,7 +551,7 @@ struct Executable::Impl {
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
     std::vector<cudaGraphNode_t> deps;
-    std::vector<cudaGraphEdgeData> edges;
+    std::vector<CUgraphEdgeData> edges;
     std::vector<void*> ptrs;
     records.reserve(records.size() + count);
     // NCCL needs every rank to issue its collectives in one order, and two branches of a CUDA
@@ -567,28 +599,16 @@ struct Executable::Impl {
             s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared);
             if (!s.ok()) return s;
           }
-          cudaKernelNodeParams kp = rec->kernel.params(ptrs);
-          if (!programmatic_edges(n, &edges)) {
-            e = cudaGraphAddKernelNode(&made[i], g, dp, deps.size(), &kp);
-            if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddKernelNode");
-            break;
-          }
-          // Some edge is programmatic (validate() proved both ends kernels and this kernel
-          // waiting at entry): added with CUDA's edge data, which only cudaGraphAddNode takes.
-          if (pipeline->arch < 90)
+          const cudaKernelNodeParams kp = rec->kernel.params(ptrs);
+          // Some edge may be programmatic (validate() proved both ends kernels and this kernel
+          // waiting at entry).
+          const bool programmatic = programmatic_edges(n, &edges);
+          if (programmatic && pipeline->arch < 90)
             return node_error(ErrorCode::Unsupported, n, t,
                               "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "
                               "sm_" + std::to_string(pipeline->arch));
-          cudaGraphNodeParams np = {};
-          np.type = cudaGraphNodeTypeKernel;
-          np.kernel.func = kp.func;
-          np.kernel.gridDim = kp.gridDim;
-          np.kernel.blockDim = kp.blockDim;
-          np.kernel.sharedMemBytes = kp.sharedMemBytes;
-          np.kernel.kernelParams = kp.kernelParams;
-          np.kernel.extra = nullptr;
-          e = cudaGraphAddNode(&made[i], g, dp, edges.data(), deps.size(), &np);
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddNode (kernel with programmatic edges)");
+          s = add_kernel_node(g, deps, programmatic ? edges.data() : nullptr, kp, n, t, &made[i]);
+          if (!s.ok()) return s;
           break;
         }
         case fb::NodeKind::Memcpy: {
