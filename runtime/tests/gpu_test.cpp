@@ -16,6 +16,8 @@
 #include <functional>
 #include <iterator>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "artifact/artifact.h"
@@ -80,6 +82,76 @@ void report(const char* what, const orch::Executable& x) {
 }  // namespace
 
 TEST_SUITE("gpu") {
+
+// The thread contract (orch/runtime.h): one Pipeline, instantiated on several threads at once,
+// each Executable used by its own thread. Each thread's first CUDA call is instantiate itself
+// (the runtime adds kernel nodes through the driver, in the thread's current context, which the
+// runtime API must have made current by then), on the legacy stream; the odd threads bind every
+// buffer (allocated here), so the runtime allocates nothing for them. Doctest's asserts stay on
+// the main thread: each thread only records what went wrong.
+TEST_CASE("the thread contract: one Pipeline instantiated and launched on four fresh threads at once, each exact") {
+  auto p = load("saxpy");
+  const uint32_t n = 4099;
+  constexpr int kThreads = 4;
+  std::vector<std::vector<float>> xs(kThreads), ys(kThreads), got(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    xs[t] = random_floats(n, -1, 1);
+    ys[t] = random_floats(n, -1, 1);
+  }
+  std::vector<std::unique_ptr<PinnedBuffer>> hosts;
+  std::vector<std::unique_ptr<DeviceBuffer>> devices;
+  for (int t = 0; t < kThreads; ++t) {
+    hosts.push_back(std::make_unique<PinnedBuffer>(2 * n * sizeof(float)));
+    devices.push_back(std::make_unique<DeviceBuffer>(2 * n * sizeof(float)));
+  }
+  std::vector<std::string> problems(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      orch::Bindings b;
+      b.param("n", n).param("a", 1.5f + static_cast<float>(t));
+      if (t % 2) {
+        char* h = static_cast<char*>(hosts[t]->p);
+        char* d = static_cast<char*>(devices[t]->p);
+        const size_t bytes = n * sizeof(float);
+        b.buffer("x_host", h, bytes).buffer("y_host", h + bytes, bytes);
+        b.buffer("x", d, bytes).buffer("y", d + bytes, bytes);
+      }
+      auto x = p->instantiate(b, nullptr);
+      if (!x) {
+        problems[t] = "instantiate: " + x.error().to_string();
+        return;
+      }
+      std::copy(xs[t].begin(), xs[t].end(), static_cast<float*>((*x)->buffer("x_host")));
+      std::copy(ys[t].begin(), ys[t].end(), static_cast<float*>((*x)->buffer("y_host")));
+      for (int launch = 0; launch < 3; ++launch) {
+        orch::Status st = (*x)->launch(nullptr);
+        if (!st.ok()) {
+          problems[t] = "launch: " + st.error().to_string();
+          return;
+        }
+      }
+      const cudaError_t e = cudaStreamSynchronize(nullptr);
+      if (e != cudaSuccess) {
+        problems[t] = std::string("cudaStreamSynchronize: ") + cudaGetErrorString(e);
+        return;
+      }
+      const float* y = static_cast<const float*>((*x)->buffer("y_host"));
+      got[t].assign(y, y + n);
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    CAPTURE(t);
+    CHECK(problems[t] == "");
+    if (!problems[t].empty()) continue;
+    // Three launches: y = a x + y, three times.
+    std::vector<float> want = ys[t];
+    const float a = 1.5f + static_cast<float>(t);
+    for (int launch = 0; launch < 3; ++launch)
+      for (uint32_t i = 0; i < n; ++i) want[i] = a * xs[t][i] + want[i];
+    check_close(got[t], want, 1e-5, "y = a x + y, three launches, on its own thread");
+  }
+}
 
 TEST_CASE("saxpy equals the CPU reference; set_param and rebind patch it in place") {
   auto p = load("saxpy");
