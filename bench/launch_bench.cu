@@ -65,21 +65,20 @@
 extern "C" __global__ void tick(int* c) {
   if (threadIdx.x == 0) c[0] += 1;
 }
-// Waits at entry for the kernels before it (programmatic edges let it start early).
-extern "C" __global__ void tick_wait(int* c) {
+// Where a kernel that waits at entry (griddepcontrol.wait: programmatic edges let it start early)
+// lets the kernels after it launch (griddepcontrol.launch_dependents, i.e.
+// cudaTriggerProgrammaticLaunchCompletion): not at all (they launch as it exits), before or after
+// its wait, or after its guard.
+enum Trigger { kNoTrigger, kTriggerBeforeWait, kTriggerAfterWait, kTriggerAfterGuard };
+template <int T>
+__device__ __forceinline__ void pdl_wait() {
+  if (T == kTriggerBeforeWait) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (threadIdx.x == 0) c[0] += 1;
+  if (T == kTriggerAfterWait) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
-// The same, and lets the kernels after it launch at once (cudaTriggerProgrammaticLaunchCompletion).
-extern "C" __global__ void tick_wait_trigger(int* c) {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (threadIdx.x == 0) c[0] += 1;
-}
-// Waits, then lets the kernels after it launch: at most one kernel waits ahead of the running one.
-extern "C" __global__ void tick_wait_then_trigger(int* c) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+template <int T>
+__global__ void tick_pdl(int* c) {
+  pdl_wait<T>();
   if (threadIdx.x == 0) c[0] += 1;
 }
 
@@ -105,51 +104,27 @@ extern "C" __global__ void guarded_step(int* c) {
     if (v > 0) *c = v - 1;
   }
 }
-extern "C" __global__ void guarded_step_wait(int* c) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (threadIdx.x == 0) {
-    const int v = *c;
-    if (v > 0) *c = v - 1;
-  }
-}
-extern "C" __global__ void guarded_step_wait_trigger(int* c) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+template <int T>
+__global__ void guarded_step_pdl(int* c) {
+  pdl_wait<T>();
   if (threadIdx.x == 0) {
     const int v = *c;
     if (v > 0) *c = v - 1;
   }
 }
 // orch's guard for a one-block copy: thread 0 decides, the block learns it through a barrier.
-extern "C" __global__ void guarded_step_barrier(int* c) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+template <int T>
+__global__ void guarded_step_barrier(int* c) {
+  pdl_wait<T>();
   int go = 0;
   if (threadIdx.x == 0) go = *c > 0;
   __syncwarp();
   if (!__syncthreads_or(go)) return;
-  if (threadIdx.x == 0) --(*c);
-}
-extern "C" __global__ void guarded_step_barrier_no_trigger(int* c) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  int go = 0;
-  if (threadIdx.x == 0) go = *c > 0;
-  __syncwarp();
-  if (!__syncthreads_or(go)) return;
-  if (threadIdx.x == 0) --(*c);
-}
-extern "C" __global__ void guarded_step_barrier_trigger_after(int* c) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  int go = 0;
-  if (threadIdx.x == 0) go = *c > 0;
-  __syncwarp();
-  if (!__syncthreads_or(go)) return;
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (T == kTriggerAfterGuard) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (threadIdx.x == 0) --(*c);
 }
 extern "C" __global__ void set_condition_wait(const int* c, cudaGraphConditionalHandle h) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  pdl_wait<kTriggerAfterWait>();
   if (threadIdx.x == 0) cudaGraphSetConditional(h, *c > 0);
 }
 extern "C" __global__ void set_condition(const int* c, cudaGraphConditionalHandle h) {
@@ -518,15 +493,16 @@ int main(int argc, char** argv) {
   const double capture_us = time_graph(captured, s, c, 0, n, "stream capture");
   const int kProgrammatic = cudaGraphKernelNodePortProgrammatic, kLaunched = cudaGraphKernelNodePortLaunchCompletion;
   const double hand_us = time_graph(chain_graph(reinterpret_cast<void*>(tick), n, c, 0), s, c, 0, n, "hand chain");
-  const double pdl_us =
-      time_graph(chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic), s, c, 0, n, "hand PDL chain");
-  const double pdl_trigger_us = time_graph(chain_graph(reinterpret_cast<void*>(tick_wait_trigger), n, c, kProgrammatic),
-                                           s, c, 0, n, "hand PDL chain with trigger");
+  // The hand-built chain of `fn`, edges from `port`.
+  auto chain_us = [&](void (*fn)(int*), int port, const char* what) {
+    return time_graph(chain_graph(reinterpret_cast<void*>(fn), n, c, port), s, c, 0, n, what);
+  };
+  const double pdl_us = chain_us(tick_pdl<kNoTrigger>, kProgrammatic, "hand PDL chain");
+  const double pdl_trigger_us = chain_us(tick_pdl<kTriggerBeforeWait>, kProgrammatic, "hand PDL chain with trigger");
   const double pdl_trigger_after_us =
-      time_graph(chain_graph(reinterpret_cast<void*>(tick_wait_then_trigger), n, c, kProgrammatic), s, c, 0, n,
-                 "hand PDL chain with trigger after the wait");
-  const double pdl_launched_us = time_graph(chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kLaunched), s, c, 0,
-                                            n, "hand PDL chain from the launch-completion port");
+      chain_us(tick_pdl<kTriggerAfterWait>, kProgrammatic, "hand PDL chain with trigger after the wait");
+  const double pdl_launched_us =
+      chain_us(tick_pdl<kNoTrigger>, kLaunched, "hand PDL chain from the launch-completion port");
 
   std::string chain_text = "pipeline chain\nbuffer c: i32\nkernel tick(c: inout i32) source \"\"\"" +
                            std::string(TICK_SOURCE) + "\"\"\"\ngraph main {\n";
@@ -594,28 +570,29 @@ int main(int argc, char** argv) {
       time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step), 8, true), s, c, 0, 0, "hand unroll x8");
   const double unroll16_us =
       time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step), 16, true), s, c, 0, 0, "hand unroll x16");
-  const double unroll16_pdl_us = time_graph(
-      while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait), 16, true, kProgrammatic), s, c, 0, 0,
-      "hand unroll x16, programmatic edges");
+  // The hand-built x16 unroll of `fn`, edges between copies from `port`; the condition kernel
+  // and its edge as given.
+  auto unroll16_of = [&](void (*fn)(int*), int port, const char* what,
+                         void* condition = reinterpret_cast<void*>(set_condition), int condition_port = 0) {
+    void* body = reinterpret_cast<void*>(fn);
+    return time_graph(while_graph(n, c, body, 16, true, port, condition, condition_port), s, c, 0, 0, what);
+  };
+  const double unroll16_pdl_us =
+      unroll16_of(guarded_step_pdl<kNoTrigger>, kProgrammatic, "hand unroll x16, programmatic edges");
   const double unroll16_launched_us =
-      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait), 16, true, kLaunched), s, c, 0, 0,
-                 "hand unroll x16, launch-completion edges");
-  const double unroll16_trigger_us =
-      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait_trigger), 16, true, kProgrammatic), s, c,
-                 0, 0, "hand unroll x16, programmatic edges, trigger after the wait");
+      unroll16_of(guarded_step_pdl<kNoTrigger>, kLaunched, "hand unroll x16, launch-completion edges");
+  const double unroll16_trigger_us = unroll16_of(guarded_step_pdl<kTriggerAfterWait>, kProgrammatic,
+                                                 "hand unroll x16, programmatic edges, trigger after the wait");
   const double unroll16_cond_us =
-      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_wait_trigger), 16, true, kProgrammatic,
-                             reinterpret_cast<void*>(set_condition_wait), kProgrammatic),
-                 s, c, 0, 0, "hand unroll x16, programmatic edge into the condition");
+      unroll16_of(guarded_step_pdl<kTriggerAfterWait>, kProgrammatic,
+                  "hand unroll x16, programmatic edge into the condition", reinterpret_cast<void*>(set_condition_wait),
+                  kProgrammatic);
   const double unroll16_barrier_us =
-      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_barrier), 16, true, kProgrammatic), s, c, 0,
-                 0, "hand unroll x16, guard with a barrier");
+      unroll16_of(guarded_step_barrier<kTriggerAfterWait>, kProgrammatic, "hand unroll x16, guard with a barrier");
   const double unroll16_barrier_nt_us =
-      time_graph(while_graph(n, c, reinterpret_cast<void*>(guarded_step_barrier_no_trigger), 16, true, kProgrammatic),
-                 s, c, 0, 0, "hand unroll x16, guard with a barrier, no trigger");
-  const double unroll16_barrier_ta_us = time_graph(
-      while_graph(n, c, reinterpret_cast<void*>(guarded_step_barrier_trigger_after), 16, true, kProgrammatic), s, c, 0,
-      0, "hand unroll x16, guard with a barrier, trigger after it");
+      unroll16_of(guarded_step_barrier<kNoTrigger>, kProgrammatic, "hand unroll x16, guard with a barrier, no trigger");
+  const double unroll16_barrier_ta_us = unroll16_of(guarded_step_barrier<kTriggerAfterGuard>, kProgrammatic,
+                                                    "hand unroll x16, guard with a barrier, trigger after it");
 
   const std::string loop_kernel =
       "pipeline loop_kernel\nparam n: i32 = " + std::to_string(n) +
@@ -699,7 +676,9 @@ int main(int argc, char** argv) {
           break;
         case 1:
           // By hand, the graph orch builds: programmatic edges into kernels that wait at entry.
-          time_startup(s, keep, &pdl, [&] { return chain_graph(reinterpret_cast<void*>(tick_wait), n, c, kProgrammatic); });
+          time_startup(s, keep, &pdl, [&] {
+            return chain_graph(reinterpret_cast<void*>(tick_pdl<kNoTrigger>), n, c, kProgrammatic);
+          });
           break;
         case 2:
           // By hand from the CUBIN orchc made: load it as a library, then the same; and three

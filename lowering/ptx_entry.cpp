@@ -173,8 +173,9 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
   // lowering/codegen.h says why).
   const std::string trigger = patch.wait ? "\tgriddepcontrol.launch_dependents;\n" : "";
   if (patch.wait) block += "\tgriddepcontrol.wait;\n";
-  if (patch.guard.empty()) block += trigger;
-  if (!patch.guard.empty()) {
+  if (patch.guard.empty()) {
+    block += trigger;
+  } else {
     const size_t n = patch.extra_params.size();
     block += "\t{\n";
     block += "\t.reg .pred " + rn + "run;\n\t.reg .b32 " + rn + "go;\n\t.reg .b16 " + rn + "h;\n";

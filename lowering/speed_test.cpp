@@ -356,7 +356,8 @@ TEST_CASE("programmatic edges: the artifact holds them, the kernels wait, and th
     line = end + 1;
   }
   // The trigger is the next instruction.
-  CHECK(ptx.compare(wait, 56, "griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;\n") == 0);
+  const std::string wait_then_trigger = "griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;\n";
+  CHECK(ptx.compare(wait, wait_then_trigger.size(), wait_then_trigger) == 0);
 }
 
 }  // namespace orch
