@@ -43,10 +43,10 @@ uint64_t get_u64(const uint8_t* p) {
   return v;
 }
 
-// Verifier limits. Nesting: Pipeline > Graph > Node > (body Graph > Node)* > KernelArg > Expr,
-// so kMaxGraphDepth bodies need about 2 * kMaxGraphDepth + 4 levels; the slack lets a pipeline a
-// little too deep reach validate(), whose message says what is wrong.
-constexpr flatbuffers::uoffset_t kVerifierMaxDepth = 2 * kMaxGraphDepth + 32;
+// Verifier limits. Nesting: Pipeline > Op > KernelArg > Expr, and Pipeline > Op > body Graph: ops
+// are one vector and nodes name theirs by index (format 4), so conditionals nested however deep
+// add no depth here (validate() holds them to kMaxGraphDepth). The rest is slack.
+constexpr flatbuffers::uoffset_t kVerifierMaxDepth = 32;
 
 // Every table the verifier visits costs the file at least 8 bytes (its vtable offset and the
 // offset that points at it) unless sub-tables are shared, and sharing is how a small file makes

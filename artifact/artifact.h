@@ -16,7 +16,7 @@ namespace orch::artifact {
 
 // Bump with every change to pipeline.fbs (artifact/golden_test.cpp fails until you do) and add
 // the new version to docs/format.md's history.
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 
 // The envelope, little-endian, 32 bytes, then the payload (so the payload is 8-byte aligned):
 //   0  char[8]  magic "ORCHPIPE"
@@ -92,6 +92,26 @@ struct FileBytes {
 // memory is an error too. On failure *error (one line, without the path: "cannot open: No
 // such file or directory", "is a directory, not a file") says why and *out is empty.
 bool read_file(const std::string& path, size_t max_size, FileBytes* out, std::string* error);
+
+// A node of a graph of a pipeline that open_pipeline() accepted: the op it runs (what it does,
+// Pipeline.ops, shared by nodes that do the same thing) and the node itself (its statement and
+// where its dependencies end).
+struct NodeRef {
+  const orch::fb::Op* op = nullptr;
+  const orch::fb::Node* at = nullptr;
+};
+
+// Node `i` of graph `g`.
+inline NodeRef node_ref(const orch::fb::Pipeline& p, const orch::fb::Graph& g, uint32_t i) {
+  const orch::fb::Node* n = g.nodes()->Get(i);
+  return {p.ops()->Get(n->op()), n};
+}
+
+// Where node `i`'s dependencies begin in g.deps() (and g.dep_kinds(), when present); they end at
+// its deps_end().
+inline uint32_t deps_begin(const orch::fb::Graph& g, uint32_t i) {
+  return i == 0 ? 0 : g.nodes()->Get(i - 1)->deps_end();
+}
 
 // A readable multi-line summary of a pipeline that open_pipeline() accepted.
 std::string describe_pipeline(const orch::fb::Pipeline& pipeline);

@@ -238,7 +238,11 @@ class Describer {
 
   void nodes(const fb::Graph* g, int indent, uint32_t depth) {
     const auto* v = g->nodes();
-    for (uint32_t i = 0; i < size_of(v); ++i) node(v->Get(i), i, indent, depth);
+    uint32_t first = 0;
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      node(g, i, first, indent, depth);
+      first = v->Get(i)->deps_end();
+    }
   }
 
   std::string shape(const flatbuffers::Vector<flatbuffers::Offset<fb::Expr>>* v) const {
@@ -266,19 +270,22 @@ class Describer {
     return "arg kind #" + std::to_string(static_cast<unsigned>(a->kind()));
   }
 
-  void node(const fb::Node* n, uint32_t index, int indent, uint32_t depth) {
+  // Node `index` of `g`, whose dependencies begin at deps()[first].
+  void node(const fb::Graph* g, uint32_t index, uint32_t first, int indent, uint32_t depth) {
+    const fb::Node* at_node = g->nodes()->Get(index);
+    const fb::Op* n = p_.ops()->Get(at_node->op());
     std::string text =
         "node " + std::to_string(index) + ": " + lower(enum_name(n->kind(), fb::EnumNameNodeKind));
     if (n->what() && n->what()->size() > 0) text += "  \"" + printable(n->what(), 200) + "\"";
     text += "  deps [";
-    const auto* deps = n->deps();
-    const auto* kinds = n->dep_kinds();
-    for (uint32_t j = 0; j < size_of(deps); ++j) {
-      text += (j ? ", " : "") + std::to_string(deps->Get(j));
+    const auto* deps = g->deps();
+    const auto* kinds = g->dep_kinds();
+    for (uint32_t j = first; j < at_node->deps_end(); ++j) {
+      text += (j > first ? ", " : "") + std::to_string(deps->Get(j));
       if (j < size_of(kinds) && kinds->Get(j) != fb::EdgeKind::Full)
         text += " " + lower(enum_name(kinds->Get(j), fb::EnumNameEdgeKind));
     }
-    text += "]" + at(n->loc());
+    text += "]" + at(&at_node->loc());
     line(indent, text);
 
     switch (n->kind()) {

@@ -7,6 +7,8 @@
 //   param tol: f32 = 1e-6                        [2] expert   (device, fire-and-forget)
 //   param mode: i32                       handles: [0] owned by main, drives node 4
 //                                         modules: [0] the code of __orch_cond_0
+//                                         ops: one per node, but main's then body and expert
+//                                           share one (the same scale launch)
 //   buffer u, v: f32[n]; u_host: f32[n] host; flag: u32; counts: i32[ceil_div(n, 256) * 2]
 #include "artifact/sample_pipeline.h"
 
@@ -56,10 +58,11 @@ class SampleBuilder {
             fbb_, "E0410", "n must be a multiple of 256",
             expr({param(kN), lit(256), op(fb::ExprOp::Mod), lit(0), op(fb::ExprOp::Eq, Bool)}),
             &check_loc)});
+    const auto ops = fbb_.CreateVector(ops_);
     const auto root =
         fb::CreatePipeline(fbb_, name, compiler, files, targets, params, buffers, comms, kernels,
                            graphs, kMain, segments, handles, checks, 0x0123456789ABCDEFull,
-                           /*status_sites=*/0, modules);
+                           /*status_sites=*/0, modules, ops);
     fb::FinishPipelineBuffer(fbb_, root);
     return std::string(reinterpret_cast<const char*>(fbb_.GetBufferPointer()), fbb_.GetSize());
   }
@@ -165,9 +168,21 @@ class SampleBuilder {
         std::vector<Offset<fb::Expr>>{expr(x), expr({lit(1)}), expr({lit(1)})});
   }
 
+  // A node as the graph lists it: its op (an index into ops_), dependencies and their kinds
+  // (empty: all Full), and statement.
+  struct At {
+    uint32_t op;
+    std::vector<uint32_t> deps;
+    fb::SourceLoc loc;
+    std::vector<fb::EdgeKind> kinds = {};
+  };
+  uint32_t add_op(Offset<fb::Op> o) {
+    ops_.push_back(o);
+    return static_cast<uint32_t>(ops_.size() - 1);
+  }
+
   // scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, buffer)
-  Offset<fb::Node> scale_node(int buffer, std::vector<uint32_t> deps, fb::SourceLoc loc,
-                              const char* what) {
+  uint32_t scale_op(int buffer, const char* what) {
     const auto grid = shape({param(kN), lit(256), op(fb::ExprOp::CeilDiv)});
     const auto block = shape({lit(256)});
     const std::vector<Offset<fb::KernelArg>> args = {
@@ -177,41 +192,46 @@ class SampleBuilder {
         fb::CreateKernelArg(fbb_, fb::ArgKind::Buffer, fb::ScalarType::F32, 0, buffer),
     };
     const auto args_offset = fbb_.CreateVector(args);
-    const auto deps_offset = fbb_.CreateVector(deps);
     const auto what_offset = fbb_.CreateString(what);
-    return fb::CreateNode(fbb_, fb::NodeKind::Kernel, deps_offset, &loc, what_offset, kScale, grid,
-                          block, 0, args_offset);
+    return add_op(fb::CreateOp(fbb_, fb::NodeKind::Kernel, what_offset, kScale, grid, block, 0, args_offset));
   }
 
-  Offset<fb::Node> memcpy_node(int src, int dst, std::vector<uint32_t> deps, fb::SourceLoc loc,
-                               const char* what) {
-    const auto deps_offset = fbb_.CreateVector(deps);
+  uint32_t memcpy_op(int src, int dst, const char* what) {
     const auto what_offset = fbb_.CreateString(what);
-    return fb::CreateNode(fbb_, fb::NodeKind::Memcpy, deps_offset, &loc, what_offset, -1, 0, 0, 0,
-                          0, src, dst);
+    return add_op(fb::CreateOp(fbb_, fb::NodeKind::Memcpy, what_offset, -1, 0, 0, 0, 0, src, dst));
   }
 
-  Offset<fb::Node> memset_node(int dst, uint32_t value, uint8_t size, std::vector<uint32_t> deps,
-                               fb::SourceLoc loc, const char* what) {
-    const auto deps_offset = fbb_.CreateVector(deps);
+  uint32_t memset_op(int dst, uint32_t value, uint8_t size, const char* what) {
     const auto what_offset = fbb_.CreateString(what);
-    return fb::CreateNode(fbb_, fb::NodeKind::Memset, deps_offset, &loc, what_offset, -1, 0, 0, 0,
-                          0, -1, dst, value, size);
+    return add_op(fb::CreateOp(fbb_, fb::NodeKind::Memset, what_offset, -1, 0, 0, 0, 0, -1, dst, value, size));
   }
 
-  Offset<fb::Graph> graph(const char* name, const std::vector<Offset<fb::Node>>& nodes,
-                          bool device = false, uint64_t fire_and_forget = 0) {
+  Offset<fb::Graph> graph(const char* name, const std::vector<At>& at, bool device = false,
+                          uint64_t fire_and_forget = 0) {
+    std::vector<fb::Node> nodes;
+    std::vector<uint32_t> deps;
+    std::vector<fb::EdgeKind> kinds;
+    bool any_kinds = false;
+    for (const At& a : at) {
+      for (size_t j = 0; j < a.deps.size(); ++j) {
+        deps.push_back(a.deps[j]);
+        kinds.push_back(a.kinds.empty() ? fb::EdgeKind::Full : a.kinds[j]);
+      }
+      any_kinds |= !a.kinds.empty();
+      nodes.emplace_back(a.op, static_cast<uint32_t>(deps.size()), a.loc);
+    }
     const auto name_offset = name ? fbb_.CreateString(name) : Offset<flatbuffers::String>();
-    const auto nodes_offset = fbb_.CreateVector(nodes);
-    return fb::CreateGraph(fbb_, name_offset, nodes_offset, device, 0, fire_and_forget, 0);
+    const auto nodes_offset = fbb_.CreateVectorOfStructs(nodes);
+    const auto deps_offset = fbb_.CreateVector(deps);
+    const auto kinds_offset = any_kinds ? fbb_.CreateVector(kinds) : 0;
+    return fb::CreateGraph(fbb_, name_offset, nodes_offset, deps_offset, kinds_offset, device, 0, fire_and_forget, 0);
   }
 
   Offset<fb::Graph> build_main() {
-    std::vector<Offset<fb::Node>> nodes;
-    nodes.push_back(memcpy_node(kUHost, kU, {}, {0, 10, 3}, "copy u_host -> u"));
-    nodes.push_back(memset_node(kFlag, 0, 4, {}, {0, 11, 3}, "fill flag = 0"));
-    nodes.push_back(
-        scale_node(kU, {0}, {0, 12, 3}, "scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, u)"));
+    std::vector<At> nodes;
+    nodes.push_back({memcpy_op(kUHost, kU, "copy u_host -> u"), {}, {0, 10, 3}});
+    nodes.push_back({memset_op(kFlag, 0, 4, "fill flag = 0"), {}, {0, 11, 3}});
+    nodes.push_back({scale_op(kU, "scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, u)"), {0}, {0, 12, 3}});
     {
       // The generated condition kernel: sets handle 0 from `flag`. It waits at entry, so its
       // edge from the scale kernel is programmatic.
@@ -223,34 +243,27 @@ class SampleBuilder {
       };
       const auto shared = expr({lit(0)});
       const auto args_offset = fbb_.CreateVector(args);
-      const auto deps = fbb_.CreateVector<uint32_t>({1, 2});
-      const auto kinds = fbb_.CreateVector<fb::EdgeKind>({fb::EdgeKind::Full, fb::EdgeKind::Programmatic});
       const auto what = fbb_.CreateString("condition of: if flag == 0");
-      const fb::SourceLoc loc(0, 13, 3);
-      nodes.push_back(fb::CreateNode(fbb_, fb::NodeKind::Kernel, deps, &loc, what, kSetFlag, grid,
-                                     block, shared, args_offset, -1, -1, 0, 0, fb::ConditionalType::If,
-                                     -1, 0, fb::CollectiveKind::AllReduce, fb::ReduceOp::Sum, -1, 0,
-                                     /*cost_bytes=*/0, /*cost_flops=*/0, kinds));
+      const uint32_t o = add_op(fb::CreateOp(fbb_, fb::NodeKind::Kernel, what, kSetFlag, grid, block, shared, args_offset));
+      nodes.push_back({o, {1, 2}, {0, 13, 3}, {fb::EdgeKind::Full, fb::EdgeKind::Programmatic}});
     }
     {
-      const auto then_body = graph(
-          "then",
-          {scale_node(kV, {}, {0, 14, 5}, "scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, v)")});
-      const auto else_body =
-          graph(nullptr, {memset_node(kCounts, 0xFFFF, 2, {}, {0, 16, 5}, "fill counts = -1")});
+      // The then body's scale node does what expert's does: one op serves both.
+      scale_v_ = scale_op(kV, "scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, v)");
+      const auto then_body = graph("then", {{scale_v_, {}, {0, 14, 5}}});
+      const auto else_body = graph(nullptr, {{memset_op(kCounts, 0xFFFF, 2, "fill counts = -1"), {}, {0, 16, 5}}});
       const auto bodies = fbb_.CreateVector(std::vector<Offset<fb::Graph>>{then_body, else_body});
-      const auto deps = fbb_.CreateVector<uint32_t>({3});
       const auto what = fbb_.CreateString("if flag == 0");
-      const fb::SourceLoc loc(0, 13, 3);
-      nodes.push_back(fb::CreateNode(fbb_, fb::NodeKind::Conditional, deps, &loc, what, -1, 0, 0, 0,
-                                     0, -1, -1, 0, 0, fb::ConditionalType::If, 0, bodies));
+      const uint32_t o = add_op(fb::CreateOp(fbb_, fb::NodeKind::Conditional, what, -1, 0, 0, 0, 0, -1, -1, 0, 0,
+                                             fb::ConditionalType::If, 0, bodies));
+      nodes.push_back({o, {3}, {0, 13, 3}});
     }
-    nodes.push_back(fb::CreateNode(fbb_, fb::NodeKind::Empty, fbb_.CreateVector<uint32_t>({4})));
+    nodes.push_back({add_op(fb::CreateOp(fbb_, fb::NodeKind::Empty)), {4}, {0, 0, 0}});
     return graph("main", nodes);
   }
 
   Offset<fb::Graph> build_main_tail() {
-    std::vector<Offset<fb::Node>> nodes;
+    std::vector<At> nodes;
     {
       // A launch shape of constants: one struct instead of expressions (format 3).
       const fb::LaunchShape launch(8, 1, 1, 32, 1, 1, 0);
@@ -260,34 +273,29 @@ class SampleBuilder {
       };
       const auto args_offset = fbb_.CreateVector(args);
       const auto what = fbb_.CreateString("launcher<<<8, 32>>>(u, expert)");
-      const fb::SourceLoc loc(0, 18, 3);
-      fb::NodeBuilder b(fbb_);
+      fb::OpBuilder b(fbb_);
       b.add_kind(fb::NodeKind::Kernel);
-      b.add_loc(&loc);
       b.add_what(what);
       b.add_kernel(kLauncher);
       b.add_args(args_offset);
       b.add_launch(&launch);
-      nodes.push_back(b.Finish());
+      nodes.push_back({add_op(b.Finish()), {}, {0, 18, 3}});
     }
     {
-      const auto deps = fbb_.CreateVector<uint32_t>({0});
       const auto what = fbb_.CreateString("allreduce sum u on world");
-      const fb::SourceLoc loc(0, 19, 3);
-      nodes.push_back(fb::CreateNode(fbb_, fb::NodeKind::Collective, deps, &loc, what, -1, 0, 0, 0,
-                                     0, kU, kU, 0, 0, fb::ConditionalType::If, -1, 0,
-                                     fb::CollectiveKind::AllReduce, fb::ReduceOp::Sum, 0));
+      const uint32_t o = add_op(fb::CreateOp(fbb_, fb::NodeKind::Collective, what, -1, 0, 0, 0, 0, kU, kU, 0, 0,
+                                             fb::ConditionalType::If, -1, 0, fb::CollectiveKind::AllReduce,
+                                             fb::ReduceOp::Sum, 0));
+      nodes.push_back({o, {0}, {0, 19, 3}});
     }
-    nodes.push_back(memcpy_node(kU, kUHost, {1}, {0, 20, 3}, "copy u -> u_host"));
+    nodes.push_back({memcpy_op(kU, kUHost, "copy u -> u_host"), {1}, {0, 20, 3}});
     return graph("main.1", nodes, false, 1);
   }
 
-  Offset<fb::Graph> build_expert() {
-    return graph(
-        "expert",
-        {scale_node(kV, {}, {0, 24, 3}, "scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, v)")}, true);
-  }
+  Offset<fb::Graph> build_expert() { return graph("expert", {{scale_v_, {}, {0, 24, 3}}}, true); }
 
+  std::vector<Offset<fb::Op>> ops_;
+  uint32_t scale_v_ = 0;
   FlatBufferBuilder fbb_{4096};
 };
 
@@ -298,6 +306,115 @@ std::string sample_payload() { return SampleBuilder().build(); }
 std::string sample_artifact() {
   const std::string payload = sample_payload();
   return wrap_payload(reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
+}
+
+namespace {
+
+// Calls f(graph) for every graph of `p`: the top-level ones and every op's bodies.
+template <class F>
+void for_each_graph(fb::PipelineT& p, F&& f) {
+  for (auto& g : p.graphs) f(*g);
+  for (auto& op : p.ops)
+    for (auto& b : op->bodies) f(*b);
+}
+
+uint32_t deps_first(const fb::GraphT& g, uint32_t index) {
+  return index == 0 ? 0 : g.nodes[index - 1].deps_end();
+}
+
+// Rewrites node `index`'s dependency range [first, end) of g.deps with `deps` (and the kinds).
+void splice_deps(fb::GraphT& g, uint32_t index, const std::vector<uint32_t>& deps,
+                 const std::vector<fb::EdgeKind>& kinds) {
+  const uint32_t first = deps_first(g, index), end = g.nodes[index].deps_end();
+  const bool any_kind = !kinds.empty() || !g.dep_kinds.empty();
+  if (any_kind && g.dep_kinds.empty()) g.dep_kinds.assign(g.deps.size(), fb::EdgeKind::Full);
+  g.deps.erase(g.deps.begin() + first, g.deps.begin() + end);
+  g.deps.insert(g.deps.begin() + first, deps.begin(), deps.end());
+  if (any_kind) {
+    g.dep_kinds.erase(g.dep_kinds.begin() + first, g.dep_kinds.begin() + end);
+    std::vector<fb::EdgeKind> k = kinds.empty() ? std::vector<fb::EdgeKind>(deps.size(), fb::EdgeKind::Full) : kinds;
+    g.dep_kinds.insert(g.dep_kinds.begin() + first, k.begin(), k.end());
+  }
+  const int64_t shift = static_cast<int64_t>(deps.size()) - static_cast<int64_t>(end - first);
+  for (uint32_t i = index; i < g.nodes.size(); ++i) {
+    const fb::Node& n = g.nodes[i];
+    g.nodes[i] = fb::Node(n.op(), static_cast<uint32_t>(n.deps_end() + shift), n.loc());
+  }
+}
+
+}  // namespace
+
+fb::OpT& own_op(fb::PipelineT& p, fb::GraphT& g, uint32_t index) {
+  const uint32_t op = g.nodes[index].op();
+  uint32_t users = 0;
+  for_each_graph(p, [&](fb::GraphT& each) {
+    for (const fb::Node& n : each.nodes) users += n.op() == op;
+  });
+  if (users <= 1) return *p.ops[op];
+  p.ops.push_back(std::make_unique<fb::OpT>(*p.ops[op]));
+  const fb::Node& n = g.nodes[index];
+  g.nodes[index] = fb::Node(static_cast<uint32_t>(p.ops.size() - 1), n.deps_end(), n.loc());
+  return *p.ops.back();
+}
+
+const fb::OpT& op_of(const fb::PipelineT& p, const fb::GraphT& g, uint32_t index) {
+  return *p.ops[g.nodes[index].op()];
+}
+
+std::vector<uint32_t> deps_of(const fb::GraphT& g, uint32_t index) {
+  return std::vector<uint32_t>(g.deps.begin() + deps_first(g, index), g.deps.begin() + g.nodes[index].deps_end());
+}
+
+void set_deps(fb::GraphT& g, uint32_t index, const std::vector<uint32_t>& deps, const std::vector<fb::EdgeKind>& kinds) {
+  splice_deps(g, index, deps, kinds);
+}
+
+void set_loc(fb::GraphT& g, uint32_t index, const fb::SourceLoc& loc) {
+  const fb::Node& n = g.nodes[index];
+  g.nodes[index] = fb::Node(n.op(), n.deps_end(), loc);
+}
+
+uint32_t add_node(fb::PipelineT& p, fb::GraphT& g, std::unique_ptr<fb::OpT> op, const std::vector<uint32_t>& deps,
+                  const fb::SourceLoc& loc) {
+  p.ops.push_back(std::move(op));
+  const uint32_t end = static_cast<uint32_t>(g.deps.size());
+  g.nodes.emplace_back(static_cast<uint32_t>(p.ops.size() - 1), end, loc);
+  const uint32_t index = static_cast<uint32_t>(g.nodes.size() - 1);
+  splice_deps(g, index, deps, {});
+  return index;
+}
+
+void remove_node(fb::GraphT& g, uint32_t index) {
+  splice_deps(g, index, {}, {});
+  g.nodes.erase(g.nodes.begin() + index);
+}
+
+void drop_unused_ops(fb::PipelineT& p) {
+  // Ops reachable from the top-level graphs, through the bodies of reachable ops.
+  std::vector<bool> used(p.ops.size(), false);
+  std::vector<const fb::GraphT*> todo;
+  for (auto& g : p.graphs) todo.push_back(g.get());
+  while (!todo.empty()) {
+    const fb::GraphT* g = todo.back();
+    todo.pop_back();
+    for (const fb::Node& n : g->nodes) {
+      if (n.op() >= used.size() || used[n.op()]) continue;
+      used[n.op()] = true;
+      for (auto& b : p.ops[n.op()]->bodies) todo.push_back(b.get());
+    }
+  }
+  std::vector<uint32_t> index(p.ops.size(), 0);
+  std::vector<std::unique_ptr<fb::OpT>> kept;
+  for (size_t i = 0; i < p.ops.size(); ++i)
+    if (used[i]) {
+      index[i] = static_cast<uint32_t>(kept.size());
+      kept.push_back(std::move(p.ops[i]));
+    }
+  p.ops = std::move(kept);
+  for_each_graph(p, [&](fb::GraphT& g) {
+    for (fb::Node& n : g.nodes)
+      if (n.op() < index.size()) n = fb::Node(index[n.op()], n.deps_end(), n.loc());
+  });
 }
 
 std::string pack_payload(const fb::PipelineT& pipeline) {

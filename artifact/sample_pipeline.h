@@ -2,7 +2,10 @@
 // artifact, the fixture every artifact test starts from, and the fuzzer's seed.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "artifact/artifact.h"
 
@@ -16,5 +19,37 @@ std::string sample_artifact();
 
 // Serializes an object-API tree the way lowering would (identifier "ORCH", no envelope).
 std::string pack_payload(const orch::fb::PipelineT& pipeline);
+
+// Editing an unpacked pipeline node by node (tests, and the bench's edited artifacts). A node is
+// a struct naming its op in p.ops and ending its dependencies in g.deps (format 4); these keep
+// both consistent.
+
+// The op node `index` of `g` runs, made its own first (copied, where other nodes share it), so
+// that changing it changes this node alone.
+orch::fb::OpT& own_op(orch::fb::PipelineT& p, orch::fb::GraphT& g, uint32_t index);
+
+// The op node `index` of `g` runs, shared or not.
+const orch::fb::OpT& op_of(const orch::fb::PipelineT& p, const orch::fb::GraphT& g, uint32_t index);
+
+// Node `index`'s dependencies, in order.
+std::vector<uint32_t> deps_of(const orch::fb::GraphT& g, uint32_t index);
+
+// Replaces node `index`'s dependencies; `kinds` is one per dependency, or empty for all Full.
+// g.dep_kinds is kept one per entry of g.deps (or empty while every edge is Full).
+void set_deps(orch::fb::GraphT& g, uint32_t index, const std::vector<uint32_t>& deps,
+              const std::vector<orch::fb::EdgeKind>& kinds = {});
+
+// Sets node `index`'s source location.
+void set_loc(orch::fb::GraphT& g, uint32_t index, const orch::fb::SourceLoc& loc);
+
+// Appends a node that runs `op` (appended to p.ops) after `deps`; returns its index in g.
+uint32_t add_node(orch::fb::PipelineT& p, orch::fb::GraphT& g, std::unique_ptr<orch::fb::OpT> op,
+                  const std::vector<uint32_t>& deps = {}, const orch::fb::SourceLoc& loc = {});
+
+// Removes node `index` of `g` (nodes after it move down; dependencies on it must be gone).
+void remove_node(orch::fb::GraphT& g, uint32_t index);
+
+// Removes the ops no node runs any more (after nodes were removed), renumbering the rest.
+void drop_unused_ops(orch::fb::PipelineT& p);
 
 }  // namespace orch::artifact

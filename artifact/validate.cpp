@@ -74,12 +74,14 @@ class Validator {
         kernels_(p.kernels()),
         graphs_(p.graphs()),
         handles_(p.handles()),
+        ops_(p.ops()),
         n_params_(size_of(params_)),
         n_buffers_(size_of(buffers_)),
         n_comms_(size_of(comms_)),
         n_kernels_(size_of(kernels_)),
         n_graphs_(size_of(graphs_)),
         n_handles_(size_of(handles_)),
+        n_ops_(size_of(ops_)),
         n_files_(size_of(p.source_files())),
         targets_problem_(pdl_targets_problem(p)) {}
 
@@ -171,7 +173,10 @@ class Validator {
     Validator& v_;
   };
 
-  bool loc_ok(const fb::SourceLoc* loc) const { return loc == nullptr || loc->file() < n_files_; }
+  // Absent, or line 0 (a node's location is a struct, always there: line 0 says it has none).
+  bool loc_ok(const fb::SourceLoc* loc) const {
+    return loc == nullptr || loc->line() == 0 || loc->file() < n_files_;
+  }
   static bool in_table(int64_t index, uint32_t n) { return index >= 0 && index < static_cast<int64_t>(n); }
 
   // "" when `index` is a valid index into a table of `n` `noun`s, else the complaint.
@@ -417,6 +422,8 @@ class Validator {
       }
     }
     handle_users_.assign(n_handles_, 0);
+    op_proved_.assign(n_ops_, OpProved());
+    op_used_.assign(n_ops_, false);
 
     for (uint32_t i = 0; i < n_graphs_; ++i) {
       if (!check_top_graph(i)) return false;
@@ -455,6 +462,9 @@ class Validator {
             ") is not used by any conditional node; CUDA may refuse to instantiate the graph");
       }
     }
+
+    for (uint32_t i = 0; i < n_ops_; ++i)
+      if (!op_used_[i]) return fail("op " + std::to_string(i) + " is used by no node");
 
     const auto* checks = p_.bind_checks();
     for (uint32_t i = 0; i < size_of(checks); ++i) {
@@ -580,7 +590,9 @@ class Validator {
       // node" (doc comment of cudaGraphInstantiate, device launch).
       bool work = false;
       for (uint32_t k = 0; k < size_of(g->nodes()); ++k) {
-        const fb::NodeKind kind = g->nodes()->Get(k)->kind();
+        const uint32_t op = g->nodes()->Get(k)->op();
+        if (op >= n_ops_) continue;  // its node's check says so
+        const fb::NodeKind kind = ops_->Get(op)->kind();
         work |= kind == fb::NodeKind::Kernel || kind == fb::NodeKind::Memcpy ||
                 kind == fb::NodeKind::Memset;
       }
@@ -612,63 +624,97 @@ class Validator {
 
   // A top-level graph (depth 0) or a conditional body (depth >= 1, in_body).
   bool check_graph(const fb::Graph* g, uint32_t depth, bool in_body) {
-    if (!charge(8 + 4 + (g->name() ? g->name()->size() : 0))) return false;
     const auto* nodes = g->nodes();
-    for (uint32_t i = 0; i < size_of(nodes); ++i) {
+    const uint32_t n = size_of(nodes), n_deps = size_of(g->deps()), n_kinds = size_of(g->dep_kinds());
+    if (!charge(8 + 4 + (g->name() ? g->name()->size() : 0) + sizeof(fb::Node) * uint64_t{n} + 4 * uint64_t{n_deps} +
+                n_kinds))
+      return false;
+    if (n_kinds != 0 && n_kinds != n_deps) {
+      return fail_here("dep_kinds has " + plural(n_kinds, "entry", "entries") + " for " +
+                       plural(n_deps, "dependency", "dependencies"));
+    }
+    uint32_t first = 0;  // where node i's dependencies begin in g->deps()
+    for (uint32_t i = 0; i < n; ++i) {
       Scope scope(*this, FrameKind::Node, i);
-      if (!check_node(nodes, i, depth, in_body)) return false;
+      if (!check_node(g, i, first, depth, in_body)) return false;
+      first = nodes->Get(i)->deps_end();
+    }
+    if (first != n_deps) {
+      return fail_here("deps has " + plural(n_deps, "entry", "entries") + ", but the nodes' dependencies end at " +
+                       std::to_string(first));
     }
     return true;
   }
 
-  using Nodes = flatbuffers::Vector<flatbuffers::Offset<fb::Node>>;
-
-  bool check_node(const Nodes* nodes, uint32_t index, uint32_t depth, bool in_body) {
-    const fb::Node* node = nodes->Get(index);
-    const auto* node_deps = node->deps();
-    const uint32_t n_deps = size_of(node_deps);
-    const uint32_t n_kinds = size_of(node->dep_kinds());
-    const fb::LaunchShape* launch = node->launch();
-    const flatbuffers::String* what = node->what();
-    if (!charge(8 + 4 * uint64_t{n_deps} + n_kinds + (what ? what->size() + 4 : 0) +
-                (launch ? sizeof(fb::LaunchShape) : 0))) {
-      return false;
+  // Node `index` of `g`, whose dependencies begin at deps()[first].
+  bool check_node(const fb::Graph* g, uint32_t index, uint32_t first, uint32_t depth, bool in_body) {
+    const fb::Node* node = g->nodes()->Get(index);
+    const uint32_t end = node->deps_end();
+    if (end < first || end > size_of(g->deps())) {
+      return fail_here("dependencies end at " + std::to_string(end) + ", outside " + std::to_string(first) + ".." +
+                       std::to_string(size_of(g->deps())) + " (where the node before ends them, and deps' length)");
     }
-    const fb::NodeKind kind = node->kind();
-    if (!in_range(kind)) {
-      return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
-    }
-    if (n_deps == 1) {
-      if (node_deps->Get(0) >= index)
-        return fail_here("dependency " + std::to_string(node_deps->Get(0)) + " is not an earlier node");
-    } else if (n_deps > 1) {
-      std::vector<uint32_t> deps(node_deps->begin(), node_deps->end());
-      for (uint32_t d : deps) {
+    if (node->op() >= n_ops_) return fail_here(range_problem("op index", node->op(), n_ops_, "op"));
+    const auto* deps = g->deps();
+    if (end - first == 1) {
+      if (deps->Get(first) >= index)
+        return fail_here("dependency " + std::to_string(deps->Get(first)) + " is not an earlier node");
+    } else if (end - first > 1) {
+      std::vector<uint32_t> sorted(deps->begin() + first, deps->begin() + end);
+      for (uint32_t d : sorted) {
         if (d >= index)
           return fail_here("dependency " + std::to_string(d) + " is not an earlier node");
       }
-      std::sort(deps.begin(), deps.end());
-      auto dup = std::adjacent_find(deps.begin(), deps.end());
-      if (dup != deps.end())
+      std::sort(sorted.begin(), sorted.end());
+      auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+      if (dup != sorted.end())
         return fail_here("dependency " + std::to_string(*dup) + " is listed twice");
     }
-    if (!loc_ok(node->loc())) return fail_here(loc_problem(node->loc()));
-    if (kind != fb::NodeKind::Kernel && (node->cost_bytes() || node->cost_flops()))
+    if (!loc_ok(&node->loc())) return fail_here(loc_problem(&node->loc()));
+    // Last: the edge rules look at this node's kernel, proved valid by check_op.
+    return check_op(node->op(), depth, in_body) && check_edge_kinds(g, index, first, end);
+  }
+
+  // The op a node runs, in the graph being walked: proved once per context (top-level graph and
+  // whether in a body), which is all its rules depend on. A conditional is proved at its one
+  // use (its bodies are walked there); so is a collective.
+  bool check_op(uint32_t index, uint32_t depth, bool in_body) {
+    op_used_[index] = true;
+    OpProved& proved = op_proved_[index];
+    if (proved.top_plus_one == top_ + 1 && proved.in_body == in_body) {
+      top_launcher_ |= proved.launcher;
+      return true;
+    }
+    const fb::Op* op = ops_->Get(index);
+    const fb::LaunchShape* launch = op->launch();
+    const flatbuffers::String* what = op->what();
+    if (!charge(8 + (what ? what->size() + 4 : 0) + (launch ? sizeof(fb::LaunchShape) : 0))) return false;
+    const fb::NodeKind kind = op->kind();
+    if (!in_range(kind)) {
+      return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
+    }
+    if (kind != fb::NodeKind::Kernel && (op->cost_bytes() || op->cost_flops()))
       return fail_here("a cost belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) + " node");
     if (kind != fb::NodeKind::Kernel && launch)
       return fail_here("a launch shape belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
                        " node");
+    // Walkers descend into any op's bodies; only a conditional's are checked.
+    if (kind != fb::NodeKind::Conditional && op->bodies())
+      return fail_here("bodies belong to a conditional node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
+                       " node");
 
+    const bool launcher_before = top_launcher_;
+    top_launcher_ = false;
     bool ok = true;
     switch (kind) {
       case fb::NodeKind::Kernel:
-        ok = check_kernel_node(node, in_body);
+        ok = check_kernel_node(op, in_body);
         break;
       case fb::NodeKind::Memcpy:
-        ok = check_memcpy(node);
+        ok = check_memcpy(op);
         break;
       case fb::NodeKind::Memset:
-        ok = check_memset(node);
+        ok = check_memset(op);
         break;
       case fb::NodeKind::Empty:
         // Device graphs hold "only kernel nodes, memcpy nodes, memset nodes, and child graph
@@ -677,57 +723,68 @@ class Validator {
         break;
       case fb::NodeKind::Conditional:
         top_conditional_ = true;
-        ok = check_conditional(node, depth);
+        ok = check_conditional(op, depth);
         break;
       case fb::NodeKind::Collective:
         top_collective_ = true;
-        ok = check_collective(node, in_body);
+        ok = check_collective(op, in_body);
         break;
     }
-    // Last: the edge rules look at this node's kernel, proved valid above.
-    return ok && check_edge_kinds(nodes, index);
+    const bool launcher = top_launcher_;
+    top_launcher_ = launcher_before || launcher;
+    if (ok && kind != fb::NodeKind::Conditional && kind != fb::NodeKind::Collective) {
+      proved.top_plus_one = top_ + 1;
+      proved.in_body = in_body;
+      proved.launcher = launcher;
+      proved.pdl_from = kind == fb::NodeKind::Kernel && !launches_from_device(op);
+      proved.pdl_into = proved.pdl_from && kernels_->Get(op->kernel())->waits_at_entry();
+    }
+    return ok;
   }
 
-  // Node.dep_kinds: absent, or one valid kind per dependency; a Programmatic edge joins two
+  const fb::Op* op_of(const fb::Graph* g, uint32_t node) const { return ops_->Get(g->nodes()->Get(node)->op()); }
+
+  // Graph.dep_kinds: absent, or one valid kind per dependency; a Programmatic edge joins two
   // kernel nodes whose kernels launch nothing from the device, into a kernel that waits at
   // entry, in a pipeline whose every target has programmatic dependent launch (sm_90 on).
-  bool check_edge_kinds(const Nodes* nodes, uint32_t index) {
-    const fb::Node* node = nodes->Get(index);
-    const auto* kinds = node->dep_kinds();
-    const uint32_t n_kinds = size_of(kinds), n_deps = size_of(node->deps());
-    if (n_kinds == 0) return true;
-    if (n_kinds != n_deps) {
-      return fail_here("dep_kinds has " + plural(n_kinds, "entry", "entries") + " for " +
-                       plural(n_deps, "dependency", "dependencies"));
-    }
-    for (uint32_t j = 0; j < n_kinds; ++j) {
+  // Node `index`'s dependencies are deps()[first, end), each an earlier node (checked).
+  bool check_edge_kinds(const fb::Graph* g, uint32_t index, uint32_t first, uint32_t end) {
+    const auto* kinds = g->dep_kinds();
+    if (size_of(kinds) == 0) return true;
+    const uint32_t op_index = g->nodes()->Get(index)->op();
+    const fb::Op* op = ops_->Get(op_index);
+    for (uint32_t j = first; j < end; ++j) {
       const fb::EdgeKind k = kinds->Get(j);
-      const uint32_t d = node->deps()->Get(j);
+      const uint32_t d = g->deps()->Get(j);
       if (!in_range(k)) {
         return fail_here("dependency " + std::to_string(d) + " has unknown edge kind " +
                          std::to_string(static_cast<unsigned>(k)));
       }
       if (k != fb::EdgeKind::Programmatic) continue;
+      // Both ops are proved (the dependency is an earlier node); the common case is decided
+      // from what their proofs found, the rest below spells out what is wrong.
+      if (op_proved_[op_index].pdl_into && op_proved_[g->nodes()->Get(d)->op()].pdl_from && targets_problem_.empty())
+        continue;
       // Only a failure spells the edge out: this runs for every edge of every load.
       auto edge = [d] { return "programmatic dependency on node " + std::to_string(d) + ": "; };
-      const fb::Node* from = nodes->Get(d);
-      if (from->kind() != fb::NodeKind::Kernel || node->kind() != fb::NodeKind::Kernel) {
-        const bool here = node->kind() != fb::NodeKind::Kernel;
-        const fb::NodeKind other = here ? node->kind() : from->kind();
+      const fb::Op* from = op_of(g, d);
+      if (from->kind() != fb::NodeKind::Kernel || op->kind() != fb::NodeKind::Kernel) {
+        const bool here = op->kind() != fb::NodeKind::Kernel;
+        const fb::NodeKind other = here ? op->kind() : from->kind();
         return fail_here(edge() + (here ? "this node" : "node " + std::to_string(d)) + " is " +
                          (other == fb::NodeKind::Empty ? "an " : "a ") +
                          lower(fb::EnumNameNodeKind(other)) +
                          " node; a programmatic edge joins two kernel nodes");
       }
-      const fb::Kernel* to_kernel = kernels_->Get(node->kernel());
+      const fb::Kernel* to_kernel = kernels_->Get(op->kernel());
       if (!to_kernel->waits_at_entry()) {
-        return fail_here(edge() + kernel_label(node->kernel()) +
+        return fail_here(edge() + kernel_label(op->kernel()) +
                          " does not wait at entry (waits_at_entry), so it could read what node " +
                          std::to_string(d) + " writes before it is written");
       }
-      for (const fb::Node* end : {from, node}) {
-        if (launches_from_device(end)) {
-          return fail_here(edge() + kernel_label(end->kernel()) +
+      for (const fb::Op* end_op : {from, op}) {
+        if (launches_from_device(end_op)) {
+          return fail_here(edge() + kernel_label(end_op->kernel()) +
                            " launches work from the device; a programmatic edge cannot join it");
         }
       }
@@ -736,7 +793,7 @@ class Validator {
     return true;
   }
 
-  bool launches_from_device(const fb::Node* n) const {
+  bool launches_from_device(const fb::Op* n) const {
     if (kernels_->Get(n->kernel())->launches_kernels()) return true;
     for (uint32_t j = 0; j < size_of(n->args()); ++j) {
       const fb::ArgKind k = n->args()->Get(j)->kind();
@@ -778,7 +835,7 @@ class Validator {
     return in_table(ref, n_buffers_) || fail_here(range_problem(what, ref, n_buffers_, "buffer"));
   }
 
-  bool check_kernel_node(const fb::Node* node, bool in_body) {
+  bool check_kernel_node(const fb::Op* node, bool in_body) {
     const int kernel_index = node->kernel();
     if (!in_table(kernel_index, n_kernels_))
       return fail_here(range_problem("kernel index", kernel_index, n_kernels_, "kernel"));
@@ -919,7 +976,7 @@ class Validator {
     return true;
   }
 
-  bool check_memcpy(const fb::Node* node) {
+  bool check_memcpy(const fb::Op* node) {
     if (!check_buffer_ref("memcpy source buffer index", node->src())) return false;
     if (!check_buffer_ref("memcpy destination buffer index", node->dst())) return false;
     if (node->src() == node->dst()) {
@@ -928,7 +985,7 @@ class Validator {
     return true;
   }
 
-  bool check_memset(const fb::Node* node) {
+  bool check_memset(const fb::Op* node) {
     if (!check_buffer_ref("memset buffer index", node->dst())) return false;
     const unsigned size = node->memset_element_size();
     if (size != 1 && size != 2 && size != 4) {
@@ -946,7 +1003,7 @@ class Validator {
     return true;
   }
 
-  bool check_conditional(const fb::Node* node, uint32_t depth) {
+  bool check_conditional(const fb::Op* node, uint32_t depth) {
     if (top_device_) return fail_here("a device graph cannot hold a conditional node");
     const fb::ConditionalType type = node->conditional();
     if (!in_range(type)) {
@@ -994,7 +1051,7 @@ class Validator {
     return true;
   }
 
-  bool check_collective(const fb::Node* node, bool in_body) {
+  bool check_collective(const fb::Op* node, bool in_body) {
     if (top_device_) return fail_here("a device graph cannot hold a collective");
     if (in_body) {
       return fail_here("a collective cannot be inside a conditional body (ranks could diverge)");
@@ -1031,7 +1088,20 @@ class Validator {
   const flatbuffers::Vector<flatbuffers::Offset<fb::Kernel>>* kernels_;
   const flatbuffers::Vector<flatbuffers::Offset<fb::Graph>>* graphs_;
   const flatbuffers::Vector<flatbuffers::Offset<fb::ConditionalHandle>>* handles_;
-  uint32_t n_params_, n_buffers_, n_comms_, n_kernels_, n_graphs_, n_handles_, n_files_;
+  const flatbuffers::Vector<flatbuffers::Offset<fb::Op>>* ops_;
+  uint32_t n_params_, n_buffers_, n_comms_, n_kernels_, n_graphs_, n_handles_, n_ops_, n_files_;
+  // Per op: the context it was last proved valid in (nodes of one graph mostly share their ops,
+  // so each op is checked once, not once per node), and whether it is used at all.
+  struct OpProved {
+    uint32_t top_plus_one = 0;  // 0: not yet
+    bool in_body = false;
+    bool launcher = false;  // it makes its top-level graph launch from the device
+    // A programmatic edge may leave it (a kernel that launches nothing from the device), and
+    // enter it too (such a kernel that waits at entry): decided once, asked for every edge.
+    bool pdl_from = false, pdl_into = false;
+  };
+  std::vector<OpProved> op_proved_;
+  std::vector<bool> op_used_;
   std::string targets_problem_;  // why the targets have no programmatic edges, or ""
 };
 

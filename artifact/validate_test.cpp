@@ -33,25 +33,33 @@ std::unique_ptr<fb::ExprT> expr(std::vector<fb::ExprInstr> code) {
 // Sample indices (see sample_pipeline.cpp).
 constexpr int kMain = 0, kMainTail = 1, kExpert = 2;
 
-std::vector<std::unique_ptr<fb::NodeT>>& nodes(fb::PipelineT& t, int graph) {
-  return t.graphs[graph]->nodes;
-}
-fb::NodeT& node(fb::PipelineT& t, int graph, int index) { return *t.graphs[graph]->nodes[index]; }
+fb::GraphT& graph(fb::PipelineT& t, int graph) { return *t.graphs[graph]; }
+// The op of node `index` of a top-level graph, or of a body, made that node's own (own_op).
+fb::OpT& node(fb::PipelineT& t, int graph, int index) { return own_op(t, *t.graphs[graph], index); }
+fb::OpT& node(fb::PipelineT& t, const std::unique_ptr<fb::GraphT>& body, int index) { return own_op(t, *body, index); }
 
-std::unique_ptr<fb::NodeT> empty_node() {
-  auto n = std::make_unique<fb::NodeT>();
+std::unique_ptr<fb::OpT> empty_node() {
+  auto n = std::make_unique<fb::OpT>();
   n->kind = fb::NodeKind::Empty;
   return n;
 }
 
-std::unique_ptr<fb::GraphT> graph_of(std::unique_ptr<fb::NodeT> n) {
+std::unique_ptr<fb::GraphT> graph_of(fb::PipelineT& t, std::unique_ptr<fb::OpT> n) {
   auto g = std::make_unique<fb::GraphT>();
-  g->nodes.push_back(std::move(n));
+  add_node(t, *g, std::move(n));
   return g;
 }
 
-std::unique_ptr<fb::NodeT> collective_node() {
-  auto n = std::make_unique<fb::NodeT>();
+// Removes every node of a graph and the ops only they ran.
+void clear(fb::PipelineT& t, int g) {
+  graph(t, g).nodes.clear();
+  graph(t, g).deps.clear();
+  graph(t, g).dep_kinds.clear();
+  drop_unused_ops(t);
+}
+
+std::unique_ptr<fb::OpT> collective_node() {
+  auto n = std::make_unique<fb::OpT>();
   n->kind = fb::NodeKind::Collective;
   n->comm = 0;
   n->src = 0;
@@ -79,6 +87,7 @@ void run(const std::vector<Case>& cases) {
     CAPTURE(rule);
     auto tree = sample_tree();
     c.mutate(*tree);
+    drop_unused_ops(*tree);  // as the writer does: a test breaks one rule at a time
     CHECK(open_error(*tree) == c.error);
   }
 }
@@ -313,20 +322,23 @@ TEST_CASE("validate: conditional handles, graphs, main graph and segments") {
        "graph 'expert': family size 65537 is more than 65536"},
       {"device graph of empty nodes only",
        [](fb::PipelineT& t) {
-         nodes(t, kExpert).clear();
-         nodes(t, kExpert).push_back(empty_node());
+         clear(t, kExpert);
+         add_node(t, graph(t, kExpert), empty_node());
        },
        "graph 'expert': a device graph has no kernel, memcpy or memset node"},
       {"device graph with only a memset",
        [](fb::PipelineT& t) {
-         nodes(t, kExpert)[0] = std::move(node(t, kMain, 4).bodies[1]->nodes[0]);
-         node(t, kMain, 4).bodies[1]->nodes[0] = empty_node();
+         fb::GraphT& else_body = *node(t, kMain, 4).bodies[1];
+         graph(t, kExpert).nodes[0] = else_body.nodes[0];  // the memset's op
+         else_body.nodes.clear();
+         add_node(t, else_body, empty_node());
+         drop_unused_ops(t);
        },
        ""},
       {"family not device", [](fb::PipelineT& t) { t.graphs[kMainTail]->family_size = 4; },
        "graph 'main.1': family size 4 but not a device graph (families are instantiated for "
        "device launch)"},
-      {"device graph empty", [](fb::PipelineT& t) { nodes(t, kExpert).clear(); },
+      {"device graph empty", [](fb::PipelineT& t) { clear(t, kExpert); },
        "graph 'expert': a device graph has no nodes"},
       {"fire and forget",
        [](fb::PipelineT& t) { t.graphs[kMainTail]->fire_and_forget_launches = 121; },
@@ -415,27 +427,27 @@ TEST_CASE("validate: conditional handles, graphs, main graph and segments") {
 
 TEST_CASE("validate: nodes and dependencies") {
   run({
-      {"later dependency", [](fb::PipelineT& t) { node(t, kMain, 2).deps = {7}; },
+      {"later dependency", [](fb::PipelineT& t) { set_deps(graph(t, kMain), 2, {7}); },
        "graph 'main' node 2: dependency 7 is not an earlier node"},
-      {"self dependency", [](fb::PipelineT& t) { node(t, kMain, 2).deps = {2}; },
+      {"self dependency", [](fb::PipelineT& t) { set_deps(graph(t, kMain), 2, {2}); },
        "graph 'main' node 2: dependency 2 is not an earlier node"},
       {"duplicate dependency",
        [](fb::PipelineT& t) {
-         node(t, kMain, 3).deps = {1, 2, 1};
+         set_deps(graph(t, kMain), 3, {1, 2, 1});
        },
        "graph 'main' node 3: dependency 1 is listed twice"},
       {"unknown kind", [](fb::PipelineT& t) { node(t, kMain, 0).kind = fb::NodeKind(6); },
        "graph 'main' node 0: unknown node kind 6"},
       {"loc",
-       [](fb::PipelineT& t) { node(t, kMain, 0).loc = std::make_unique<fb::SourceLoc>(2, 1, 1); },
+       [](fb::PipelineT& t) { set_loc(graph(t, kMain), 0, fb::SourceLoc(2, 1, 1)); },
        "graph 'main' node 0: source location refers to file 2, but the pipeline lists 2 source "
        "files"},
-      {"empty node in a host graph", [](fb::PipelineT& t) { nodes(t, kMainTail).push_back(empty_node()); },
+      {"empty node in a host graph", [](fb::PipelineT& t) { add_node(t, graph(t, kMainTail), empty_node()); },
        ""},
       {"empty node in a conditional body",
-       [](fb::PipelineT& t) { node(t, kMain, 4).bodies[0]->nodes.push_back(empty_node()); }, ""},
+       [](fb::PipelineT& t) { add_node(t, *node(t, kMain, 4).bodies[0], empty_node()); }, ""},
       {"empty node in a device graph",
-       [](fb::PipelineT& t) { nodes(t, kExpert).push_back(empty_node()); },
+       [](fb::PipelineT& t) { add_node(t, graph(t, kExpert), empty_node()); },
        "graph 'expert' node 1: a device graph cannot hold an empty node"},
   });
 }
@@ -464,7 +476,7 @@ TEST_CASE("validate: kernel nodes and arguments") {
        "graph 'main' node 3: shared_bytes: expression leaves 2 values on the stack instead of 1"},
       {"a launch shape instead of the expressions",
        [](fb::PipelineT& t) {
-         fb::NodeT& n = node(t, kMain, 2);
+         fb::OpT& n = node(t, kMain, 2);
          n.grid.clear();
          n.block.clear();
          n.shared_bytes.reset();
@@ -497,6 +509,9 @@ TEST_CASE("validate: kernel nodes and arguments") {
        "graph 'main' node 2: cost_flops: expression leaves 2 values on the stack instead of 1"},
       {"cost on a memset", [](fb::PipelineT& t) { node(t, kMain, 1).cost_bytes = expr({lit(4)}); },
        "graph 'main' node 1: a cost belongs to a kernel node, not to a Memset node"},
+      {"bodies on a kernel",
+       [](fb::PipelineT& t) { node(t, kMain, 2).bodies.push_back(graph_of(t, empty_node())); },
+       "graph 'main' node 2: bodies belong to a conditional node, not to a Kernel node"},
       {"argument count", [](fb::PipelineT& t) { node(t, kMain, 2).args.pop_back(); },
        "graph 'main' node 2: kernel 'scale' takes 3 arguments, the node passes 2"},
       {"argument kind mismatch",
@@ -522,7 +537,7 @@ TEST_CASE("validate: kernel nodes and arguments") {
          t.kernels[0]->params[0]->kind = fb::KernelParamKind::Status;
          node(t, kMain, 2).args[0]->kind = fb::ArgKind::Status;
          // `scale` runs in two more places.
-         node(t, kMain, 4).bodies[0]->nodes[0]->args[0]->kind = fb::ArgKind::Status;
+         node(t, node(t, kMain, 4).bodies[0], 0).args[0]->kind = fb::ArgKind::Status;
          node(t, kExpert, 0).args[0]->kind = fb::ArgKind::Status;
        },
        ""},
@@ -575,8 +590,8 @@ TEST_CASE("validate: kernel nodes and arguments") {
        ""},
       {"a device graph launches itself",
        [](fb::PipelineT& t) {
-         auto tail = std::make_unique<fb::NodeT>();
-         const fb::NodeT& launcher = node(t, kMainTail, 0);
+         auto tail = std::make_unique<fb::OpT>();
+         const fb::OpT& launcher = node(t, kMainTail, 0);
          tail->kind = fb::NodeKind::Kernel;
          tail->kernel = launcher.kernel;
          tail->launch = std::make_unique<fb::LaunchShape>(*launcher.launch);
@@ -585,7 +600,7 @@ TEST_CASE("validate: kernel nodes and arguments") {
            tail->args.back()->kind = ref == 0 ? fb::ArgKind::Buffer : fb::ArgKind::GraphExec;
            tail->args.back()->ref = ref;
          }
-         nodes(t, kExpert).push_back(std::move(tail));
+         add_node(t, graph(t, kExpert), std::move(tail));
        },
        ""},
   });
@@ -636,7 +651,7 @@ TEST_CASE("validate: conditional nodes") {
       {"if without bodies", [](fb::PipelineT& t) { node(t, kMain, 4).bodies.clear(); },
        "graph 'main' node 4: If conditional has 0 bodies, expected 1 or 2"},
       {"if with three bodies",
-       [](fb::PipelineT& t) { node(t, kMain, 4).bodies.push_back(graph_of(empty_node())); },
+       [](fb::PipelineT& t) { node(t, kMain, 4).bodies.push_back(graph_of(t, empty_node())); },
        "graph 'main' node 4: If conditional has 3 bodies, expected 1 or 2"},
       {"if with one body", [](fb::PipelineT& t) { node(t, kMain, 4).bodies.pop_back(); }, ""},
       {"while with two bodies",
@@ -657,7 +672,7 @@ TEST_CASE("validate: conditional nodes") {
       {"switch with three bodies",
        [](fb::PipelineT& t) {
          node(t, kMain, 4).conditional = fb::ConditionalType::Switch;
-         node(t, kMain, 4).bodies.push_back(graph_of(empty_node()));
+         node(t, kMain, 4).bodies.push_back(graph_of(t, empty_node()));
        },
        ""},
       {"unknown type",
@@ -671,21 +686,21 @@ TEST_CASE("validate: conditional nodes") {
        "handle)"},
       {"handle shared by two nodes",
        [](fb::PipelineT& t) {
-         auto second = std::make_unique<fb::NodeT>();
+         auto second = std::make_unique<fb::OpT>();
          second->kind = fb::NodeKind::Conditional;
          second->handle = 0;
-         second->bodies.push_back(graph_of(empty_node()));
-         nodes(t, kMain).push_back(std::move(second));
+         second->bodies.push_back(graph_of(t, empty_node()));
+         add_node(t, graph(t, kMain), std::move(second));
        },
        "graph 'main' node 6: conditional handle 0 is already used by another conditional node (a "
        "handle drives one node)"},
       {"in a device graph",
        [](fb::PipelineT& t) {
-         auto cond = std::make_unique<fb::NodeT>();
+         auto cond = std::make_unique<fb::OpT>();
          cond->kind = fb::NodeKind::Conditional;
          cond->handle = 0;
-         cond->bodies.push_back(graph_of(empty_node()));
-         nodes(t, kExpert).push_back(std::move(cond));
+         cond->bodies.push_back(graph_of(t, empty_node()));
+         add_node(t, graph(t, kExpert), std::move(cond));
        },
        "graph 'expert' node 1: a device graph cannot hold a conditional node"},
       {"device body", [](fb::PipelineT& t) { node(t, kMain, 4).bodies[0]->device = true; },
@@ -693,11 +708,11 @@ TEST_CASE("validate: conditional nodes") {
       {"family body", [](fb::PipelineT& t) { node(t, kMain, 4).bodies[1]->family_size = 2; },
        "graph 'main' node 4 body 1: a conditional body cannot be a graph family"},
       {"error inside a body",
-       [](fb::PipelineT& t) { node(t, kMain, 4).bodies[0]->nodes[0]->kernel = 9; },
+       [](fb::PipelineT& t) { node(t, node(t, kMain, 4).bodies[0], 0).kernel = 9; },
        "graph 'main' node 4 body 0 node 0: kernel index 9 is out of range (the pipeline has 3 "
        "kernels)"},
       {"dependency inside a body",
-       [](fb::PipelineT& t) { node(t, kMain, 4).bodies[1]->nodes[0]->deps = {0}; },
+       [](fb::PipelineT& t) { set_deps(*node(t, kMain, 4).bodies[1], 0, {0}); },
        "graph 'main' node 4 body 1 node 0: dependency 0 is not an earlier node"},
   });
 }
@@ -706,34 +721,35 @@ namespace {
 
 // Appends to main a conditional nested `depth` bodies deep, each level with its own handle.
 void nest(fb::PipelineT& t, int depth) {
-  std::unique_ptr<fb::NodeT> inner = empty_node();
+  std::unique_ptr<fb::OpT> inner = empty_node();
   for (int level = 0; level < depth; ++level) {
-    auto cond = std::make_unique<fb::NodeT>();
+    auto cond = std::make_unique<fb::OpT>();
     cond->kind = fb::NodeKind::Conditional;
     cond->conditional = fb::ConditionalType::While;
     cond->handle = static_cast<int>(t.handles.size());
     t.handles.push_back(std::make_unique<fb::ConditionalHandleT>());
     t.handles.back()->graph = kMain;
-    cond->bodies.push_back(graph_of(std::move(inner)));
+    cond->bodies.push_back(graph_of(t, std::move(inner)));
     inner = std::move(cond);
   }
-  nodes(t, kMain).push_back(std::move(inner));
+  add_node(t, graph(t, kMain), std::move(inner));
 }
 
 }  // namespace
 
 namespace {
 
-// main.1's launcher node (kernel 'launcher', which launches 'expert' from the device), moved out.
-std::unique_ptr<fb::NodeT> take_launcher(fb::PipelineT& t) {
-  std::unique_ptr<fb::NodeT> n = std::move(t.graphs[kMainTail]->nodes[0]);
-  t.graphs[kMainTail]->nodes[0] = empty_node();
-  n->deps.clear();
+// main.1's launcher op (kernel 'launcher', which launches 'expert' from the device), moved out;
+// main.1's node 0 becomes an empty node.
+std::unique_ptr<fb::OpT> take_launcher(fb::PipelineT& t) {
+  fb::OpT& launcher = node(t, kMainTail, 0);
+  auto n = std::make_unique<fb::OpT>(std::move(launcher));
+  launcher = *empty_node();
   return n;
 }
 
-// A copy of kernel 'scale' that launches kernels from the device, used by the node given.
-void make_cdp(fb::PipelineT& t, fb::NodeT& n) {
+// A copy of kernel 'scale' that launches kernels from the device, used by the op given.
+void make_cdp(fb::PipelineT& t, fb::OpT& n) {
   auto k = std::make_unique<fb::KernelT>(*t.kernels[0]);
   k->name = "parent";
   k->launches_kernels = true;
@@ -746,16 +762,22 @@ void make_cdp(fb::PipelineT& t, fb::NodeT& n) {
 TEST_CASE("validate: kernels that launch from the device") {
   run({
       {"graph launcher in a conditional body",
-       [](fb::PipelineT& t) { node(t, kMain, 4).bodies[0]->nodes.push_back(take_launcher(t)); },
+       [](fb::PipelineT& t) {
+         auto launcher = take_launcher(t);
+         add_node(t, *node(t, kMain, 4).bodies[0], std::move(launcher));
+       },
        "graph 'main' node 4 body 0 node 1: kernel 'launcher' launches graphs from the device, "
        "which a conditional body cannot hold"},
       {"graph launcher beside a conditional node",
-       [](fb::PipelineT& t) { nodes(t, kMain).push_back(take_launcher(t)); },
+       [](fb::PipelineT& t) {
+         auto launcher = take_launcher(t);
+         add_node(t, graph(t, kMain), std::move(launcher));
+       },
        "graph 'main': holds conditional nodes and kernels that launch from the device; one "
        "executable graph cannot hold both"},
       {"graph launcher in its own segment", [](fb::PipelineT& t) { (void)t; }, ""},
       {"collective beside a conditional node",
-       [](fb::PipelineT& t) { nodes(t, kMain).push_back(collective_node()); },
+       [](fb::PipelineT& t) { add_node(t, graph(t, kMain), collective_node()); },
        "graph 'main': holds conditional nodes and collectives; one executable graph cannot hold "
        "both"},
       {"kernel launcher (dynamic parallelism) in a device graph",
@@ -763,22 +785,21 @@ TEST_CASE("validate: kernels that launch from the device") {
        "graph 'expert' node 0: kernel 'parent' launches kernels from the device, which a device "
        "graph cannot hold"},
       {"kernel launcher in a conditional body",
-       [](fb::PipelineT& t) { make_cdp(t, *node(t, kMain, 4).bodies[0]->nodes[0]); },
+       [](fb::PipelineT& t) { make_cdp(t, node(t, node(t, kMain, 4).bodies[0], 0)); },
        "graph 'main' node 4 body 0 node 0: kernel 'parent' launches kernels from the device, which "
        "a conditional body cannot hold"},
       {"kernel launcher beside a conditional node",
        [](fb::PipelineT& t) {
          make_cdp(t, node(t, kMain, 2));
-         node(t, kMain, 3).dep_kinds.clear();  // else its programmatic edge is refused first
+         graph(t, kMain).dep_kinds.clear();  // else node 3's programmatic edge is refused first
        },
        "graph 'main': holds conditional nodes and kernels that launch from the device; one "
        "executable graph cannot hold both"},
       {"kernel launcher in a segment without conditional nodes",
        [](fb::PipelineT& t) {
-         auto n = std::make_unique<fb::NodeT>(node(t, kMain, 2));
-         n->deps.clear();
+         auto n = std::make_unique<fb::OpT>(node(t, kMain, 2));
          make_cdp(t, *n);
-         nodes(t, kMainTail).push_back(std::move(n));
+         add_node(t, graph(t, kMainTail), std::move(n));
        },
        ""},
   });
@@ -789,29 +810,27 @@ TEST_CASE("validate: edge kinds (programmatic edges)") {
   // The sample's main node 3 (the generated condition kernel, which waits at entry) depends on
   // node 1 (a memset) fully and on node 2 (the scale kernel) programmatically.
   run({
-      {"every edge written as Full", [](fb::PipelineT& t) { node(t, kMain, 2).dep_kinds = {EdgeKind::Full}; },
-       ""},
-      {"no kinds: every edge Full", [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds.clear(); }, ""},
-      {"fewer kinds than deps",
-       [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds = {EdgeKind::Programmatic}; },
-       "graph 'main' node 3: dep_kinds has 1 entry for 2 dependencies"},
-      {"kinds without deps", [](fb::PipelineT& t) { node(t, kMain, 0).dep_kinds = {EdgeKind::Full}; },
-       "graph 'main' node 0: dep_kinds has 1 entry for 0 dependencies"},
+      {"every edge written as Full",
+       [](fb::PipelineT& t) { graph(t, kMain).dep_kinds.assign(graph(t, kMain).deps.size(), EdgeKind::Full); }, ""},
+      {"no kinds: every edge Full", [](fb::PipelineT& t) { graph(t, kMain).dep_kinds.clear(); }, ""},
+      {"fewer kinds than deps", [](fb::PipelineT& t) { graph(t, kMain).dep_kinds.pop_back(); },
+       "graph 'main': dep_kinds has 4 entries for 5 dependencies"},
+      {"more kinds than deps", [](fb::PipelineT& t) { graph(t, kMain).dep_kinds.push_back(EdgeKind::Full); },
+       "graph 'main': dep_kinds has 6 entries for 5 dependencies"},
       {"unknown kind",
-       [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds = {EdgeKind::Full, EdgeKind(2)}; },
+       [](fb::PipelineT& t) { set_deps(graph(t, kMain), 3, {1, 2}, {EdgeKind::Full, EdgeKind(2)}); },
        "graph 'main' node 3: dependency 2 has unknown edge kind 2"},
       {"from a memset",
-       [](fb::PipelineT& t) { node(t, kMain, 3).dep_kinds = {EdgeKind::Programmatic, EdgeKind::Full}; },
+       [](fb::PipelineT& t) { set_deps(graph(t, kMain), 3, {1, 2}, {EdgeKind::Programmatic, EdgeKind::Full}); },
        "graph 'main' node 3: programmatic dependency on node 1: node 1 is a memset node; a programmatic "
        "edge joins two kernel nodes"},
       {"into a conditional node",
-       [](fb::PipelineT& t) { node(t, kMain, 4).dep_kinds = {EdgeKind::Programmatic}; },
+       [](fb::PipelineT& t) { set_deps(graph(t, kMain), 4, {3}, {EdgeKind::Programmatic}); },
        "graph 'main' node 4: programmatic dependency on node 3: this node is a conditional node; a "
        "programmatic edge joins two kernel nodes"},
       {"into an empty node",
        [](fb::PipelineT& t) {
-         node(t, kMain, 5).deps = {3};
-         node(t, kMain, 5).dep_kinds = {EdgeKind::Programmatic};
+         set_deps(graph(t, kMain), 5, {3}, {EdgeKind::Programmatic});
        },
        "graph 'main' node 5: programmatic dependency on node 3: this node is an empty node; a "
        "programmatic edge joins two kernel nodes"},
@@ -825,17 +844,16 @@ TEST_CASE("validate: edge kinds (programmatic edges)") {
        "device; a programmatic edge cannot join it"},
       {"into a kernel that launches graphs",
        [](fb::PipelineT& t) {
-         // main.1's launcher, made to wait at entry, programmatically after a scale kernel.
-         auto n = std::make_unique<fb::NodeT>(node(t, kMain, 2));
-         n->deps.clear();
-         nodes(t, kMainTail).insert(nodes(t, kMainTail).begin(), std::move(n));
-         for (auto& m : nodes(t, kMainTail))
-           for (uint32_t& d : m->deps) ++d;
-         node(t, kMainTail, 1).deps = {0};
-         node(t, kMainTail, 1).dep_kinds = {EdgeKind::Programmatic};
+         // main.1's launcher, made to wait at entry, programmatically after a scale kernel (in
+         // place of the launcher at node 0).
+         auto launcher = std::make_unique<fb::OpT>(node(t, kMainTail, 0));
+         const fb::OpT scale = node(t, kMain, 2);
+         node(t, kMainTail, 0) = scale;
+         const uint32_t i = add_node(t, graph(t, kMainTail), std::move(launcher));
+         set_deps(graph(t, kMainTail), i, {0}, {EdgeKind::Programmatic});
          t.kernels[2]->waits_at_entry = true;
        },
-       "graph 'main.1' node 1: programmatic dependency on node 0: kernel 'launcher' launches work from "
+       "graph 'main.1' node 3: programmatic dependency on node 0: kernel 'launcher' launches work from "
        "the device; a programmatic edge cannot join it"},
       {"a target without programmatic dependent launch",
        [](fb::PipelineT& t) { t.targets = {"sm_90", "sm_80"}; },
@@ -850,16 +868,16 @@ TEST_CASE("validate: edge kinds (programmatic edges)") {
       {"sm_80 without programmatic edges",
        [](fb::PipelineT& t) {
          t.targets = {"sm_80"};
-         node(t, kMain, 3).dep_kinds.clear();
+         graph(t, kMain).dep_kinds.clear();
        },
        ""},
       {"sm_90a and sm_100", [](fb::PipelineT& t) { t.targets = {"sm_90a", "sm_100"}; }, ""},
       {"between kernels of a conditional body",
        [](fb::PipelineT& t) {
-         auto& body = t.graphs[kMain]->nodes[4]->bodies[0]->nodes;
-         body.push_back(std::make_unique<fb::NodeT>(*body[0]));
-         body[1]->deps = {0};
-         body[1]->dep_kinds = {EdgeKind::Programmatic};
+         // A second node running the same op (shared, as the writer shares it).
+         fb::GraphT& body = *node(t, kMain, 4).bodies[0];
+         body.nodes.emplace_back(body.nodes[0].op(), static_cast<uint32_t>(body.deps.size()), fb::SourceLoc());
+         set_deps(body, 1, {0}, {EdgeKind::Programmatic});
          t.kernels[0]->waits_at_entry = true;
        },
        ""},
@@ -879,20 +897,33 @@ TEST_CASE("validate: nesting depth") {
         "graph 'main' node 6 body 0 node 0 body 0 node 0 ... (119 more) ... node 0 body 0 node 0 "
         "body 0 node 0 body 0: conditional bodies are nested more than 64 deep");
 
+  // Ops are one flat vector, so nesting is no deeper in the buffer: the validator's limit holds
+  // at any depth.
   tree = sample_tree();
-  nest(*tree, 100);  // deeper than the verifier's limit
+  nest(*tree, 100);
   CHECK(open_error(*tree) ==
-        "the payload is not a well-formed orch.fb.Pipeline (the FlatBuffers verifier rejected "
-        "it: out-of-bounds offset, missing required field, or nested or shared too deeply)");
+        "graph 'main' node 6 body 0 node 0 body 0 node 0 ... (119 more) ... node 0 body 0 node 0 "
+        "body 0 node 0 body 0: conditional bodies are nested more than 64 deep");
+
+  // An op among its own bodies' nodes (a cycle through indices) stops at the same limit.
+  tree = sample_tree();
+  {
+    fb::GraphT& then_body = *tree->ops[tree->graphs[kMain]->nodes[4].op()]->bodies[0];
+    add_node(*tree, then_body, empty_node());
+    then_body.nodes.back() = fb::Node(tree->graphs[kMain]->nodes[4].op(), then_body.nodes.back().deps_end(), {});
+    drop_unused_ops(*tree);
+  }
+  CHECK(open_error(*tree) == "graph 'main' node 4 body 0 node 1: conditional handle 0 is already used by "
+                             "another conditional node (a handle drives one node)");
 }
 
 TEST_CASE("validate: collective nodes") {
   run({
       {"in a device graph",
-       [](fb::PipelineT& t) { nodes(t, kExpert).push_back(collective_node()); },
+       [](fb::PipelineT& t) { add_node(t, graph(t, kExpert), collective_node()); },
        "graph 'expert' node 1: a device graph cannot hold a collective"},
       {"in a conditional body",
-       [](fb::PipelineT& t) { node(t, kMain, 4).bodies[1]->nodes.push_back(collective_node()); },
+       [](fb::PipelineT& t) { add_node(t, *node(t, kMain, 4).bodies[1], collective_node()); },
        "graph 'main' node 4 body 1 node 1: a collective cannot be inside a conditional body (ranks "
        "could diverge)"},
       {"unknown kind",
@@ -929,10 +960,11 @@ TEST_CASE("validate: collective nodes") {
 
 namespace {
 
-// A pipeline whose kernel nodes all share one grid vector, one block vector and one argument
-// vector, each pointing at the same long expression: a few kilobytes that would expand to many
-// megabytes if walked naively. `big` is the expression's length, `nodes` the node count.
-std::string shared_pipeline(int big, int node_count) {
+// A pipeline of `node_count` kernel nodes: with `shared_op`, all run one op; else each its own op,
+// the ops sharing one grid vector, one block vector and one argument vector, each pointing at the
+// same long expression: a few kilobytes that would expand to many megabytes if walked naively.
+// `big` is the expression's length.
+std::string shared_pipeline(int big, int node_count, bool shared_op = false) {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<fb::ExprInstr> code;
   code.push_back(lit(1));
@@ -944,12 +976,13 @@ std::string shared_pipeline(int big, int node_count) {
   const auto grid = fbb.CreateVector(std::vector<flatbuffers::Offset<fb::Expr>>{e, e, e});
   const auto arg = fb::CreateKernelArg(fbb, fb::ArgKind::Value, fb::ScalarType::U32, e);
   const auto args = fbb.CreateVector(std::vector<flatbuffers::Offset<fb::KernelArg>>{arg});
-  std::vector<flatbuffers::Offset<fb::Node>> nodes;
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  std::vector<fb::Node> nodes;
   for (int i = 0; i < node_count; ++i) {
-    nodes.push_back(
-        fb::CreateNode(fbb, fb::NodeKind::Kernel, 0, nullptr, 0, 0, grid, grid, e, args));
+    if (!shared_op || i == 0) ops.push_back(fb::CreateOp(fbb, fb::NodeKind::Kernel, 0, 0, grid, grid, e, args));
+    nodes.emplace_back(static_cast<uint32_t>(ops.size() - 1), 0, fb::SourceLoc());
   }
-  const auto main = fb::CreateGraphDirect(fbb, "main", &nodes);
+  const auto main = fb::CreateGraph(fbb, fbb.CreateString("main"), fbb.CreateVectorOfStructs(nodes));
   const std::vector<uint8_t> cubin(16, 1);
   const std::vector<flatbuffers::Offset<fb::KernelImage>> images = {
       fb::CreateKernelImageDirect(fbb, "sm_90", &cubin)};
@@ -960,11 +993,25 @@ std::string shared_pipeline(int big, int node_count) {
   const std::vector<flatbuffers::Offset<fb::Graph>> graphs = {main};
   fb::FinishPipelineBuffer(
       fbb, fb::CreatePipelineDirect(fbb, "shared", nullptr, nullptr, nullptr, nullptr, nullptr,
-                                    nullptr, &kernels, &graphs, 0));
+                                    nullptr, &kernels, &graphs, 0, nullptr, nullptr, nullptr, 0, nullptr,
+                                    nullptr, &ops));
   return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
 }
 
 }  // namespace
+
+TEST_CASE("validate: one op shared by many nodes is checked once") {
+  // 20,000 nodes running one op with three 4,001-instruction expressions: walked per node, that
+  // would be 20,000 times the op; checked once per graph, it fits the budget with room to spare.
+  const std::string payload = shared_pipeline(4001, 20000, /*shared_op=*/true);
+  CHECK(open(wrap(payload)).error == "");
+}
+
+TEST_CASE("validate: an op no node runs is refused") {
+  auto tree = sample_tree();
+  tree->ops.push_back(empty_node());
+  CHECK(open_error(*tree) == "op " + std::to_string(tree->ops.size() - 1) + " is used by no node");
+}
 
 TEST_CASE("validate: shared sub-tables cannot blow up the walk") {
   const std::string modest = shared_pipeline(3, 50);  // sharing a short expression is fine
@@ -996,12 +1043,14 @@ std::string misaligned_code_pipeline() {
   const auto name = fbb.CreateString("b");
   const std::vector<flatbuffers::Offset<fb::Buffer>> buffers = {
       fb::CreateBuffer(fbb, name, fb::ScalarType::U8, count)};
-  std::vector<flatbuffers::Offset<fb::Node>> nodes = {fb::CreateNode(fbb, fb::NodeKind::Empty)};
+  const std::vector<flatbuffers::Offset<fb::Op>> ops = {fb::CreateOp(fbb, fb::NodeKind::Empty)};
+  const std::vector<fb::Node> nodes = {fb::Node(0, 0, fb::SourceLoc())};
   const std::vector<flatbuffers::Offset<fb::Graph>> graphs = {
-      fb::CreateGraphDirect(fbb, "main", &nodes)};
+      fb::CreateGraph(fbb, fbb.CreateString("main"), fbb.CreateVectorOfStructs(nodes))};
   fb::FinishPipelineBuffer(
       fbb, fb::CreatePipelineDirect(fbb, "misaligned", nullptr, nullptr, nullptr, nullptr, &buffers,
-                                    nullptr, nullptr, &graphs, 0));
+                                    nullptr, nullptr, &graphs, 0, nullptr, nullptr, nullptr, 0, nullptr,
+                                    nullptr, &ops));
   return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
 }
 

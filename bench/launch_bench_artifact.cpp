@@ -29,13 +29,19 @@ bool make_programmatic(const std::string& in, const std::string& out, std::strin
   if (!open(in, &file, &p, error)) return false;
   std::unique_ptr<fb::PipelineT> t(p->UnPack());
   for (auto& k : t->kernels) k->waits_at_entry = true;
-  for (auto& g : t->graphs)
-    for (auto& n : g->nodes) {
-      if (n->kind != fb::NodeKind::Kernel || n->deps.empty()) continue;
-      n->dep_kinds.assign(n->deps.size(), fb::EdgeKind::Full);
-      for (size_t j = 0; j < n->deps.size(); ++j)
-        if (g->nodes[n->deps[j]]->kind == fb::NodeKind::Kernel) n->dep_kinds[j] = fb::EdgeKind::Programmatic;
+  auto is_kernel = [&](const fb::GraphT& g, uint32_t node) {
+    return t->ops[g.nodes[node].op()]->kind == fb::NodeKind::Kernel;
+  };
+  for (auto& g : t->graphs) {
+    g->dep_kinds.assign(g->deps.size(), fb::EdgeKind::Full);
+    uint32_t first = 0;
+    for (uint32_t i = 0; i < g->nodes.size(); ++i) {
+      const uint32_t end = g->nodes[i].deps_end();
+      for (uint32_t j = first; j < end && is_kernel(*g, i); ++j)
+        if (is_kernel(*g, g->deps[j])) g->dep_kinds[j] = fb::EdgeKind::Programmatic;
+      first = end;
     }
+  }
   const std::string payload = artifact::pack_payload(*t);
   const std::string bytes = artifact::wrap_payload(reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
   return artifact::write_file_atomically(out, bytes, error);

@@ -318,15 +318,17 @@ graph 0 main  at t.orch:7:1
 }
 
 // The artifact written from a lowered program holds the same nodes, kinds and dependencies.
-void same_graph(const lir::Program& p, const lir::Body& b, const fb::Graph& g) {
+void same_graph(const lir::Program& p, const fb::Pipeline& fp, const lir::Body& b, const fb::Graph& g) {
   REQUIRE(g.nodes());
   REQUIRE(g.nodes()->size() == b.nodes.size());
   for (size_t i = 0; i < b.nodes.size(); ++i) {
     const lir::Node& n = b.nodes[i];
-    const fb::Node& f = *g.nodes()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    const uint32_t at = static_cast<uint32_t>(i);
+    const fb::Op& f = *orch::artifact::node_ref(fp, g, at).op;
     CAPTURE(n.what);
     CHECK(f.what()->str() == n.what);
-    std::vector<uint32_t> fdeps(f.deps()->begin(), f.deps()->end());
+    std::vector<uint32_t> fdeps(g.deps()->begin() + orch::artifact::deps_begin(g, at),
+                                g.deps()->begin() + g.nodes()->Get(at)->deps_end());
     CHECK(fdeps == deps(n));
     std::visit(lir::overloaded{
                    [&](const lir::KernelNode& k) {
@@ -351,7 +353,7 @@ void same_graph(const lir::Program& p, const lir::Body& b, const fb::Graph& g) {
                      CHECK(f.handle() == c.handle);
                      REQUIRE(f.bodies()->size() == c.bodies.size());
                      for (size_t k = 0; k < c.bodies.size(); ++k)
-                       same_graph(p, c.bodies[k], *f.bodies()->Get(static_cast<flatbuffers::uoffset_t>(k)));
+                       same_graph(p, fp, c.bodies[k], *f.bodies()->Get(static_cast<flatbuffers::uoffset_t>(k)));
                    },
                    [&](const lir::CollectiveNode& c) {
                      CHECK(f.kind() == fb::NodeKind::Collective);
@@ -378,7 +380,7 @@ TEST_CASE("serialize writes the lowered program: the same graphs, nodes and hand
   const fb::Pipeline& f = *opened.pipeline;
   REQUIRE(f.graphs()->size() == p.graphs.size());
   for (size_t g = 0; g < p.graphs.size(); ++g)
-    same_graph(p, p.graphs[g].body, *f.graphs()->Get(static_cast<flatbuffers::uoffset_t>(g)));
+    same_graph(p, f, p.graphs[g].body, *f.graphs()->Get(static_cast<flatbuffers::uoffset_t>(g)));
   REQUIRE(f.handles()->size() == p.handles.size());
   for (size_t h = 0; h < p.handles.size(); ++h) {
     CHECK(f.handles()->Get(static_cast<flatbuffers::uoffset_t>(h))->graph() == p.handles[h].graph);

@@ -1,5 +1,7 @@
 // The last pass: the lowered program as pipeline.bin (artifact/pipeline.fbs).
 #include <map>
+#include <string>
+#include <unordered_map>
 
 #include "artifact/artifact.h"
 #include "artifact/expr_code.h"
@@ -28,8 +30,8 @@ class Serializer {
   std::string run() {
     std::vector<Offset<fb::Param>> params;
     for (const lir::Param& x : p_.params) {
-      auto name = fbb_.CreateString(x.name);
-      fb::ParamBuilder b(fbb_);
+      auto name = fbb().CreateString(x.name);
+      fb::ParamBuilder b(fbb());
       b.add_name(name);
       b.add_type(static_cast<fb::ScalarType>(x.type));
       if (x.default_value) {
@@ -44,9 +46,9 @@ class Serializer {
     }
     std::vector<Offset<fb::Buffer>> buffers;
     for (const lir::Buffer& x : p_.buffers) {
-      auto name = fbb_.CreateString(x.name);
+      auto name = fbb().CreateString(x.name);
       Offset<fb::Expr> count = x.count ? expr(*x.count) : 0;
-      fb::BufferBuilder b(fbb_);
+      fb::BufferBuilder b(fbb());
       b.add_name(name);
       b.add_type(static_cast<fb::ScalarType>(x.elem));
       if (x.count) b.add_count(count);
@@ -56,28 +58,28 @@ class Serializer {
       buffers.push_back(b.Finish());
     }
     std::vector<Offset<fb::Comm>> comms;
-    for (const lir::Comm& c : p_.comms) comms.push_back(fb::CreateComm(fbb_, fbb_.CreateString(c.name)));
+    for (const lir::Comm& c : p_.comms) comms.push_back(fb::CreateComm(fbb(), fbb().CreateString(c.name)));
     std::vector<Offset<fb::Kernel>> kernels;
     for (const lir::Kernel& k : p_.kernels) kernels.push_back(kernel(k));
     std::vector<Offset<fb::Module>> modules;
     for (const lir::Module& m : p_.modules) {
       std::vector<Offset<fb::KernelImage>> images = kernel_images(m.images);
-      auto images_v = fbb_.CreateVector(images);
-      auto ptx = m.ptx.empty() ? 0 : fbb_.CreateVector(reinterpret_cast<const uint8_t*>(m.ptx.data()), m.ptx.size());
-      auto ptx_arch = m.ptx_arch.empty() ? 0 : fbb_.CreateString(m.ptx_arch);
-      modules.push_back(fb::CreateModule(fbb_, images_v, ptx, ptx_arch));
+      auto images_v = fbb().CreateVector(images);
+      auto ptx = m.ptx.empty() ? 0 : fbb().CreateVector(reinterpret_cast<const uint8_t*>(m.ptx.data()), m.ptx.size());
+      auto ptx_arch = m.ptx_arch.empty() ? 0 : fbb().CreateString(m.ptx_arch);
+      modules.push_back(fb::CreateModule(fbb(), images_v, ptx, ptx_arch));
     }
     std::vector<Offset<fb::Graph>> graphs;
     for (const lir::Graph& g : p_.graphs) graphs.push_back(graph(g));
     std::vector<Offset<fb::ConditionalHandle>> handles;
     for (const lir::ConditionalHandle& h : p_.handles)
-      handles.push_back(fb::CreateConditionalHandle(fbb_, h.graph, h.default_value, h.set_default));
+      handles.push_back(fb::CreateConditionalHandle(fbb(), h.graph, h.default_value, h.set_default));
     std::vector<Offset<fb::BindCheck>> checks;
     for (const lir::BindCheck& c : p_.bind_checks) {
-      auto code = fbb_.CreateString(c.code);
-      auto message = fbb_.CreateString(c.message);
+      auto code = fbb().CreateString(c.code);
+      auto message = fbb().CreateString(c.message);
       auto condition = expr(c.condition);
-      fb::BindCheckBuilder b(fbb_);
+      fb::BindCheckBuilder b(fbb());
       b.add_code(code);
       b.add_message(message);
       b.add_condition(condition);
@@ -88,34 +90,35 @@ class Serializer {
     }
     std::vector<Offset<fb::StatusSite>> sites;
     for (const lir::StatusSite& x : p_.status_sites) {
-      auto what = fbb_.CreateString(x.what);
-      fb::StatusSiteBuilder b(fbb_);
+      auto what = fbb().CreateString(x.what);
+      fb::StatusSiteBuilder b(fbb());
       fb::SourceLoc l = loc(x.loc);
       b.add_loc(&l);
       b.add_what(what);
       sites.push_back(b.Finish());
     }
     std::vector<Offset<flatbuffers::String>> targets;
-    for (const std::string& t : p_.targets) targets.push_back(fbb_.CreateString(t));
+    for (const std::string& t : p_.targets) targets.push_back(fbb().CreateString(t));
     // Source files last: every loc() above has registered the files it names.
     std::vector<Offset<flatbuffers::String>> files;
-    for (uint32_t id : file_order_) files.push_back(fbb_.CreateString(sources_.path(id)));
+    for (uint32_t id : file_order_) files.push_back(fbb().CreateString(sources_.path(id)));
 
-    auto name = fbb_.CreateString(p_.name);
-    auto version = fbb_.CreateString(ORCH_VERSION_STRING);
-    auto files_v = fbb_.CreateVector(files);
-    auto targets_v = fbb_.CreateVector(targets);
-    auto params_v = fbb_.CreateVector(params);
-    auto buffers_v = fbb_.CreateVector(buffers);
-    auto comms_v = fbb_.CreateVector(comms);
-    auto kernels_v = fbb_.CreateVector(kernels);
-    auto graphs_v = fbb_.CreateVector(graphs);
-    auto segments_v = fbb_.CreateVector(p_.segments);
-    auto handles_v = fbb_.CreateVector(handles);
-    auto checks_v = fbb_.CreateVector(checks);
-    auto sites_v = fbb_.CreateVector(sites);
-    auto modules_v = modules.empty() ? 0 : fbb_.CreateVector(modules);
-    fb::PipelineBuilder b(fbb_);
+    auto name = fbb().CreateString(p_.name);
+    auto version = fbb().CreateString(ORCH_VERSION_STRING);
+    auto files_v = fbb().CreateVector(files);
+    auto targets_v = fbb().CreateVector(targets);
+    auto params_v = fbb().CreateVector(params);
+    auto buffers_v = fbb().CreateVector(buffers);
+    auto comms_v = fbb().CreateVector(comms);
+    auto kernels_v = fbb().CreateVector(kernels);
+    auto graphs_v = fbb().CreateVector(graphs);
+    auto segments_v = fbb().CreateVector(p_.segments);
+    auto handles_v = fbb().CreateVector(handles);
+    auto checks_v = fbb().CreateVector(checks);
+    auto sites_v = fbb().CreateVector(sites);
+    auto modules_v = modules.empty() ? 0 : fbb().CreateVector(modules);
+    auto ops_v = fbb().CreateVector(ops_);
+    fb::PipelineBuilder b(fbb());
     b.add_name(name);
     b.add_compiler_version(version);
     b.add_source_files(files_v);
@@ -132,8 +135,9 @@ class Serializer {
     b.add_collective_hash(p_.collective_hash);
     b.add_status_sites(sites_v);
     if (!modules.empty()) b.add_modules(modules_v);
-    fb::FinishPipelineBuffer(fbb_, b.Finish());
-    return artifact::wrap_payload(fbb_.GetBufferPointer(), fbb_.GetSize());
+    b.add_ops(ops_v);
+    fb::FinishPipelineBuffer(fbb(), b.Finish());
+    return artifact::wrap_payload(fbb().GetBufferPointer(), fbb().GetSize());
   }
 
  private:
@@ -147,15 +151,15 @@ class Serializer {
   Offset<fb::Expr> expr(const lir::Expr& e) {
     std::vector<fb::ExprInstr> code;
     for (const expr::Instr& in : e.code) code.push_back(artifact::to_fb(in));
-    return fb::CreateExprDirect(fbb_, &code);
+    return fb::CreateExprDirect(fbb(), &code);
   }
 
   std::vector<Offset<fb::KernelImage>> kernel_images(const std::vector<lir::Image>& in) {
     std::vector<Offset<fb::KernelImage>> images;
     for (const lir::Image& i : in)
       images.push_back(fb::CreateKernelImage(
-          fbb_, fbb_.CreateString(i.arch),
-          fbb_.CreateVector(reinterpret_cast<const uint8_t*>(i.cubin.data()), i.cubin.size())));
+          fbb(), fbb().CreateString(i.arch),
+          fbb().CreateVector(reinterpret_cast<const uint8_t*>(i.cubin.data()), i.cubin.size())));
     return images;
   }
 
@@ -164,17 +168,17 @@ class Serializer {
     std::vector<Offset<fb::KernelParam>> params;
     for (const lir::KernelParam& q : k.params)
       params.push_back(fb::CreateKernelParam(
-          fbb_, fbb_.CreateString(q.name), static_cast<fb::KernelParamKind>(q.kind),
+          fbb(), fbb().CreateString(q.name), static_cast<fb::KernelParamKind>(q.kind),
           static_cast<fb::ScalarType>(q.elem), static_cast<fb::Access>(q.access), q.family_size));
-    auto name = fbb_.CreateString(k.name);
-    auto lowered = fbb_.CreateString(k.lowered_name.empty() ? k.entry : k.lowered_name);
-    auto images_v = fbb_.CreateVector(images);
+    auto name = fbb().CreateString(k.name);
+    auto lowered = fbb().CreateString(k.lowered_name.empty() ? k.entry : k.lowered_name);
+    auto images_v = fbb().CreateVector(images);
     Offset<flatbuffers::Vector<uint8_t>> ptx =
         k.ptx.empty() ? 0
-                      : fbb_.CreateVector(reinterpret_cast<const uint8_t*>(k.ptx.data()), k.ptx.size());
-    Offset<flatbuffers::String> ptx_arch = k.ptx_arch.empty() ? 0 : fbb_.CreateString(k.ptx_arch);
-    auto params_v = fbb_.CreateVector(params);
-    fb::KernelBuilder b(fbb_);
+                      : fbb().CreateVector(reinterpret_cast<const uint8_t*>(k.ptx.data()), k.ptx.size());
+    Offset<flatbuffers::String> ptx_arch = k.ptx_arch.empty() ? 0 : fbb().CreateString(k.ptx_arch);
+    auto params_v = fbb().CreateVector(params);
+    fb::KernelBuilder b(fbb());
     b.add_name(name);
     b.add_lowered_name(lowered);
     b.add_generated(k.generated);
@@ -196,19 +200,19 @@ class Serializer {
     switch (a.kind) {
       case lir::ArgKind::Value: {
         auto value = expr(a.value);
-        return fb::CreateKernelArg(fbb_, fb::ArgKind::Value, static_cast<fb::ScalarType>(param.elem),
+        return fb::CreateKernelArg(fbb(), fb::ArgKind::Value, static_cast<fb::ScalarType>(param.elem),
                                    value, -1);
       }
       case lir::ArgKind::Buffer:
-        return fb::CreateKernelArg(fbb_, fb::ArgKind::Buffer, fb::ScalarType::U8, 0, a.ref);
+        return fb::CreateKernelArg(fbb(), fb::ArgKind::Buffer, fb::ScalarType::U8, 0, a.ref);
       case lir::ArgKind::CondHandle:
-        return fb::CreateKernelArg(fbb_, fb::ArgKind::CondHandle, fb::ScalarType::U8, 0, a.ref);
+        return fb::CreateKernelArg(fbb(), fb::ArgKind::CondHandle, fb::ScalarType::U8, 0, a.ref);
       case lir::ArgKind::GraphExec:
-        return fb::CreateKernelArg(fbb_, fb::ArgKind::GraphExec, fb::ScalarType::U8, 0, a.ref);
+        return fb::CreateKernelArg(fbb(), fb::ArgKind::GraphExec, fb::ScalarType::U8, 0, a.ref);
       case lir::ArgKind::GraphTable:
-        return fb::CreateKernelArg(fbb_, fb::ArgKind::GraphTable, fb::ScalarType::U8, 0, a.ref);
+        return fb::CreateKernelArg(fbb(), fb::ArgKind::GraphTable, fb::ScalarType::U8, 0, a.ref);
       case lir::ArgKind::Status:
-        return fb::CreateKernelArg(fbb_, fb::ArgKind::Status, fb::ScalarType::U8, 0, -1);
+        return fb::CreateKernelArg(fbb(), fb::ArgKind::Status, fb::ScalarType::U8, 0, -1);
     }
     return 0;
   }
@@ -236,31 +240,12 @@ class Serializer {
 
   // The order of the add_ calls is the payload's layout: keep it (pipeline.bin of the same
   // program is the same bytes, release after release).
-  Offset<fb::Node> node(const lir::Node& n) {
-    auto what = fbb_.CreateString(n.what);
-    std::vector<uint32_t> deps;
-    bool any_programmatic = false;
-    for (const lir::Dep& d : n.deps) {
-      deps.push_back(d.from);
-      any_programmatic |= d.kind == lir::DepKind::Programmatic;
-    }
-    auto deps_v = fbb_.CreateVector(deps);
-    // Only where some edge is programmatic: absent means every edge is full.
-    Offset<flatbuffers::Vector<fb::EdgeKind>> kinds_v = 0;
-    if (any_programmatic) {
-      std::vector<fb::EdgeKind> kinds;
-      for (const lir::Dep& d : n.deps)
-        kinds.push_back(d.kind == lir::DepKind::Programmatic ? fb::EdgeKind::Programmatic : fb::EdgeKind::Full);
-      kinds_v = fbb_.CreateVector(kinds);
-    }
-    fb::SourceLoc l = loc(n.loc);
-    // What every node has, first in every node table.
-    auto common = [&](fb::NodeBuilder& b, fb::NodeKind kind) {
+  Offset<fb::Op> op(const lir::Node& n) {
+    auto what = fbb().CreateString(n.what);
+    // What every op has, first in every op table.
+    auto common = [&](fb::OpBuilder& b, fb::NodeKind kind) {
       b.add_kind(kind);
-      b.add_deps(deps_v);
-      b.add_loc(&l);
       b.add_what(what);
-      if (any_programmatic) b.add_dep_kinds(kinds_v);
     };
     return std::visit(
         lir::overloaded{
@@ -284,17 +269,17 @@ class Serializer {
                 for (int i = 0; i < 3; ++i) grid.push_back(expr(k.grid[i]));
                 for (int i = 0; i < 3; ++i) block.push_back(expr(k.block[i]));
                 shared = expr(k.shared_bytes);
-                grid_v = fbb_.CreateVector(grid);
-                block_v = fbb_.CreateVector(block);
+                grid_v = fbb().CreateVector(grid);
+                block_v = fbb().CreateVector(block);
               }
               std::vector<Offset<fb::KernelArg>> args;
               const lir::Kernel& kernel = p_.kernels[k.kernel];
               for (size_t i = 0; i < k.args.size(); ++i) args.push_back(arg(k.args[i], kernel.params[i]));
-              auto args_v = fbb_.CreateVector(args);
+              auto args_v = fbb().CreateVector(args);
               Offset<fb::Expr> cost_bytes = k.cost_bytes ? expr(*k.cost_bytes) : 0;
               Offset<fb::Expr> cost_flops = k.cost_flops ? expr(*k.cost_flops) : 0;
               const fb::LaunchShape launch(shape[0], shape[1], shape[2], shape[3], shape[4], shape[5], shape[6]);
-              fb::NodeBuilder b(fbb_);
+              fb::OpBuilder b(fbb());
               common(b, fb::NodeKind::Kernel);
               b.add_kernel(k.kernel);
               if (constant) {
@@ -310,14 +295,14 @@ class Serializer {
               return b.Finish();
             },
             [&](const lir::MemcpyNode& m) {
-              fb::NodeBuilder b(fbb_);
+              fb::OpBuilder b(fbb());
               common(b, fb::NodeKind::Memcpy);
               b.add_src(m.src);
               b.add_dst(m.dst);
               return b.Finish();
             },
             [&](const lir::MemsetNode& m) {
-              fb::NodeBuilder b(fbb_);
+              fb::OpBuilder b(fbb());
               common(b, fb::NodeKind::Memset);
               b.add_dst(m.dst);
               b.add_memset_value(m.value);
@@ -325,15 +310,15 @@ class Serializer {
               return b.Finish();
             },
             [&](const lir::EmptyNode&) {
-              fb::NodeBuilder b(fbb_);
+              fb::OpBuilder b(fbb());
               common(b, fb::NodeKind::Empty);
               return b.Finish();
             },
             [&](const lir::ConditionalNode& c) {
               std::vector<Offset<fb::Graph>> bodies;
               for (const lir::Body& body : c.bodies) bodies.push_back(graph_body(body));
-              auto bodies_v = fbb_.CreateVector(bodies);
-              fb::NodeBuilder b(fbb_);
+              auto bodies_v = fbb().CreateVector(bodies);
+              fb::OpBuilder b(fbb());
               common(b, fb::NodeKind::Conditional);
               b.add_conditional(conditional_type(c.type));
               b.add_handle(c.handle);
@@ -342,7 +327,7 @@ class Serializer {
             },
             [&](const lir::CollectiveNode& c) {
               Offset<fb::Expr> root = c.root ? expr(*c.root) : 0;
-              fb::NodeBuilder b(fbb_);
+              fb::OpBuilder b(fbb());
               common(b, fb::NodeKind::Collective);
               b.add_collective(static_cast<fb::CollectiveKind>(c.kind));
               if (c.op != lir::ReduceOp::None) b.add_reduce_op(reduce_op(c.op));
@@ -356,25 +341,72 @@ class Serializer {
         n.op);
   }
 
-  std::vector<Offset<fb::Node>> nodes(const lir::Body& body) {
-    std::vector<Offset<fb::Node>> out;
-    for (const lir::Node& n : body.nodes) out.push_back(node(n));
-    return out;
+
+  // The index of `n`'s op in Pipeline.ops, written on its first use. An op is known by its bytes
+  // serialized alone (a scratch builder, the same calls): nodes that do the same thing share one.
+  // Conditional ops hold their bodies (which refer to ops themselves) and a handle that drives
+  // one node: each is its own.
+  uint32_t op_index(const lir::Node& n) {
+    if (!std::holds_alternative<lir::ConditionalNode>(n.op)) {
+      FlatBufferBuilder scratch(256);
+      cur_ = &scratch;
+      scratch.Finish(op(n));
+      cur_ = &main_;
+      std::string key(reinterpret_cast<const char*>(scratch.GetBufferPointer()), scratch.GetSize());
+      auto [it, inserted] = op_of_bytes_.emplace(std::move(key), static_cast<uint32_t>(ops_.size()));
+      if (!inserted) return it->second;
+    }
+    ops_.push_back(op(n));
+    return static_cast<uint32_t>(ops_.size() - 1);
+  }
+
+  // A body's nodes, its dependencies in one vector, their kinds where some edge is programmatic.
+  struct BodyTables {
+    Offset<flatbuffers::Vector<const fb::Node*>> nodes;
+    Offset<flatbuffers::Vector<uint32_t>> deps;
+    Offset<flatbuffers::Vector<fb::EdgeKind>> kinds;  // 0: every edge Full
+  };
+  BodyTables body_tables(const lir::Body& body) {
+    std::vector<fb::Node> nodes;
+    std::vector<uint32_t> deps;
+    std::vector<fb::EdgeKind> kinds;
+    bool any_programmatic = false;
+    for (const lir::Node& n : body.nodes) {
+      const fb::SourceLoc at = loc(n.loc);  // before the bodies': files are listed in first-use order
+      const uint32_t op = op_index(n);
+      for (const lir::Dep& d : n.deps) {
+        deps.push_back(d.from);
+        const bool programmatic = d.kind == lir::DepKind::Programmatic;
+        kinds.push_back(programmatic ? fb::EdgeKind::Programmatic : fb::EdgeKind::Full);
+        any_programmatic |= programmatic;
+      }
+      nodes.emplace_back(op, static_cast<uint32_t>(deps.size()), at);
+    }
+    BodyTables t;
+    t.nodes = fbb().CreateVectorOfStructs(nodes);
+    t.deps = fbb().CreateVector(deps);
+    // Only where some edge is programmatic: absent means every edge is full.
+    t.kinds = any_programmatic ? fbb().CreateVector(kinds) : 0;
+    return t;
   }
 
   Offset<fb::Graph> graph_body(const lir::Body& body) {
-    auto nodes_v = fbb_.CreateVector(nodes(body));
-    fb::GraphBuilder b(fbb_);
-    b.add_nodes(nodes_v);
+    const BodyTables t = body_tables(body);
+    fb::GraphBuilder b(fbb());
+    b.add_nodes(t.nodes);
+    b.add_deps(t.deps);
+    if (!t.kinds.IsNull()) b.add_dep_kinds(t.kinds);
     return b.Finish();
   }
 
   Offset<fb::Graph> graph(const lir::Graph& g) {
-    auto name = fbb_.CreateString(g.name);
-    auto nodes_v = fbb_.CreateVector(nodes(g.body));
-    fb::GraphBuilder b(fbb_);
+    auto name = fbb().CreateString(g.name);
+    const BodyTables t = body_tables(g.body);
+    fb::GraphBuilder b(fbb());
     b.add_name(name);
-    b.add_nodes(nodes_v);
+    b.add_nodes(t.nodes);
+    b.add_deps(t.deps);
+    if (!t.kinds.IsNull()) b.add_dep_kinds(t.kinds);
     b.add_device(g.device);
     b.add_family_size(g.family_size);
     b.add_fire_and_forget_launches(g.fire_and_forget_launches);
@@ -384,7 +416,11 @@ class Serializer {
 
   const lir::Program& p_;
   const SourceManager& sources_;
-  FlatBufferBuilder fbb_{1 << 16};
+  FlatBufferBuilder main_{1 << 16};
+  FlatBufferBuilder* cur_ = &main_;  // where tables go: main_, or a scratch builder (op_index)
+  FlatBufferBuilder& fbb() { return *cur_; }
+  std::vector<Offset<fb::Op>> ops_;
+  std::unordered_map<std::string, uint32_t> op_of_bytes_;  // an op serialized alone -> its index
   std::map<uint32_t, uint32_t> file_index_;
   std::vector<uint32_t> file_order_;
 };

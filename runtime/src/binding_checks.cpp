@@ -190,13 +190,13 @@ Status check_bound_memory(const fb::Pipeline& p, uint32_t index, void* ptr, size
 
 namespace {
 
-void collect_writes(const fb::Pipeline& p, const flatbuffers::Vector<flatbuffers::Offset<fb::Node>>* nodes,
-                    std::vector<bool>& written, int depth) {
-  if (!nodes || depth > 256) return;
+void collect_writes(const fb::Pipeline& p, const fb::Graph* g, std::vector<bool>& written, int depth) {
+  if (!g->nodes() || depth > 256) return;
   auto mark = [&](int b) {
     if (b >= 0 && static_cast<size_t>(b) < written.size()) written[b] = true;
   };
-  for (const fb::Node* n : *nodes) {
+  for (const fb::Node* at : *g->nodes()) {
+    const fb::Op* n = p.ops()->Get(at->op());
     switch (n->kind()) {
       case fb::NodeKind::Kernel: {
         const fb::Kernel* k =
@@ -222,7 +222,7 @@ void collect_writes(const fb::Pipeline& p, const flatbuffers::Vector<flatbuffers
         break;
     }
     if (n->bodies())
-      for (const fb::Graph* g : *n->bodies()) collect_writes(p, g->nodes(), written, depth + 1);
+      for (const fb::Graph* b : *n->bodies()) collect_writes(p, b, written, depth + 1);
   }
 }
 
@@ -238,7 +238,7 @@ int buffer_named(const fb::Pipeline& p, const std::string& name) {
 std::vector<bool> written_buffers(const fb::Pipeline& p) {
   std::vector<bool> written(p.buffers() ? p.buffers()->size() : 0, false);
   if (p.graphs())
-    for (const fb::Graph* g : *p.graphs()) collect_writes(p, g->nodes(), written, 0);
+    for (const fb::Graph* g : *p.graphs()) collect_writes(p, g, written, 0);
   return written;
 }
 

@@ -110,7 +110,7 @@ nccl::Result Communicators::issue(const CollectiveCall& c, cudaStream_t s) const
   return settle(r, c.comm);
 }
 
-Status Communicators::open(const fb::Pipeline& pipeline, Bindings& b, const std::vector<const fb::Node*>& collectives,
+Status Communicators::open(const fb::Pipeline& pipeline, Bindings& b, const std::vector<artifact::NodeRef>& collectives,
                            int device, const std::string& pipeline_name) {
   const fb::Pipeline* p = &pipeline;
   const uint32_t ncomms = p->comms() ? p->comms()->size() : 0;
@@ -124,19 +124,20 @@ Status Communicators::open(const fb::Pipeline& pipeline, Bindings& b, const std:
     bound[i] = &c;
     needs_nccl |= c.handle != nullptr || c.from_unique_id;
   }
-  for (const fb::Node* n : collectives) {
+  for (const artifact::NodeRef& c : collectives) {
+    const fb::Op* n = c.op;
     const uint32_t i = static_cast<uint32_t>(n->comm());
     if (i < ncomms && bound[i] && !bound[i]->handle && !bound[i]->from_unique_id)
       return Error(ErrorCode::Unbound,
                    "comm '" + str(p->comms()->Get(i)->name()) + "' is bound without an NCCL communicator, but `" +
                        str(n->what()) + "` needs one (Bindings::comm with an ncclComm_t, or comm_from_unique_id)",
-                   rt::where(*p, n->loc()));
+                   rt::where(*p, &c.at->loc()));
   }
   if (!needs_nccl) return {};
   Result<const nccl::Api*> api = nccl::api();
   if (!api.ok())
     return Error(ErrorCode::Nccl, api.error().message(),
-                 collectives.empty() ? std::string() : rt::where(*p, collectives.front()->loc()));
+                 collectives.empty() ? std::string() : rt::where(*p, &collectives.front().at->loc()));
   nccl_ = *api;
 
   Status first;  // the first problem that keeps the communicators usable

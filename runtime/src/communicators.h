@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "artifact/artifact.h"
 #include "artifact/pipeline_generated.h"
 #include "orch/runtime.h"
 #include "runtime/src/nccl.h"
@@ -54,7 +55,7 @@ class Communicators {
   // Errors that leave a usable communicator (a rank that differs from the binding) are
   // returned with the communicator kept, so that instantiate() still tells the other ranks,
   // which would otherwise wait for this one.
-  Status open(const fb::Pipeline& p, Bindings& b, const std::vector<const fb::Node*>& collectives, int device,
+  Status open(const fb::Pipeline& p, Bindings& b, const std::vector<artifact::NodeRef>& collectives, int device,
               const std::string& pipeline_name);
 
   // Every rank tells every other rank its pipeline's collective hash and whether it got this

@@ -113,14 +113,17 @@ struct FillCall {
   }
 };
 
+using artifact::NodeRef;
+
 // Every collective node of the top-level graphs (the validator allows them nowhere else).
-std::vector<const fb::Node*> collectives_of(const fb::Pipeline& p) {
-  std::vector<const fb::Node*> out;
+std::vector<NodeRef> collectives_of(const fb::Pipeline& p) {
+  std::vector<NodeRef> out;
   if (!p.graphs()) return out;
   for (const fb::Graph* g : *p.graphs())
-    if (g->nodes())
-      for (const fb::Node* n : *g->nodes())
-        if (n->kind() == fb::NodeKind::Collective) out.push_back(n);
+    for (uint32_t i = 0; i < (g->nodes() ? g->nodes()->size() : 0); ++i) {
+      const NodeRef n = artifact::node_ref(p, *g, i);
+      if (n.op->kind() == fb::NodeKind::Collective) out.push_back(n);
+    }
   return out;
 }
 
@@ -204,7 +207,7 @@ struct Executable::Impl {
 
   struct NodeRecord {
     int top = -1;
-    const fb::Node* node = nullptr;
+    NodeRef node;
     cudaGraphNode_t handle = nullptr;
     KernelCall kernel;
     CopyCall copy;
@@ -236,16 +239,16 @@ struct Executable::Impl {
 
   // ---- helpers --------------------------------------------------------------------------
 
-  std::string node_where(const fb::Node& n) const { return rt::where(*p, n.loc()); }
-  std::string node_name(const fb::Node& n, const Top& t) const {
+  std::string node_where(const NodeRef& n) const { return rt::where(*p, &n.at->loc()); }
+  std::string node_name(const NodeRef& n, const Top& t) const {
     std::string g = str(p->graphs()->Get(t.graph)->name());
     if (t.member >= 0) g += "[" + std::to_string(t.member) + "]";
-    return "`" + str(n.what()) + "` in graph '" + g + "'";
+    return "`" + str(n.op->what()) + "` in graph '" + g + "'";
   }
-  Error node_error(ErrorCode c, const fb::Node& n, const Top& t, const std::string& msg) const {
+  Error node_error(ErrorCode c, const NodeRef& n, const Top& t, const std::string& msg) const {
     return Error(c, node_name(n, t) + ": " + msg, node_where(n));
   }
-  Error node_cuda_error(cudaError_t e, const fb::Node& n, const Top& t, const std::string& what) const {
+  Error node_cuda_error(cudaError_t e, const NodeRef& n, const Top& t, const std::string& what) const {
     (void)cudaGetLastError();
     return rt::cuda_error(e, node_name(n, t) + ": " + what, node_where(n));
   }
@@ -290,7 +293,8 @@ struct Executable::Impl {
     return tops[top_of_graph[graph_index]].exec.get();
   }
 
-  Status compute_kernel(const fb::Node& n, const Top& t, KernelCall* out) const {
+  Status compute_kernel(const NodeRef& at, const Top& t, KernelCall* out) const {
+    const fb::Op& n = *at.op;
     const int k = n.kernel();
     out->kernel = pipeline->kernels[k];
     static const char* const axis[] = {"x", "y", "z"};
@@ -301,19 +305,19 @@ struct Executable::Impl {
       const uint32_t block[3] = {l->block_x(), l->block_y(), l->block_z()};
       for (int d = 0; d < 3; ++d) {
         if (grid[d] < 1 || grid[d] > 0x7fffffffu)
-          return node_error(ErrorCode::InvalidValue, n, t,
+          return node_error(ErrorCode::InvalidValue, at, t,
                             std::string("grid ") + axis[d] + ": " + std::to_string(grid[d]) + " is outside 1..2147483647");
         if (block[d] < 1 || block[d] > 1024)
-          return node_error(ErrorCode::InvalidValue, n, t,
+          return node_error(ErrorCode::InvalidValue, at, t,
                             std::string("block ") + axis[d] + ": " + std::to_string(block[d]) + " is outside 1..1024");
         out->grid[d] = grid[d];
         out->block[d] = block[d];
       }
       if (l->shared_bytes() > 0x7fffffffu)
-        return node_error(ErrorCode::InvalidValue, n, t,
+        return node_error(ErrorCode::InvalidValue, at, t,
                           "dynamic shared memory: " + std::to_string(l->shared_bytes()) + " is outside 0..2147483647");
       out->shared = l->shared_bytes();
-      return kernel_args(n, t, out);
+      return kernel_args(at, t, out);
     }
     const auto* grid = n.grid();
     const auto* block = n.block();
@@ -321,12 +325,12 @@ struct Executable::Impl {
       uint64_t v;
       if (!constant_uint(grid->Get(d), 1, 0x7fffffffu, &v)) {
         std::string e = eval_uint(grid->Get(d), t, 1, 0x7fffffffu, &v);
-        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("grid ") + axis[d] + ": " + e);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, at, t, std::string("grid ") + axis[d] + ": " + e);
       }
       out->grid[d] = static_cast<unsigned>(v);
       if (!constant_uint(block->Get(d), 1, 1024, &v)) {
         std::string e = eval_uint(block->Get(d), t, 1, 1024, &v);
-        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, std::string("block ") + axis[d] + ": " + e);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, at, t, std::string("block ") + axis[d] + ": " + e);
       }
       out->block[d] = static_cast<unsigned>(v);
     }
@@ -335,15 +339,16 @@ struct Executable::Impl {
       uint64_t v;
       if (!constant_uint(shared, 0, 0x7fffffffu, &v)) {
         std::string e = eval_uint(shared, t, 0, 0x7fffffffu, &v);
-        if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "dynamic shared memory: " + e);
+        if (!e.empty()) return node_error(ErrorCode::InvalidValue, at, t, "dynamic shared memory: " + e);
       }
       out->shared = static_cast<unsigned>(v);
     }
-    return kernel_args(n, t, out);
+    return kernel_args(at, t, out);
   }
 
   // The argument slots of kernel node `n`.
-  Status kernel_args(const fb::Node& n, const Top& t, KernelCall* out) const {
+  Status kernel_args(const NodeRef& at, const Top& t, KernelCall* out) const {
+    const fb::Op& n = *at.op;
     const auto* args = n.args();
     const uint32_t nargs = args ? args->size() : 0;
     out->slots.assign(nargs, 0);
@@ -361,7 +366,7 @@ struct Executable::Impl {
           Value v;
           std::string e = rt::evaluate(a->value(), plan.env(t.member), &v);
           if (e.empty()) e = rt::encode_scalar(v, a->type(), &slot);
-          if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "argument '" + pname() + "': " + e);
+          if (!e.empty()) return node_error(ErrorCode::InvalidValue, at, t, "argument '" + pname() + "': " + e);
           break;
         }
         case fb::ArgKind::Buffer:
@@ -369,7 +374,7 @@ struct Executable::Impl {
           break;
         case fb::ArgKind::CondHandle:
           if (a->ref() < 0 || static_cast<size_t>(a->ref()) >= handles.size() || !handle_created[a->ref()])
-            return node_error(ErrorCode::InvalidArtifact, n, t,
+            return node_error(ErrorCode::InvalidArtifact, at, t,
                               "argument '" + pname() + "' names conditional handle " + std::to_string(a->ref()) +
                                   ", which belongs to no graph being built");
           slot = static_cast<uint64_t>(handles[a->ref()]);
@@ -388,11 +393,12 @@ struct Executable::Impl {
     return {};
   }
 
-  Status compute_copy(const fb::Node& n, const Top& t, CopyCall* out) const {
+  Status compute_copy(const NodeRef& at, const Top& t, CopyCall* out) const {
+    const fb::Op& n = *at.op;
     const rt::BufferSize& s = plan.buffers[n.src()];
     const rt::BufferSize& d = plan.buffers[n.dst()];
     if (s.bytes > d.bytes)
-      return node_error(ErrorCode::InvalidValue, n, t,
+      return node_error(ErrorCode::InvalidValue, at, t,
                         "copies " + std::to_string(s.bytes) + " bytes into a buffer of " + std::to_string(d.bytes));
     out->dst = buffers[n.dst()].ptr;
     out->src = buffers[n.src()].ptr;
@@ -400,11 +406,12 @@ struct Executable::Impl {
     return {};
   }
 
-  Status compute_fill(const fb::Node& n, const Top& t, FillCall* out) const {
+  Status compute_fill(const NodeRef& at, const Top& t, FillCall* out) const {
+    const fb::Op& n = *at.op;
     const unsigned es = n.memset_element_size();
     const uint64_t bytes = plan.buffers[n.dst()].bytes;
     if (es == 0 || bytes % es != 0)
-      return node_error(ErrorCode::InvalidArtifact, n, t, "memset element size " + std::to_string(es) +
+      return node_error(ErrorCode::InvalidArtifact, at, t, "memset element size " + std::to_string(es) +
                                                                " does not divide " + std::to_string(bytes) + " bytes");
     out->p = {};
     out->p.dst = buffers[n.dst()].ptr;
@@ -416,16 +423,17 @@ struct Executable::Impl {
     return {};
   }
 
-  Status compute_collective(const fb::Node& n, const Top& t, CollectiveCall* out) const {
+  Status compute_collective(const NodeRef& at, const Top& t, CollectiveCall* out) const {
+    const fb::Op& n = *at.op;
     const fb::Buffer* src = p->buffers()->Get(n.src());
     const fb::Buffer* dst = p->buffers()->Get(n.dst());
     const uint64_t sc = plan.buffers[n.src()].count, dc = plan.buffers[n.dst()].count;
     const int comm_world = comms.world_size(static_cast<size_t>(n.comm()));
     const uint64_t world = static_cast<uint64_t>(comm_world > 0 ? comm_world : 1);
     if (src->type() != dst->type())
-      return node_error(ErrorCode::InvalidArtifact, n, t, "source and destination element types differ");
+      return node_error(ErrorCode::InvalidArtifact, at, t, "source and destination element types differ");
     if (!rt::nccl_type(src->type(), &out->type))
-      return node_error(ErrorCode::Unsupported, n, t,
+      return node_error(ErrorCode::Unsupported, at, t,
                         std::string("NCCL has no ") + rt::scalar_type_name(src->type()) + " type");
     out->kind = n.collective();
     out->op = rt::nccl_op(n.reduce_op());
@@ -434,10 +442,10 @@ struct Executable::Impl {
     out->root = 0;
     out->comm = comms.handle(static_cast<size_t>(n.comm()));
     if (!out->comm)
-      return node_error(ErrorCode::Unbound, n, t,
+      return node_error(ErrorCode::Unbound, at, t,
                         "comm '" + str(p->comms()->Get(n.comm())->name()) + "' has no NCCL communicator");
     auto too_small = [&](const fb::Buffer* b, uint64_t have, uint64_t need) {
-      return node_error(ErrorCode::InvalidValue, n, t,
+      return node_error(ErrorCode::InvalidValue, at, t,
                         "buffer '" + str(b->name()) + "' has " + std::to_string(have) + " elements; " +
                             rt::nccl_function(n.collective()) + " on " + std::to_string(world) + " ranks needs " +
                             std::to_string(need));
@@ -463,7 +471,7 @@ struct Executable::Impl {
       if (e.empty() && v.is_float()) e = "expected an integer, got a float";
       if (e.empty() && (v.negative() || v.magnitude() >= world))
         e = "rank " + v.to_string() + " is outside 0.." + std::to_string(world - 1);
-      if (!e.empty()) return node_error(ErrorCode::InvalidValue, n, t, "broadcast root: " + e);
+      if (!e.empty()) return node_error(ErrorCode::InvalidValue, at, t, "broadcast root: " + e);
       out->root = static_cast<int>(v.magnitude());
     }
     return {};
@@ -475,14 +483,15 @@ struct Executable::Impl {
   // (cudaStreamBeginCaptureToGraph) fails at the second collective of a graph with NCCL 2.28.3:
   // "dependency created on uncaptured work in another stream" (NCCL's internal stream remembers
   // the earlier capture); a capture of its own per collective has no such history.
-  Status capture(const fb::Node& n, const Top& t, const CollectiveCall& c, rt::Graph* out) {
+  Status capture(const NodeRef& at, const Top& t, const CollectiveCall& c, rt::Graph* out) {
+    const fb::Op& n = *at.op;
     if (!side_stream) {
       cudaError_t e = cudaStreamCreateWithFlags(side_stream.out(), cudaStreamNonBlocking);
-      if (e != cudaSuccess) return node_cuda_error(e, n, t, "cannot create the stream that captures collectives");
+      if (e != cudaSuccess) return node_cuda_error(e, at, t, "cannot create the stream that captures collectives");
     }
     cudaStream_t cs = side_stream.get();
     cudaError_t e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed);
-    if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaStreamBeginCapture");
+    if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaStreamBeginCapture");
     rt::nccl::Result r = comms.issue(c, cs);
     cudaGraph_t g = nullptr;
     cudaError_t end = cudaStreamEndCapture(cs, &g);
@@ -490,26 +499,27 @@ struct Executable::Impl {
     const std::string call = std::string(rt::nccl_function(c.kind)) + " of " + std::to_string(c.count) + " elements";
     if (r != rt::nccl::kSuccess) {
       (void)cudaGetLastError();
-      return Error(ErrorCode::Nccl, node_name(n, t) + ": " + call + ": " + comms.describe(r, c.comm), node_where(n));
+      return Error(ErrorCode::Nccl, node_name(at, t) + ": " + call + ": " + comms.describe(r, c.comm), node_where(at));
     }
-    if (end != cudaSuccess || !g) return node_cuda_error(end, n, t, "capturing " + call);
+    if (end != cudaSuccess || !g) return node_cuda_error(end, at, t, "capturing " + call);
     *out = std::move(owner);
     return {};
   }
 
   // ---- building -------------------------------------------------------------------------
 
-  // CUDA's edge data for node `n`'s dependencies, in order, when any of them is programmatic
-  // (Node.dep_kinds); false when every edge is full, which needs no edge data.
-  static bool programmatic_edges(const fb::Node& n, std::vector<CUgraphEdgeData>* out) {
-    const auto* kinds = n.dep_kinds();
-    if (!kinds || !n.deps() || kinds->size() != n.deps()->size()) return false;
+  // CUDA's edge data for the dependencies graph.deps()[first, end), in order, when any of them
+  // is programmatic (Graph.dep_kinds); false when every edge is full, which needs no edge data.
+  static bool programmatic_edges(const fb::Graph& graph, uint32_t first, uint32_t end,
+                                 std::vector<CUgraphEdgeData>* out) {
+    const auto* kinds = graph.dep_kinds();
+    if (!kinds || kinds->size() < end) return false;
     bool any = false;
-    out->assign(kinds->size(), CUgraphEdgeData{});
-    for (uint32_t j = 0; j < kinds->size(); ++j) {
+    out->assign(end - first, CUgraphEdgeData{});
+    for (uint32_t j = first; j < end; ++j) {
       if (kinds->Get(j) != fb::EdgeKind::Programmatic) continue;
-      (*out)[j].from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
-      (*out)[j].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      (*out)[j - first].from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      (*out)[j - first].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
       any = true;
     }
     return any;
@@ -522,10 +532,10 @@ struct Executable::Impl {
   // s4 against s; H200 and H100, driver 580.159.04, 2026-11-23), the runtime API's call costing
   // more per node, and one call takes both kinds of edge.
   Status add_kernel_node(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps, const CUgraphEdgeData* edges,
-                         const cudaKernelNodeParams& kp, const fb::Node& n, const Top& t, cudaGraphNode_t* out) {
+                         const cudaKernelNodeParams& kp, const NodeRef& at, const Top& t, cudaGraphNode_t* out) {
     const rt::Driver& d = rt::driver();
     if (!d.graph_add_node)
-      return node_error(ErrorCode::Unsupported, n, t,
+      return node_error(ErrorCode::Unsupported, at, t,
                         "the CUDA driver has no cuGraphAddNode with edge data (CUDA 12.3 or newer)");
     CUgraphNodeParams np = {};
     np.type = CU_GRAPH_NODE_TYPE_KERNEL;
@@ -543,10 +553,18 @@ struct Executable::Impl {
     np.kernel.extra = nullptr;
     const CUresult r = d.graph_add_node(out, g, deps.empty() ? nullptr : deps.data(), edges, deps.size(), &np);
     if (r == CUDA_SUCCESS) return {};
-    return rt::driver_call_error(r, node_name(n, t) + ": cuGraphAddNode (kernel)", node_where(n));
+    return rt::driver_call_error(r, node_name(at, t) + ": cuGraphAddNode (kernel)", node_where(at));
   }
 
-  Status build(cudaGraph_t g, const fb::Graph& graph, int top) {
+  // Builds `graph` into `g` for tops[top]. A kernel's launch depends on its op and the top
+  // only, so a node whose op an earlier node of this build ran copies that node's record
+  // (`kernel_of_op`: op -> record, shared with the bodies' builds; made by the outermost call).
+  Status build(cudaGraph_t g, const fb::Graph& graph, int top, std::vector<int32_t>* kernel_of_op = nullptr) {
+    std::vector<int32_t> own;
+    if (!kernel_of_op) {
+      own.assign(p->ops() ? p->ops()->size() : 0, -1);
+      kernel_of_op = &own;
+    }
     Top& t = tops[top];
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
@@ -559,11 +577,14 @@ struct Executable::Impl {
     // for the one before it in the graph's node order, which every rank shares.
     cudaGraphNode_t last_collective = nullptr;
     const auto* nodes = graph.nodes();
+    const auto* graph_deps = graph.deps();
+    uint32_t first = 0;  // where node i's dependencies begin in graph_deps
     for (uint32_t i = 0; i < count; ++i) {
-      const fb::Node& n = *nodes->Get(i);
+      const NodeRef at = artifact::node_ref(*p, graph, i);
+      const fb::Op& n = *at.op;
+      const uint32_t deps_end = at.at->deps_end();
       deps.clear();
-      if (const auto* node_deps = n.deps())
-        for (uint32_t d : *node_deps) deps.push_back(made[d]);
+      for (uint32_t j = first; j < deps_end; ++j) deps.push_back(made[graph_deps->Get(j)]);
       if (n.kind() == fb::NodeKind::Collective && last_collective &&
           std::find(deps.begin(), deps.end(), last_collective) == deps.end())
         deps.push_back(last_collective);
@@ -589,12 +610,19 @@ struct Executable::Impl {
       records.emplace_back();
       NodeRecord* rec = &records[r];
       rec->top = top;
-      rec->node = &n;
+      rec->node = at;
       cudaError_t e = cudaSuccess;
       switch (n.kind()) {
         case fb::NodeKind::Kernel: {
-          Status s = compute_kernel(n, t, &rec->kernel);
-          if (!s.ok()) return s;
+          Status s;
+          int32_t& same = (*kernel_of_op)[at.at->op()];
+          if (same >= 0) {
+            rec->kernel = records[same].kernel;
+          } else {
+            s = compute_kernel(at, t, &rec->kernel);
+            if (!s.ok()) return s;
+            same = static_cast<int32_t>(r);
+          }
           if (rec->kernel.shared > Pipeline::Impl::kDefaultSharedBytes) {
             s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared);
             if (!s.ok()) return s;
@@ -602,38 +630,38 @@ struct Executable::Impl {
           const cudaKernelNodeParams kp = rec->kernel.params(ptrs);
           // Some edge may be programmatic (validate() proved both ends kernels and this kernel
           // waiting at entry).
-          const bool programmatic = programmatic_edges(n, &edges);
+          const bool programmatic = programmatic_edges(graph, first, deps_end, &edges);
           if (programmatic && pipeline->arch < 90)
-            return node_error(ErrorCode::Unsupported, n, t,
+            return node_error(ErrorCode::Unsupported, at, t,
                               "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "
                               "sm_" + std::to_string(pipeline->arch));
-          s = add_kernel_node(g, deps, programmatic ? edges.data() : nullptr, kp, n, t, &made[i]);
+          s = add_kernel_node(g, deps, programmatic ? edges.data() : nullptr, kp, at, t, &made[i]);
           if (!s.ok()) return s;
           break;
         }
         case fb::NodeKind::Memcpy: {
-          Status s = compute_copy(n, t, &rec->copy);
+          Status s = compute_copy(at, t, &rec->copy);
           if (!s.ok()) return s;
           e = cudaGraphAddMemcpyNode1D(&made[i], g, dp, deps.size(), rec->copy.dst, rec->copy.src, rec->copy.bytes,
                                        cudaMemcpyDefault);
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddMemcpyNode1D");
+          if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddMemcpyNode1D");
           break;
         }
         case fb::NodeKind::Memset: {
-          Status s = compute_fill(n, t, &rec->fill);
+          Status s = compute_fill(at, t, &rec->fill);
           if (!s.ok()) return s;
           e = cudaGraphAddMemsetNode(&made[i], g, dp, deps.size(), &rec->fill.p);
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddMemsetNode");
+          if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddMemsetNode");
           break;
         }
         case fb::NodeKind::Empty:
           e = cudaGraphAddEmptyNode(&made[i], g, dp, deps.size());
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddEmptyNode");
+          if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddEmptyNode");
           break;
         case fb::NodeKind::Conditional: {
           const int h = n.handle();
           if (h < 0 || static_cast<size_t>(h) >= handles.size() || !handle_created[h])
-            return node_error(ErrorCode::InvalidArtifact, n, t, "conditional handle " + std::to_string(h) +
+            return node_error(ErrorCode::InvalidArtifact, at, t, "conditional handle " + std::to_string(h) +
                                                                     " belongs to no graph being built");
           const uint32_t nbodies = n.bodies() ? n.bodies()->size() : 0;
           cudaGraphNodeParams cp = {};
@@ -644,25 +672,25 @@ struct Executable::Impl {
                                                                                 : cudaGraphCondTypeSwitch;
           cp.conditional.size = nbodies;
           e = cudaGraphAddNode(&made[i], g, dp, nullptr, deps.size(), &cp);
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddNode (conditional)");
+          if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddNode (conditional)");
           // The body graphs belong to the node; fill them in place.
           std::vector<cudaGraph_t> bodies(cp.conditional.phGraph_out, cp.conditional.phGraph_out + nbodies);
           for (uint32_t b = 0; b < nbodies; ++b) {
             observe_path.push_back(b);
-            Status s = build(bodies[b], *n.bodies()->Get(b), top);
+            Status s = build(bodies[b], *n.bodies()->Get(b), top, kernel_of_op);
             observe_path.pop_back();
             if (!s.ok()) return s;
           }
           break;
         }
         case fb::NodeKind::Collective: {
-          Status s = compute_collective(n, t, &rec->collective);
+          Status s = compute_collective(at, t, &rec->collective);
           if (!s.ok()) return s;
           rt::Graph child;
-          s = capture(n, t, rec->collective, &child);
+          s = capture(at, t, rec->collective, &child);
           if (!s.ok()) return s;
           e = cudaGraphAddChildGraphNode(&made[i], g, deps.empty() ? nullptr : deps.data(), deps.size(), child.get());
-          if (e != cudaSuccess) return node_cuda_error(e, n, t, "cudaGraphAddChildGraphNode (the captured NCCL call)");
+          if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddChildGraphNode (the captured NCCL call)");
           t.captured.push_back(std::move(child));
           last_collective = made[i];
           break;
@@ -671,6 +699,7 @@ struct Executable::Impl {
       rec = &records[r];
       rec->handle = made[i];
       record_index_stale = true;
+      first = deps_end;
     }
     return {};
   }
@@ -692,8 +721,8 @@ struct Executable::Impl {
       const auto& index = record_of();
       auto it = ip.errNode_out ? index.find(ip.errNode_out) : index.end();
       if (it != index.end()) {
-        what += " at " + node_name(*records[it->second].node, t);
-        w = node_where(*records[it->second].node);
+        what += " at " + node_name(records[it->second].node, t);
+        w = node_where(records[it->second].node);
       }
       return rt::cuda_error(e != cudaSuccess ? e : cudaErrorInvalidValue, what, w);
     }
@@ -854,28 +883,28 @@ struct Executable::Impl {
       Change c;
       c.node = rec.handle;
       c.top = rec.top;
-      switch (rec.node->kind()) {
+      switch (rec.node.op->kind()) {
         case fb::NodeKind::Kernel: {
-          Status s = compute_kernel(*rec.node, t, &c.kernel);
+          Status s = compute_kernel(rec.node, t, &c.kernel);
           if (!s.ok()) return s;
           if (!(c.kernel == rec.kernel)) changes.push_back(std::move(c));
           break;
         }
         case fb::NodeKind::Memcpy: {
-          Status s = compute_copy(*rec.node, t, &c.copy);
+          Status s = compute_copy(rec.node, t, &c.copy);
           if (!s.ok()) return s;
           if (!(c.copy == rec.copy)) changes.push_back(std::move(c));
           break;
         }
         case fb::NodeKind::Memset: {
-          Status s = compute_fill(*rec.node, t, &c.fill);
+          Status s = compute_fill(rec.node, t, &c.fill);
           if (!s.ok()) return s;
           if (!(c.fill == rec.fill)) changes.push_back(std::move(c));
           break;
         }
         case fb::NodeKind::Collective: {
           CollectiveCall call;
-          Status s = compute_collective(*rec.node, t, &call);
+          Status s = compute_collective(rec.node, t, &call);
           if (!s.ok()) return s;
           if (!(call == rec.collective)) rebuild[rec.top] = true;
           break;
@@ -887,8 +916,8 @@ struct Executable::Impl {
     for (const Change& c : changes) {
       if (rebuild[c.top]) continue;
       const NodeRecord& rec = records[record_of().at(c.node)];
-      if (rec.node->kind() != fb::NodeKind::Kernel) continue;
-      Status s = pipeline->allow_shared_bytes(rec.node->kernel(), c.kernel.shared);
+      if (rec.node.op->kind() != fb::NodeKind::Kernel) continue;
+      Status s = pipeline->allow_shared_bytes(rec.node.op->kernel(), c.kernel.shared);
       if (!s.ok()) return s;
     }
 
@@ -916,14 +945,14 @@ struct Executable::Impl {
       for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
         NodeRecord& rec = records[record_of().at(it->node)];
         Top& t = tops[rec.top];
-        const fb::NodeKind kind = rec.node->kind();
+        const fb::NodeKind kind = rec.node.op->kind();
         cudaError_t x = cudaSuccess;
         cudaError_t e = set_node(rec, kind == fb::NodeKind::Kernel ? &it->kernel : nullptr,
                                  kind == fb::NodeKind::Memcpy ? &it->copy : nullptr,
                                  kind == fb::NodeKind::Memset ? &it->fill : nullptr,
                                  it->exec_patched ? t.exec.get() : nullptr, &x);
-        note(e, "undoing a patch of " + node_name(*rec.node, t));
-        note(x, "undoing a patch of " + node_name(*rec.node, t));
+        note(e, "undoing a patch of " + node_name(rec.node, t));
+        note(x, "undoing a patch of " + node_name(rec.node, t));
         rec.kernel = std::move(it->kernel);
         rec.copy = it->copy;
         rec.fill = it->fill;
@@ -965,13 +994,13 @@ struct Executable::Impl {
       if (rebuild[c.top]) continue;  // built again from the new plan: its old nodes are gone
       NodeRecord& rec = records[record_of().at(c.node)];
       Top& t = tops[rec.top];
-      const fb::Node& n = *rec.node;
-      const fb::NodeKind kind = n.kind();
+      const NodeRef& at = rec.node;
+      const fb::NodeKind kind = at.op->kind();
       cudaError_t x = cudaSuccess;
       cudaError_t e = set_node(rec, kind == fb::NodeKind::Kernel ? &c.kernel : nullptr,
                                kind == fb::NodeKind::Memcpy ? &c.copy : nullptr,
                                kind == fb::NodeKind::Memset ? &c.fill : nullptr, t.exec.get(), &x);
-      if (e != cudaSuccess) return undo(node_cuda_error(e, n, t, "cannot set the node's parameters"));
+      if (e != cudaSuccess) return undo(node_cuda_error(e, at, t, "cannot set the node's parameters"));
       Applied a;
       a.node = c.node;
       a.kernel = std::move(rec.kernel);
@@ -988,7 +1017,7 @@ struct Executable::Impl {
       if (x != cudaSuccess) {
         (void)cudaGetLastError();
         // A sticky error is no refusal: the context is gone, and the update would fail too.
-        if (rt::is_sticky(x)) return undo(node_cuda_error(x, n, t, "cannot patch the executable graph"));
+        if (rt::is_sticky(x)) return undo(node_cuda_error(x, at, t, "cannot patch the executable graph"));
         t.update_needed = true;  // refused in place: the whole graph is updated below
         ++stats.patches_refused;
       } else if (t.exec) {
@@ -1009,8 +1038,8 @@ struct Executable::Impl {
         const auto& index = record_of();
         auto it = info.errorNode ? index.find(info.errorNode) : index.end();
         if (it != index.end()) {
-          what += " at " + node_name(*records[it->second].node, t);
-          w = node_where(*records[it->second].node);
+          what += " at " + node_name(records[it->second].node, t);
+          w = node_where(records[it->second].node);
         }
         return undo(rt::cuda_error(e, what, w));
       }
@@ -1158,7 +1187,7 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   // Communicators (NCCL is loaded only where one is bound or asked for), then params, bind
   // checks and buffers. With communicators, every rank then learns whether the others run the
   // same pipeline and got this far, so no rank is left waiting in a collective.
-  const std::vector<const fb::Node*> collectives = collectives_of(p);
+  const std::vector<NodeRef> collectives = collectives_of(p);
   Bindings resolved = bindings;
   Status local = x->comms.open(p, resolved, collectives, impl_->device, impl_->name);
   if (!local.ok() && !x->comms.any()) return local.error();

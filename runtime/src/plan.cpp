@@ -117,13 +117,14 @@ std::string where(const fb::Pipeline& p, const fb::SourceLoc* loc) {
 
 namespace {
 
-const fb::Node* find_collective(const flatbuffers::Vector<flatbuffers::Offset<fb::Node>>* nodes, int depth) {
-  if (!nodes || depth > 80) return nullptr;
-  for (const fb::Node* n : *nodes) {
+const fb::Op* find_collective(const fb::Pipeline& p, const fb::Graph* g, int depth) {
+  if (!g->nodes() || depth > 80) return nullptr;
+  for (const fb::Node* at : *g->nodes()) {
+    const fb::Op* n = p.ops()->Get(at->op());
     if (n->kind() == fb::NodeKind::Collective) return n;
     if (n->bodies())
       for (const fb::Graph* b : *n->bodies())
-        if (const fb::Node* c = find_collective(b->nodes(), depth + 1)) return c;
+        if (const fb::Op* c = find_collective(p, b, depth + 1)) return c;
   }
   return nullptr;
 }
@@ -138,10 +139,10 @@ std::string names_list(const flatbuffers::Vector<flatbuffers::Offset<T>>* v) {
 
 }  // namespace
 
-const fb::Node* find_collective(const fb::Pipeline& p) {
+const fb::Op* find_collective(const fb::Pipeline& p) {
   if (!p.graphs()) return nullptr;
   for (const fb::Graph* g : *p.graphs())
-    if (const fb::Node* c = find_collective(g->nodes(), 0)) return c;
+    if (const fb::Op* c = find_collective(p, g, 0)) return c;
   return nullptr;
 }
 

@@ -65,7 +65,7 @@ struct Plan {
 };
 
 // The first collective node in any graph (nullptr if none), for the "not built yet" error.
-const fb::Node* find_collective(const fb::Pipeline& p);
+const fb::Op* find_collective(const fb::Pipeline& p);
 
 // Params (bound, else default; unknown names and unbound params without default are errors),
 // comms (every declared comm bound, rank within world size), bind checks, buffer sizes, and

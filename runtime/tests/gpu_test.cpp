@@ -31,6 +31,14 @@ using namespace orch::test;
 
 namespace {
 
+// The ops of main's nodes, each made its node's own (own_op), for edits of one node at a time.
+std::vector<orch::fb::OpT*> main_ops(orch::fb::PipelineT& t) {
+  std::vector<orch::fb::OpT*> out;
+  orch::fb::GraphT& main = *t.graphs[t.main_graph];
+  for (uint32_t i = 0; i < main.nodes.size(); ++i) out.push_back(&orch::artifact::own_op(t, main, i));
+  return out;
+}
+
 std::unique_ptr<orch::Pipeline> load(const std::string& example, orch::LoadOptions options = {}) {
   std::string log;
   std::string path = orch::test::compile_example(example, &log);
@@ -1150,11 +1158,11 @@ TEST_CASE("a device graph launch that fails on the GPU is a DeviceError naming t
     }
     REQUIRE(gate1 >= 0);
     REQUIRE(gate3 >= 0);
-    auto& nodes = t.graphs[t.main_graph]->nodes;
+    orch::fb::GraphT& main = *t.graphs[t.main_graph];
     std::vector<uint32_t> launchers;
     int release = -1;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      for (auto& a : nodes[i]->args) {
+    for (uint32_t i = 0; i < main.nodes.size(); ++i) {
+      for (auto& a : orch::artifact::own_op(t, main, i).args) {
         if (a->kind == orch::fb::ArgKind::GraphExec && (a->ref == c1 || a->ref == c2)) {
           a->ref = c1;
           launchers.push_back(static_cast<uint32_t>(i));
@@ -1167,9 +1175,10 @@ TEST_CASE("a device graph launch that fails on the GPU is a DeviceError naming t
     }
     REQUIRE(launchers.size() == 2);
     REQUIRE(release > static_cast<int>(std::max(launchers[0], launchers[1])));
+    std::vector<uint32_t> deps = orch::artifact::deps_of(main, static_cast<uint32_t>(release));
     for (uint32_t l : launchers)
-      if (std::find(nodes[release]->deps.begin(), nodes[release]->deps.end(), l) == nodes[release]->deps.end())
-        nodes[release]->deps.push_back(l);
+      if (std::find(deps.begin(), deps.end(), l) == deps.end()) deps.push_back(l);
+    orch::artifact::set_deps(main, static_cast<uint32_t>(release), deps);
   });
   Stream s;
   auto x = instantiate(*p, orch::Bindings(), s);
@@ -1207,7 +1216,7 @@ TEST_CASE("a family index out of range on the GPU is reported, and nothing past 
   // The bind check keeps `which` in range; the edit puts 7 in the launcher's argument itself.
   auto p = load_edited("out_of_range", kOutOfRange, [](orch::fb::PipelineT& t) {
     int edited = 0;
-    for (auto& node : t.graphs[t.main_graph]->nodes) {
+    for (orch::fb::OpT* node : main_ops(t)) {
       bool launcher = false;
       for (auto& a : node->args) launcher |= a->kind == orch::fb::ArgKind::GraphTable;
       if (!launcher) continue;
@@ -1258,7 +1267,7 @@ graph main {
 // The launch of the one kernel node, as expressions (what format 2 wrote).
 void launch_as_expressions(orch::fb::PipelineT& t) {
   int edited = 0;
-  for (auto& node : t.graphs[t.main_graph]->nodes) {
+  for (orch::fb::OpT* node : main_ops(t)) {
     if (!node->launch) continue;
     const orch::fb::LaunchShape l = *node->launch;
     auto constant = [](uint32_t v) {
@@ -1290,7 +1299,7 @@ TEST_CASE("a launch shape of constants runs as its expressions did, and is check
   };
   bool compiled_as_struct = false;
   auto as_compiled = load_edited("constant_launch", kConstantLaunch, [&](orch::fb::PipelineT& t) {
-    for (auto& node : t.graphs[t.main_graph]->nodes)
+    for (orch::fb::OpT* node : main_ops(t))
       if (node->kind == orch::fb::NodeKind::Kernel) {
         compiled_as_struct = node->launch && node->grid.empty() && node->block.empty() && !node->shared_bytes;
         if (node->launch) {
@@ -1321,7 +1330,7 @@ TEST_CASE("a launch shape of constants runs as its expressions did, and is check
     for (bool expressions : {false, true}) {
       CAPTURE(expressions);
       auto p = load_edited("constant_launch", kConstantLaunch, [&](orch::fb::PipelineT& t) {
-        for (auto& node : t.graphs[t.main_graph]->nodes)
+        for (orch::fb::OpT* node : main_ops(t))
           if (node->launch) node->launch = std::make_unique<orch::fb::LaunchShape>(b.shape);
         if (expressions) launch_as_expressions(t);
       });

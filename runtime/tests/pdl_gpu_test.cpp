@@ -92,17 +92,18 @@ int make_programmatic(fb::PipelineT& t, const std::string& name, bool waits = tr
   t.kernels[kernel]->waits_at_entry = waits;
   int marked = 0;
   std::function<void(fb::GraphT&)> walk = [&](fb::GraphT& g) {
-    for (auto& n : g.nodes) {
-      for (auto& body : n->bodies) walk(*body);
-      if (n->kind != fb::NodeKind::Kernel || n->kernel != kernel || n->deps.empty()) continue;
-      n->dep_kinds.assign(n->deps.size(), fb::EdgeKind::Full);
-      for (size_t j = 0; j < n->deps.size(); ++j) {
-        const fb::NodeT& from = *g.nodes[n->deps[j]];
+    if (g.dep_kinds.empty()) g.dep_kinds.assign(g.deps.size(), fb::EdgeKind::Full);
+    for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+      fb::OpT& n = *t.ops[g.nodes[i].op()];
+      for (auto& body : n.bodies) walk(*body);
+      if (n.kind != fb::NodeKind::Kernel || n.kernel != kernel) continue;
+      for (uint32_t j = i == 0 ? 0 : g.nodes[i - 1].deps_end(); j < g.nodes[i].deps_end(); ++j) {
+        const fb::OpT& from = *t.ops[g.nodes[g.deps[j]].op()];
         bool launcher = from.kind != fb::NodeKind::Kernel || t.kernels[from.kernel]->launches_kernels;
         for (const auto& a : from.args)
           launcher |= a->kind == fb::ArgKind::GraphExec || a->kind == fb::ArgKind::GraphTable;
         if (launcher) continue;
-        n->dep_kinds[j] = fb::EdgeKind::Programmatic;
+        g.dep_kinds[j] = fb::EdgeKind::Programmatic;
         ++marked;
       }
     }
@@ -289,7 +290,7 @@ TEST_CASE("programmatic edges: the same chain without them gives the same result
   static constexpr int kKernels = 32;
   const std::string file = compile_edited("pdl_chain_full", chain_source(kKernels), [](fb::PipelineT& t) {
     make_programmatic(t, "mix");
-    for (auto& n : t.graphs[t.main_graph]->nodes) n->dep_kinds.clear();  // every edge full again
+    t.graphs[t.main_graph]->dep_kinds.clear();  // every edge full again
   });
   auto p = orch::Pipeline::load_from_memory(file.data(), file.size());
   ORCH_REQUIRE_OK(p);

@@ -95,9 +95,10 @@ Shape shape_of(const std::string& path) {
   Shape s;
   std::function<void(const orch::fb::Graph&)> walk = [&](const orch::fb::Graph& g) {
     if (!g.nodes()) return;
-    for (const orch::fb::Node* n : *g.nodes()) {
-      if (n->dep_kinds())
-        for (orch::fb::EdgeKind k : *n->dep_kinds()) s.programmatic += k == orch::fb::EdgeKind::Programmatic;
+    if (g.dep_kinds())
+      for (orch::fb::EdgeKind k : *g.dep_kinds()) s.programmatic += k == orch::fb::EdgeKind::Programmatic;
+    for (const orch::fb::Node* at : *g.nodes()) {
+      const orch::fb::Op* n = opened.pipeline->ops()->Get(at->op());
       if (n->bodies())
         for (const orch::fb::Graph* b : *n->bodies()) {
           s.widest_body = std::max<size_t>(s.widest_body, b->nodes() ? b->nodes()->size() : 0);

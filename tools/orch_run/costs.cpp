@@ -79,7 +79,7 @@ bool evaluate_cost(const std::vector<expr::Instr>& code, const CostLeaf& leaf, d
   return true;
 }
 
-DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Node& node, const CostLeaf& leaf) {
+DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Op& node, const CostLeaf& leaf) {
   DeclaredCost c;
   if (p.kernels() && node.kernel() >= 0 && static_cast<uint32_t>(node.kernel()) < p.kernels()->size())
     c.flops_type = p.kernels()->Get(node.kernel())->cost_flops_type();

@@ -28,6 +28,6 @@ struct DeclaredCost {
   std::string error;  // why a declared cost could not be evaluated
 };
 // The declared cost of a kernel node for one run; `leaf` gives the params' values.
-DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Node& node, const CostLeaf& leaf);
+DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Op& node, const CostLeaf& leaf);
 
 }  // namespace orch::run

@@ -57,7 +57,8 @@ void SiteTable::add_graph(const orch::fb::Graph* g, int graph, int member, const
                           std::vector<uint32_t>& path) {
   if (!g || !g->nodes()) return;
   for (uint32_t i = 0; i < g->nodes()->size(); ++i) {
-    const orch::fb::Node* n = g->nodes()->Get(i);
+    const orch::fb::Node* at = g->nodes()->Get(i);
+    const orch::fb::Op* n = p_.ops()->Get(at->op());
     path.push_back(i);
     Site s;
     s.graph = graph;
@@ -65,8 +66,8 @@ void SiteTable::add_graph(const orch::fb::Graph* g, int graph, int member, const
     s.path = path;
     s.node = n;
     s.what = n->what() ? n->what()->str() : std::string();
-    s.place = place_of(p_, n->loc());
-    const orch::fb::SourceLoc* loc = n->loc();
+    s.place = place_of(p_, &at->loc());
+    const orch::fb::SourceLoc* loc = &at->loc();
     std::string file;
     if (loc && p_.source_files() && loc->file() < p_.source_files()->size())
       file = p_.source_files()->Get(loc->file())->str();
@@ -106,7 +107,7 @@ int SiteTable::find(int graph, int member, const std::vector<uint32_t>& path) co
 }
 
 std::string SiteTable::body_label(int c, uint32_t body) const {
-  const orch::fb::Node* n = (*this)[c].node;
+  const orch::fb::Op* n = (*this)[c].node;
   switch (n->conditional()) {
     case orch::fb::ConditionalType::If: return body == 0 ? "then" : "else";
     case orch::fb::ConditionalType::While: return "body";

@@ -16,7 +16,7 @@ struct Site {
   int graph = -1;               // Pipeline.graphs index of the top-level graph
   int member = -1;              // family member, -1 otherwise
   std::vector<uint32_t> path;   // node, body, node, ... (orch/observe.h)
-  const orch::fb::Node* node = nullptr;
+  const orch::fb::Op* node = nullptr;  // what it does: its op (shared with nodes that do the same)
   std::string what;             // the statement: "sweep<<<ceil_div(n, 256), 256>>>"
   std::string place;            // "jacobi.orch:27:5" ("" without a location)
   std::string name;             // what + "  " + place: node_name()
