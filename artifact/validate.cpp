@@ -680,11 +680,15 @@ class Validator {
   // use (its bodies are walked there); so is a collective.
   bool check_op(uint32_t index, uint32_t depth, bool in_body) {
     op_used_[index] = true;
-    OpProved& proved = op_proved_[index];
+    const OpProved& proved = op_proved_[index];
     if (proved.top_plus_one == top_ + 1 && proved.in_body == in_body) {
       top_launcher_ |= proved.launcher;
       return true;
     }
+    return prove_op(index, depth, in_body);
+  }
+  [[gnu::noinline]] bool prove_op(uint32_t index, uint32_t depth, bool in_body) {
+    OpProved& proved = op_proved_[index];
     const fb::Op* op = ops_->Get(index);
     const fb::LaunchShape* launch = op->launch();
     const flatbuffers::String* what = op->what();

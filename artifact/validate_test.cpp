@@ -449,6 +449,43 @@ TEST_CASE("validate: nodes and dependencies") {
       {"empty node in a device graph",
        [](fb::PipelineT& t) { add_node(t, graph(t, kExpert), empty_node()); },
        "graph 'expert' node 1: a device graph cannot hold an empty node"},
+      {"op index",
+       [](fb::PipelineT& t) {
+         const fb::Node n = graph(t, kMain).nodes[0];
+         graph(t, kMain).nodes[0] = fb::Node(99, n.deps_end(), n.loc());
+       },
+       "graph 'main' node 0: op index 99 is out of range (the pipeline has 10 ops)"},
+      // main's dependencies: node 2 {0}, node 3 {1, 2}, node 4 {3}, node 5 {4}: deps_end 0, 0,
+      // 1, 3, 4, 5.
+      {"dependencies past deps",
+       [](fb::PipelineT& t) {
+         const fb::Node n = graph(t, kMain).nodes[5];
+         graph(t, kMain).nodes[5] = fb::Node(n.op(), 6, n.loc());
+       },
+       "graph 'main' node 5: dependencies end at 6, outside 4..5 (where the node before ends them, and "
+       "deps' length)"},
+      {"dependencies ending before the node before's",
+       [](fb::PipelineT& t) {
+         const fb::Node n = graph(t, kMain).nodes[3];
+         graph(t, kMain).nodes[3] = fb::Node(n.op(), 0, n.loc());
+       },
+       "graph 'main' node 3: dependencies end at 0, outside 1..5 (where the node before ends them, and "
+       "deps' length)"},
+      {"deps no node owns",
+       [](fb::PipelineT& t) {
+         graph(t, kMain).deps.push_back(0);
+         graph(t, kMain).dep_kinds.push_back(fb::EdgeKind::Full);
+       },
+       "graph 'main': deps has 6 entries, but the nodes' dependencies end at 5"},
+      // An op is proved once per top-level graph and whether in a body: the same op again in
+      // another context is proved again.
+      {"an op a host graph may hold, again in a device graph",
+       [](fb::PipelineT& t) {
+         const uint32_t i = add_node(t, graph(t, kMainTail), empty_node());
+         graph(t, kExpert).nodes.push_back(fb::Node(graph(t, kMainTail).nodes[i].op(),
+                                                    static_cast<uint32_t>(graph(t, kExpert).deps.size()), {}));
+       },
+       "graph 'expert' node 1: a device graph cannot hold an empty node"},
   });
 }
 
@@ -795,6 +832,15 @@ TEST_CASE("validate: kernels that launch from the device") {
        },
        "graph 'main': holds conditional nodes and kernels that launch from the device; one "
        "executable graph cannot hold both"},
+      {"kernel launcher at top level, then its op in a conditional body",
+       [](fb::PipelineT& t) {
+         make_cdp(t, node(t, kMain, 2));
+         graph(t, kMain).dep_kinds.clear();
+         fb::GraphT& then_body = *node(t, kMain, 4).bodies[0];
+         then_body.nodes.push_back(fb::Node(graph(t, kMain).nodes[2].op(), static_cast<uint32_t>(then_body.deps.size()), {}));
+       },
+       "graph 'main' node 4 body 0 node 1: kernel 'parent' launches kernels from the device, which a conditional body "
+       "cannot hold"},
       {"kernel launcher in a segment without conditional nodes",
        [](fb::PipelineT& t) {
          auto n = std::make_unique<fb::OpT>(node(t, kMain, 2));

@@ -10,10 +10,11 @@
 //     hand-built guarded unroll (the step repeated U = 8 and 16 times in the body, each copy a
 //     no-op once c is 0, the condition kernel once per U copies), orch `while kernel`, and orch
 //     `while c > 0` with each option string;
-//   start-up of the N-kernel chain: orch Pipeline::load + instantiate against building,
-//     instantiating and uploading the same graph by hand, and by hand from orchc's CUBIN with
-//     one change each (cudaGraphAddNode; cudaGraphInstantiateFlagUpload; the driver's
-//     cuGraphAddKernelNode), which say what the runtime would gain by making the same change.
+//   start-up of the N-kernel chain: orch Pipeline::load + instantiate with each option string
+//     against building, instantiating and uploading the same graph by hand (programmatic edges,
+//     or plain with --no-pdl), and by hand from orchc's CUBIN with one change each
+//     (cudaGraphAddNode; cudaGraphInstantiateFlagUpload; the driver's cuGraphAddKernelNode),
+//     which say what the runtime would gain by making the same change.
 // Every time is the median of repeated runs after a warm-up, timed with CUDA events (launches)
 // or the host clock around synchronized work (start-up); every result is checked.
 //
@@ -423,13 +424,13 @@ void row(const std::string& name, double value, double base = 0, const std::stri
   std::printf("  %-58s %9.3f %9s  %s\n", name.c_str(), value, ratio, note.c_str());
 }
 
-void target(const char* what, double value, double limit, bool at_most) {
+void target(const std::string& what, double value, double limit, bool at_most) {
   if (value < 0) {
-    std::printf("  %-62s n/a\n", what);
+    std::printf("  %-62s n/a\n", what.c_str());
     return;
   }
   const bool met = at_most ? value <= limit : value >= limit;
-  std::printf("  %-62s %8.3f %s %-6.3g %s\n", what, value, at_most ? "<=" : ">=", limit, met ? "met" : "NOT MET");
+  std::printf("  %-62s %8.3f %s %-6.3g %s\n", what.c_str(), value, at_most ? "<=" : ">=", limit, met ? "met" : "NOT MET");
 }
 
 }  // namespace
@@ -515,14 +516,14 @@ int main(int argc, char** argv) {
   chain_text += "}\n";
   wait_text += "}\n";
   std::vector<double> orch_chain_us;
-  std::string chain_bin;  // the first option set's, for the start-up measurements
+  std::vector<std::string> chain_bins(option_sets.size());  // for the start-up measurements ("": refused)
   for (size_t o = 0; o < option_sets.size(); ++o) {
     const std::string bin = compile(orchc, "chain" + std::to_string(o), chain_text, option_sets[o], o == 0);
     if (bin.empty()) {
       orch_chain_us.push_back(-1);
       continue;
     }
-    if (o == 0) chain_bin = bin;
+    chain_bins[o] = bin;
     auto x = instantiate(bin, c, s, "c");
     CHECK_CUDA(cudaMemset(c, 0, sizeof(int)));
     CHECK_CUDA(cudaDeviceSynchronize());
@@ -635,7 +636,11 @@ int main(int argc, char** argv) {
   // teardown is not timed.
   const int startup_reps = 11;
   StartupSteps hand, pdl;
-  std::vector<double> orch_load, orch_inst, orch_build, orch_ginst, orch_upload, orch_open;
+  // Per option set: orch's start-up, and the parts instantiate_times() reports (µs).
+  struct OrchStartup {
+    std::vector<double> load, total, build, ginst, upload, open;
+  };
+  std::vector<OrchStartup> orch_startup(option_sets.size());
   std::vector<double> lib_totals[kLibraryVariants];
   // The driver's own node call, for variant (s4): the runtime links no libcuda.
   using AddKernelNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
@@ -650,20 +655,23 @@ int main(int argc, char** argv) {
       (void)cudaGetLastError();
   }
   std::string cubin, symbol, error;
-  const bool have_cubin = orch::bench::first_kernel_cubin(chain_bin, arch, &cubin, &symbol, &error);
+  const bool have_cubin = orch::bench::first_kernel_cubin(chain_bins[0], arch, &cubin, &symbol, &error);
   if (!have_cubin) std::fprintf(stderr, "launch_bench: %s; row (s) is n/a\n", error.c_str());
   void* args[] = {&c};
   for (int r = 0; r < startup_reps + 1; ++r) {  // the first run is a warm-up
     const bool keep = r > 0;
-    // The four measurements in turn, each repetition starting from the next one: what runs
-    // just before a measurement (the driver's caches, the CPU's clock) moved the results by
-    // more than the differences measured, so no measurement always follows the same one.
-    for (int turn = 0; turn < 4; ++turn) {
+    // The measurements in turn (by hand, with programmatic edges, from orchc's CUBIN, then orch
+    // with each option set), each repetition starting from the next one: what runs just before
+    // a measurement (the driver's caches, the CPU's clock) moved the results by more than the
+    // differences measured, so no measurement always follows the same one.
+    const int turns = 3 + static_cast<int>(option_sets.size());
+    for (int turn = 0; turn < turns; ++turn) {
       Clock::time_point t;
       cudaGraph_t g;
       cudaGraphExec_t exec;
       cudaGraphNode_t prev = nullptr;
-      switch ((r + turn) % 4) {
+      const int measurement = (r + turn) % turns;
+      switch (measurement < 3 ? measurement : 3) {
         case 0:
           // By hand: build, instantiate, upload (the kernel is linked into this program).
           time_startup(s, keep, &hand, [&] {
@@ -754,10 +762,13 @@ int main(int argc, char** argv) {
           }
           break;
         case 3: {
-          // orch: load the file, instantiate (which builds, instantiates and uploads).
+          // orch with option set `o`: load the file, instantiate (which builds, instantiates
+          // and uploads).
+          const size_t o = static_cast<size_t>(measurement - 3);
+          if (chain_bins[o].empty()) break;
           CHECK_CUDA(cudaDeviceSynchronize());
           t = Clock::now();
-          auto pipeline = orch::Pipeline::load(chain_bin);
+          auto pipeline = orch::Pipeline::load(chain_bins[o]);
           const double loaded = us_since(t);
           if (!pipeline) {
             std::fprintf(stderr, "launch_bench: %s\n", pipeline.error().to_string().c_str());
@@ -775,12 +786,13 @@ int main(int argc, char** argv) {
           x->reset();
           pipeline->reset();
           if (!keep) break;
-          orch_open.push_back(orch::bench::open_us(chain_bin, &error));
-          orch_load.push_back(loaded);
-          orch_inst.push_back(orch_total);
-          orch_build.push_back(times.build_s * 1e6);
-          orch_ginst.push_back(times.instantiate_s * 1e6);
-          orch_upload.push_back(times.upload_s * 1e6);
+          OrchStartup& st = orch_startup[o];
+          st.open.push_back(orch::bench::open_us(chain_bins[o], &error));
+          st.load.push_back(loaded);
+          st.total.push_back(orch_total);
+          st.build.push_back(times.build_s * 1e6);
+          st.ginst.push_back(times.instantiate_s * 1e6);
+          st.upload.push_back(times.upload_s * 1e6);
           break;
         }
       }
@@ -830,7 +842,7 @@ int main(int argc, char** argv) {
         orch_while_us[o] < 0 ? -1 : orch_while_us[o] / per, while_us,
         orch_while_us[o] < 0 ? "orchc refused these options" : "");
 
-  const double hand_total = median(hand.uploaded), orch_total = median(orch_inst);
+  const double hand_total = median(hand.uploaded);
   std::printf("%-60s %9s %9s\n", "start-up of the N-kernel chain (host clock)", "ms", "vs (r)");
   row("(q) by hand: build + instantiate", median(hand.instantiated) / 1e3, hand_total / 1e3,
       "build " + std::to_string(median(hand.built) / 1e3).substr(0, 5) + " ms");
@@ -848,12 +860,22 @@ int main(int argc, char** argv) {
         v == 0 || ms < 0 || lib_totals[0].empty() ? std::string()
                                                   : "vs (s): " + std::to_string(ms / (median(lib_totals[0]) / 1e3)).substr(0, 5));
   }
-  {
-    char note[200];
-    std::snprintf(note, sizeof note, "load %.3f (read + open %.3f), building %.3f, instantiate %.3f, upload %.3f ms",
-                  median(orch_load) / 1e3, median(orch_open) / 1e3, median(orch_build) / 1e3,
-                  median(orch_ginst) / 1e3, median(orch_upload) / 1e3);
-    row("(t) orch: Pipeline::load + instantiate (uploads)", orch_total / 1e3, hand_total / 1e3, note);
+  // orch's start-up with each option set; its graph by hand is (r2) with programmatic edges,
+  // (r) without (--no-pdl).
+  std::vector<double> orch_total(option_sets.size(), -1), same_by_hand(option_sets.size(), -1);
+  for (size_t o = 0; o < option_sets.size(); ++o) {
+    const OrchStartup& st = orch_startup[o];
+    const bool plain = option_sets[o].find("--no-pdl") != std::string::npos;
+    same_by_hand[o] = plain ? hand_total : pdl_total;
+    if (!st.total.empty()) orch_total[o] = median(st.total);
+    char note[220];
+    std::snprintf(note, sizeof note,
+                  "vs %s: %.3f; load %.3f (read + open %.3f), building %.3f, instantiate %.3f, upload %.3f ms",
+                  plain ? "(r)" : "(r2)", orch_total[o] / same_by_hand[o], median(st.load) / 1e3, median(st.open) / 1e3,
+                  median(st.build) / 1e3, median(st.ginst) / 1e3, median(st.upload) / 1e3);
+    row("(t" + std::to_string(o + 1) + ") orch " + label(option_sets[o]) + ": load + instantiate",
+        orch_total[o] < 0 ? -1 : orch_total[o] / 1e3, hand_total / 1e3,
+        orch_total[o] < 0 ? "orchc refused these options" : note);
   }
 
   std::printf("targets (issue 11)\n");
@@ -864,8 +886,12 @@ int main(int argc, char** argv) {
   target("orch `while c > 0`, us per iteration", orch_while_us[0] / per, 1.2, true);
   target("hand-built WHILE (k) / orch `while c > 0`", while_us / orch_while_us[0], 3.5, false);
   target("torch.cuda.graph replay / orch chain, per op", torch.ok ? torch.graph_us / orch_node : -1, 1.9, false);
-  target("orch load + instantiate / by hand (r)", orch_total / hand_total, 1.1, true);
-  target("orch load + instantiate / the same graph by hand (r2)", orch_total / pdl_total, 1.1, true);
+  for (size_t o = 0; o < option_sets.size(); ++o)
+    target("(t" + std::to_string(o + 1) + ") orch load + instantiate / the same graph by hand " +
+               (same_by_hand[o] == hand_total ? "(r)" : "(r2)"),
+           orch_total[o] < 0 ? -1 : orch_total[o] / same_by_hand[o], 1.1, true);
+  target("(t1) orch load + instantiate / the plain graph by hand (r)", orch_total[0] < 0 ? -1 : orch_total[0] / hand_total,
+         1.1, true);
 
   CHECK_CUDA(cudaFree(c));
   CHECK_CUDA(cudaFree(flag));

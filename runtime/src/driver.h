@@ -21,8 +21,9 @@ struct Driver {
   CUresult (*link_destroy)(CUlinkState state) = nullptr;
   CUresult (*get_error_name)(CUresult e, const char** name) = nullptr;
   // Every kernel node the runtime builds (executable.cpp: add_kernel_node says why the driver's).
-  CUresult (*graph_add_node)(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges,
-                             size_t n, CUgraphNodeParams* params) = nullptr;
+  using GraphAddNode = CUresult (*)(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
+                                    const CUgraphEdgeData* edges, size_t n, CUgraphNodeParams* params);
+  GraphAddNode graph_add_node = nullptr;
 };
 
 // The entry points found (any may be null: the caller says what it could not check).

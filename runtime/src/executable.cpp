@@ -515,11 +515,13 @@ struct Executable::Impl {
     const auto* kinds = graph.dep_kinds();
     if (!kinds || kinds->size() < end) return false;
     bool any = false;
-    out->assign(end - first, CUgraphEdgeData{});
+    out->resize(end - first);
     for (uint32_t j = first; j < end; ++j) {
+      CUgraphEdgeData& e = (*out)[j - first];
+      e = CUgraphEdgeData{};
       if (kinds->Get(j) != fb::EdgeKind::Programmatic) continue;
-      (*out)[j - first].from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
-      (*out)[j - first].type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      e.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      e.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
       any = true;
     }
     return any;
@@ -531,10 +533,11 @@ struct Executable::Impl {
   // building, instantiating and uploading took 0.91-0.93 of the time that way (launch_bench row
   // s4 against s; H200 and H100, driver 580.159.04, 2026-11-23), the runtime API's call costing
   // more per node, and one call takes both kinds of edge.
-  Status add_kernel_node(cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps, const CUgraphEdgeData* edges,
-                         const cudaKernelNodeParams& kp, const NodeRef& at, const Top& t, cudaGraphNode_t* out) {
-    const rt::Driver& d = rt::driver();
-    if (!d.graph_add_node)
+  // `add_node`: the driver's cuGraphAddNode (rt::driver(), looked up once per build).
+  Status add_kernel_node(rt::Driver::GraphAddNode add_node, cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
+                         const CUgraphEdgeData* edges, const cudaKernelNodeParams& kp, const NodeRef& at, const Top& t,
+                         cudaGraphNode_t* out) {
+    if (!add_node)
       return node_error(ErrorCode::Unsupported, at, t,
                         "the CUDA driver has no cuGraphAddNode with edge data (CUDA 12.3 or newer)");
     CUgraphNodeParams np = {};
@@ -551,7 +554,7 @@ struct Executable::Impl {
     np.kernel.sharedMemBytes = kp.sharedMemBytes;
     np.kernel.kernelParams = kp.kernelParams;
     np.kernel.extra = nullptr;
-    const CUresult r = d.graph_add_node(out, g, deps.empty() ? nullptr : deps.data(), edges, deps.size(), &np);
+    const CUresult r = add_node(out, g, deps.empty() ? nullptr : deps.data(), edges, deps.size(), &np);
     if (r == CUDA_SUCCESS) return {};
     return rt::driver_call_error(r, node_name(at, t) + ": cuGraphAddNode (kernel)", node_where(at));
   }
@@ -566,6 +569,7 @@ struct Executable::Impl {
       kernel_of_op = &own;
     }
     Top& t = tops[top];
+    const rt::Driver::GraphAddNode add_node = rt::driver().graph_add_node;
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
     std::vector<cudaGraphNode_t> deps;
@@ -614,19 +618,15 @@ struct Executable::Impl {
       cudaError_t e = cudaSuccess;
       switch (n.kind()) {
         case fb::NodeKind::Kernel: {
-          Status s;
           int32_t& same = (*kernel_of_op)[at.at->op()];
           if (same >= 0) {
             rec->kernel = records[same].kernel;
           } else {
-            s = compute_kernel(at, t, &rec->kernel);
-            if (!s.ok()) return s;
+            if (Status s = compute_kernel(at, t, &rec->kernel); !s.ok()) return s;
             same = static_cast<int32_t>(r);
           }
-          if (rec->kernel.shared > Pipeline::Impl::kDefaultSharedBytes) {
-            s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared);
-            if (!s.ok()) return s;
-          }
+          if (rec->kernel.shared > Pipeline::Impl::kDefaultSharedBytes)
+            if (Status s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared); !s.ok()) return s;
           const cudaKernelNodeParams kp = rec->kernel.params(ptrs);
           // Some edge may be programmatic (validate() proved both ends kernels and this kernel
           // waiting at entry).
@@ -635,8 +635,9 @@ struct Executable::Impl {
             return node_error(ErrorCode::Unsupported, at, t,
                               "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "
                               "sm_" + std::to_string(pipeline->arch));
-          s = add_kernel_node(g, deps, programmatic ? edges.data() : nullptr, kp, at, t, &made[i]);
-          if (!s.ok()) return s;
+          if (Status s = add_kernel_node(add_node, g, deps, programmatic ? edges.data() : nullptr, kp, at, t, &made[i]);
+              !s.ok())
+            return s;
           break;
         }
         case fb::NodeKind::Memcpy: {
