@@ -633,27 +633,65 @@ class Validator {
       return fail_here("dep_kinds has " + plural(n_kinds, "entry", "entries") + " for " +
                        plural(n_deps, "dependency", "dependencies"));
     }
+    // The layout first, in one pass over the structs: each node's dependencies end at or after
+    // the node before it ends them and within deps, so every range read below is in bounds.
+    uint32_t end = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t e = nodes->Get(i)->deps_end();
+      if (e < end || e > n_deps) {
+        Scope scope(*this, FrameKind::Node, i);
+        return fail_here("dependencies end at " + std::to_string(e) + ", outside " + std::to_string(end) + ".." +
+                         std::to_string(n_deps) + " (where the node before ends them, and deps' length)");
+      }
+      end = e;
+    }
+    if (end != n_deps) {
+      return fail_here("deps has " + plural(n_deps, "entry", "entries") + ", but the nodes' dependencies end at " +
+                       std::to_string(end));
+    }
     uint32_t first = 0;  // where node i's dependencies begin in g->deps()
     for (uint32_t i = 0; i < n; ++i) {
-      Scope scope(*this, FrameKind::Node, i);
-      if (!check_node(g, i, first, depth, in_body)) return false;
+      if (!node_known_good(g, i, first, in_body)) {
+        Scope scope(*this, FrameKind::Node, i);
+        if (!check_node(g, i, first, depth, in_body)) return false;
+      }
       first = nodes->Get(i)->deps_end();
-    }
-    if (first != n_deps) {
-      return fail_here("deps has " + plural(n_deps, "entry", "entries") + ", but the nodes' dependencies end at " +
-                       std::to_string(first));
     }
     return true;
   }
 
-  // Node `index` of `g`, whose dependencies begin at deps()[first].
+  // The common node, decided without a path frame: its op already proved in this context, at
+  // most one dependency (an earlier node, by a Full edge or a programmatic one both ends allow),
+  // its location in range. False sends the node to check_node, which decides it in full and says
+  // what is wrong. Every rule here is one check_node enforces. (check_graph proved the range
+  // [first, end) within deps.)
+  bool node_known_good(const fb::Graph* g, uint32_t index, uint32_t first, bool in_body) {
+    const fb::Node* node = g->nodes()->Get(index);
+    const uint32_t end = node->deps_end(), op = node->op();
+    if (end - first > 1 || op >= n_ops_) return false;
+    const OpProved& proved = op_proved_[op];
+    if (proved.top_plus_one != top_ + 1 || proved.in_body != in_body || !loc_ok(&node->loc())) return false;
+    if (end == first + 1) {
+      const uint32_t d = g->deps()->Get(first);
+      if (d >= index) return false;
+      if (const auto* kinds = g->dep_kinds(); kinds && kinds->size() > 0) {
+        const fb::EdgeKind k = kinds->Get(first);
+        if (k != fb::EdgeKind::Full &&
+            (k != fb::EdgeKind::Programmatic || !proved.pdl_into ||
+             !op_proved_[g->nodes()->Get(d)->op()].pdl_from || !targets_problem_.empty()))
+          return false;
+      }
+    }
+    op_used_[op] = true;
+    top_launcher_ |= proved.launcher;
+    return true;
+  }
+
+  // Node `index` of `g`, whose dependencies are deps()[first, its deps_end) (in bounds:
+  // check_graph).
   bool check_node(const fb::Graph* g, uint32_t index, uint32_t first, uint32_t depth, bool in_body) {
     const fb::Node* node = g->nodes()->Get(index);
     const uint32_t end = node->deps_end();
-    if (end < first || end > size_of(g->deps())) {
-      return fail_here("dependencies end at " + std::to_string(end) + ", outside " + std::to_string(first) + ".." +
-                       std::to_string(size_of(g->deps())) + " (where the node before ends them, and deps' length)");
-    }
     if (node->op() >= n_ops_) return fail_here(range_problem("op index", node->op(), n_ops_, "op"));
     const auto* deps = g->deps();
     if (end - first == 1) {

@@ -489,6 +489,84 @@ TEST_CASE("validate: nodes and dependencies") {
   });
 }
 
+namespace {
+
+// Appends to main a node 6 that runs the op of main's node 2 (the scale kernel, proved at node 2),
+// after `deps` with `kinds` (empty: Full), at `loc`: a node the validator decides on its fast
+// path unless something is wrong with it.
+void again(fb::PipelineT& t, const std::vector<uint32_t>& deps, const std::vector<fb::EdgeKind>& kinds = {},
+           const fb::SourceLoc& loc = fb::SourceLoc(0, 30, 3)) {
+  fb::GraphT& main = graph(t, kMain);
+  main.nodes.push_back(fb::Node(main.nodes[2].op(), static_cast<uint32_t>(main.deps.size()), loc));
+  set_deps(main, static_cast<uint32_t>(main.nodes.size() - 1), deps, kinds);
+}
+
+}  // namespace
+
+TEST_CASE("validate: a node whose op is proved is held to every node rule") {
+  using fb::EdgeKind;
+  run({
+      {"accepted", [](fb::PipelineT& t) { again(t, {2}); }, ""},
+      {"accepted, programmatic",
+       [](fb::PipelineT& t) {
+         t.kernels[0]->waits_at_entry = true;
+         again(t, {2}, {EdgeKind::Programmatic});
+       },
+       ""},
+      {"later dependency", [](fb::PipelineT& t) { again(t, {7}); },
+       "graph 'main' node 6: dependency 7 is not an earlier node"},
+      {"self dependency", [](fb::PipelineT& t) { again(t, {6}); },
+       "graph 'main' node 6: dependency 6 is not an earlier node"},
+      {"duplicate dependency", [](fb::PipelineT& t) { again(t, {0, 0}); },
+       "graph 'main' node 6: dependency 0 is listed twice"},
+      {"loc", [](fb::PipelineT& t) { again(t, {}, {}, fb::SourceLoc(2, 30, 3)); },
+       "graph 'main' node 6: source location refers to file 2, but the pipeline lists 2 source files"},
+      {"dependencies past deps",
+       [](fb::PipelineT& t) {
+         again(t, {2});
+         fb::Node& n = graph(t, kMain).nodes[6];
+         n = fb::Node(n.op(), n.deps_end() + 1, n.loc());
+       },
+       "graph 'main' node 6: dependencies end at 7, outside 5..6 (where the node before ends them, and deps' "
+       "length)"},
+      {"dependencies ending before the node before's",
+       [](fb::PipelineT& t) {
+         again(t, {});
+         fb::Node& n = graph(t, kMain).nodes[6];
+         n = fb::Node(n.op(), 4, n.loc());
+       },
+       "graph 'main' node 6: dependencies end at 4, outside 5..5 (where the node before ends them, and deps' "
+       "length)"},
+      {"unknown edge kind", [](fb::PipelineT& t) { again(t, {2}, {EdgeKind(2)}); },
+       "graph 'main' node 6: dependency 2 has unknown edge kind 2"},
+      {"unknown edge kind between kernels that allow programmatic edges",
+       [](fb::PipelineT& t) {
+         t.kernels[0]->waits_at_entry = true;
+         again(t, {2}, {EdgeKind(2)});
+       },
+       "graph 'main' node 6: dependency 2 has unknown edge kind 2"},
+      {"programmatic into a kernel that does not wait", [](fb::PipelineT& t) { again(t, {2}, {EdgeKind::Programmatic}); },
+       "graph 'main' node 6: programmatic dependency on node 2: kernel 'scale' does not wait at entry "
+       "(waits_at_entry), so it could read what node 2 writes before it is written"},
+      {"programmatic from a memset",
+       [](fb::PipelineT& t) {
+         t.kernels[0]->waits_at_entry = true;
+         again(t, {1}, {EdgeKind::Programmatic});
+       },
+       "graph 'main' node 6: programmatic dependency on node 1: node 1 is a memset node; a programmatic edge "
+       "joins two kernel nodes"},
+      {"programmatic on a target without it",
+       [](fb::PipelineT& t) {
+         t.kernels[0]->waits_at_entry = true;
+         t.targets = {"sm_80"};
+         graph(t, kMain).dep_kinds.clear();  // node 3's programmatic edge would be refused first
+         again(t, {2}, {EdgeKind::Programmatic});
+       },
+       "graph 'main' node 6: programmatic dependency on node 2: programmatic edges need compute capability 9.0 "
+       "or newer, but the pipeline targets sm_80"},
+  });
+}
+
 TEST_CASE("validate: kernel nodes and arguments") {
   run({
       {"kernel index", [](fb::PipelineT& t) { node(t, kMain, 2).kernel = 3; },

@@ -300,17 +300,26 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
     auto it = loaded.find(key);
     if (it != loaded.end()) return it->second;
     rt::Library lib;
-    // The logs live as long as the library, in case the JIT runs after this call returns.
+    // PTX gets the JIT's logs, which live as long as the library in case the JIT runs after
+    // this call returns; a CUBIN is not compiled, and loads without options (and allocations).
     constexpr size_t kLog = 8192;
-    std::unique_ptr<char[]> logs(new char[2 * kLog]());
-    char* error_log = logs.get();
-    char* info_log = logs.get() + kLog;
-    cudaJitOption opts[] = {cudaJitErrorLogBuffer, cudaJitErrorLogBufferSizeBytes, cudaJitInfoLogBuffer,
-                            cudaJitInfoLogBufferSizeBytes};
-    void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1)), info_log,
-                      reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1))};
-    impl->jit_logs.push_back(std::move(logs));
-    cudaError_t le = cudaLibraryLoadData(lib.out(), data, opts, values, 4, nullptr, nullptr, 0);
+    char* error_log = nullptr;
+    cudaJitOption opts[4];
+    void* values[4];
+    unsigned nopts = 0;
+    if (!ptx.empty()) {
+      std::unique_ptr<char[]> logs(new char[2 * kLog]());
+      error_log = logs.get();
+      char* info_log = logs.get() + kLog;
+      opts[0] = cudaJitErrorLogBuffer, opts[1] = cudaJitErrorLogBufferSizeBytes;
+      opts[2] = cudaJitInfoLogBuffer, opts[3] = cudaJitInfoLogBufferSizeBytes;
+      values[0] = error_log, values[1] = reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1));
+      values[2] = info_log, values[3] = reinterpret_cast<void*>(static_cast<uintptr_t>(kLog - 1));
+      nopts = 4;
+      impl->jit_logs.push_back(std::move(logs));
+    }
+    cudaError_t le = cudaLibraryLoadData(lib.out(), data, nopts ? opts : nullptr, nopts ? values : nullptr, nopts,
+                                         nullptr, nullptr, 0);
     if (le != cudaSuccess) {
       (void)cudaGetLastError();
       return load_error(le,
