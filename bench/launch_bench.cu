@@ -14,7 +14,8 @@
 //     against building, instantiating and uploading the same graph by hand (programmatic edges,
 //     or plain with --no-pdl), and by hand from orchc's CUBIN with one change each
 //     (cudaGraphAddNode; cudaGraphInstantiateFlagUpload; the driver's cuGraphAddKernelNode),
-//     which say what the runtime would gain by making the same change.
+//     which say what the runtime would gain by making the same change, and (s5) the graph orch
+//     builds, by hand from the same CUBIN the way the runtime builds it: orch's own cost on top.
 // Every time is the median of repeated runs after a warm-up, timed with CUDA events (launches)
 // or the host clock around synchronized work (start-up); every result is checked.
 //
@@ -258,13 +259,14 @@ cudaGraph_t chain_graph(void* fn, int n, int* c, int port) {
 }
 
 // Start-up by hand from orchc's CUBIN, as (s) and with one change each.
-enum class LibraryVariant { AddKernelNode, AddNode, InstantiateUploads, DriverAddNode };
-constexpr int kLibraryVariants = 4;
+enum class LibraryVariant { AddKernelNode, AddNode, InstantiateUploads, DriverAddNode, DriverProgrammatic };
+constexpr int kLibraryVariants = 5;
 const char* const kLibraryVariantNames[kLibraryVariants] = {
     "(s) by hand from orchc's CUBIN: library load + (r)",
     "(s2) (s), nodes added with cudaGraphAddNode",
     "(s3) (s), instantiate with cudaGraphInstantiateFlagUpload",
     "(s4) (s), nodes added with the driver's cuGraphAddKernelNode",
+    "(s5) (s4) with programmatic edges (cuGraphAddNode)",
 };
 
 cudaGraphNode_t add_kernel(cudaGraph_t g, cudaGraphNode_t after, void* fn, void** args) {
@@ -433,11 +435,11 @@ void row(const std::string& name, double value, double base = 0, const std::stri
 
 void target(const std::string& what, double value, double limit, bool at_most) {
   if (value < 0) {
-    std::printf("  %-62s n/a\n", what.c_str());
+    std::printf("  %-68s n/a\n", what.c_str());
     return;
   }
   const bool met = at_most ? value <= limit : value >= limit;
-  std::printf("  %-62s %8.3f %s %-6.3g %s\n", what.c_str(), value, at_most ? "<=" : ">=", limit, met ? "met" : "NOT MET");
+  std::printf("  %-68s %8.3f %s %-6.3g %s\n", what.c_str(), value, at_most ? "<=" : ">=", limit, met ? "met" : "NOT MET");
 }
 
 }  // namespace
@@ -652,12 +654,23 @@ int main(int argc, char** argv) {
   // The driver's own node call, for variant (s4): the runtime links no libcuda.
   using AddKernelNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS*);
   AddKernelNode driver_add_kernel_node = nullptr;
+  // And the one with edge data, for (s5): what the runtime calls (12.3's ABI).
+  using AddNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                               CUgraphNodeParams*);
+  AddNode driver_add_node = nullptr;
   {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
     if (cudaGetDriverEntryPointByVersion("cuGraphAddKernelNode", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
         q == cudaDriverEntryPointSuccess)
       driver_add_kernel_node = reinterpret_cast<AddKernelNode>(fn);
+    else
+      (void)cudaGetLastError();
+    fn = nullptr;
+    q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuGraphAddNode", &fn, 12030, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      driver_add_node = reinterpret_cast<AddNode>(fn);
     else
       (void)cudaGetLastError();
   }
@@ -701,7 +714,8 @@ int main(int argc, char** argv) {
           // variants of that, each one change, to show what the runtime could do differently.
           for (int v = 0; v < kLibraryVariants && have_cubin; ++v) {
             const LibraryVariant variant = static_cast<LibraryVariant>(v);
-            if (variant == LibraryVariant::DriverAddNode && !driver_add_kernel_node) {
+            if ((variant == LibraryVariant::DriverAddNode && !driver_add_kernel_node) ||
+                (variant == LibraryVariant::DriverProgrammatic && !driver_add_node)) {
               if (keep) lib_totals[v].push_back(-1);
               continue;
             }
@@ -738,6 +752,29 @@ int main(int argc, char** argv) {
                   if (r != CUDA_SUCCESS) {
                     std::fprintf(stderr, "launch_bench: cuGraphAddKernelNode failed (%d)\n",
                                  static_cast<int>(r));
+                    return 1;
+                  }
+                  prev = reinterpret_cast<cudaGraphNode_t>(node);
+                  break;
+                }
+                case LibraryVariant::DriverProgrammatic: {
+                  // The graph orch builds, the way the runtime adds its nodes.
+                  CUgraphNodeParams p = {};
+                  p.type = CU_GRAPH_NODE_TYPE_KERNEL;
+                  p.kernel.kern = reinterpret_cast<CUkernel>(kernel);
+                  p.kernel.gridDimX = p.kernel.gridDimY = p.kernel.gridDimZ = 1;
+                  p.kernel.blockDimX = 32;
+                  p.kernel.blockDimY = p.kernel.blockDimZ = 1;
+                  p.kernel.kernelParams = args;
+                  CUgraphEdgeData edge = {};
+                  edge.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+                  edge.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+                  CUgraphNode node;
+                  const CUresult r =
+                      driver_add_node(&node, reinterpret_cast<CUgraph>(g), prev ? reinterpret_cast<CUgraphNode*>(&prev) : nullptr,
+                                      prev ? &edge : nullptr, prev ? 1 : 0, &p);
+                  if (r != CUDA_SUCCESS) {
+                    std::fprintf(stderr, "launch_bench: cuGraphAddNode failed (%d)\n", static_cast<int>(r));
                     return 1;
                   }
                   prev = reinterpret_cast<cudaGraphNode_t>(node);
@@ -877,17 +914,24 @@ int main(int argc, char** argv) {
   }
   // orch's start-up with each option set; its graph by hand is (r2) with programmatic edges,
   // (r) without (--no-pdl).
+  // Median total of a row (s) variant, ms; -1 when not measured.
+  auto lib_ms = [&](LibraryVariant v) {
+    const std::vector<double>& t = lib_totals[static_cast<int>(v)];
+    return have_cubin && !t.empty() && t[0] >= 0 ? median(t) : -1.0;
+  };
   std::vector<double> orch_total(option_sets.size(), -1), same_by_hand(option_sets.size(), -1);
   for (size_t o = 0; o < option_sets.size(); ++o) {
     const OrchStartup& st = orch_startup[o];
     const bool plain = option_sets[o].find("--no-pdl") != std::string::npos;
     same_by_hand[o] = plain ? hand_total : pdl_total;
     if (!st.total.empty()) orch_total[o] = median(st.total);
-    char note[220];
+    const double lib = lib_ms(plain ? LibraryVariant::DriverAddNode : LibraryVariant::DriverProgrammatic);
+    char note[260];
     std::snprintf(note, sizeof note,
-                  "vs %s: %.3f; load %.3f (read + open %.3f), building %.3f, instantiate %.3f, upload %.3f ms",
-                  plain ? "(r)" : "(r2)", orch_total[o] / same_by_hand[o], median(st.load) / 1e3, median(st.open) / 1e3,
-                  median(st.build) / 1e3, median(st.ginst) / 1e3, median(st.upload) / 1e3);
+                  "vs %s: %.3f, %s: %.3f; load %.3f (read + open %.3f), building %.3f, instantiate %.3f, upload %.3f ms",
+                  plain ? "(s4)" : "(s5)", orch_total[o] / lib, plain ? "(r)" : "(r2)", orch_total[o] / same_by_hand[o],
+                  median(st.load) / 1e3, median(st.open) / 1e3, median(st.build) / 1e3, median(st.ginst) / 1e3,
+                  median(st.upload) / 1e3);
     row("(t" + std::to_string(o + 1) + ") orch " + label(option_sets[o]) + ": load + instantiate",
         orch_total[o] < 0 ? -1 : orch_total[o] / 1e3, hand_total / 1e3,
         orch_total[o] < 0 ? "orchc refused these options" : note);
@@ -912,10 +956,18 @@ int main(int argc, char** argv) {
   target("orch `while c > 0`, us per iteration", orch_while_us[0] / per, 1.2, true);
   target("hand-built WHILE (k) / orch `while c > 0`", while_us / orch_while_us[0], 3.5, false);
   target("torch.cuda.graph replay / orch chain, per op", torch.ok ? torch.graph_us / orch_node : -1, 1.9, false);
-  for (size_t o = 0; o < option_sets.size(); ++o)
-    target("(t" + std::to_string(o + 1) + ") orch load + instantiate / the same graph by hand " +
-               (same_by_hand[o] == hand_total ? "(r)" : "(r2)"),
+  // Against the same graph by hand: from orchc's CUBIN loaded as a library, as orch loads it
+  // ((s5) with programmatic edges, (s4) without: every start-up loads the code), and with the
+  // kernel linked into this program and loaded before the first measurement ((r2), (r)).
+  for (size_t o = 0; o < option_sets.size(); ++o) {
+    const bool plain = same_by_hand[o] == hand_total;
+    const double lib = lib_ms(plain ? LibraryVariant::DriverAddNode : LibraryVariant::DriverProgrammatic);
+    const std::string t = "(t" + std::to_string(o + 1) + ") orch load + instantiate / ";
+    target(t + "same graph, same CUBIN by hand " + (plain ? "(s4)" : "(s5)"),
+           orch_total[o] < 0 || lib < 0 ? -1 : orch_total[o] / lib, 1.1, true);
+    target(t + "same graph by hand, linked " + (plain ? "(r)" : "(r2)"),
            orch_total[o] < 0 ? -1 : orch_total[o] / same_by_hand[o], 1.1, true);
+  }
   target("(t1) orch load + instantiate / the plain graph by hand (r)", orch_total[0] < 0 ? -1 : orch_total[0] / hand_total,
          1.1, true);
 

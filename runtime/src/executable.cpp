@@ -510,9 +510,8 @@ struct Executable::Impl {
 
   // CUDA's edge data for the dependencies graph.deps()[first, end), in order, when any of them
   // is programmatic (Graph.dep_kinds); false when every edge is full, which needs no edge data.
-  static bool programmatic_edges(const fb::Graph& graph, uint32_t first, uint32_t end,
+  static bool programmatic_edges(const flatbuffers::Vector<fb::EdgeKind>* kinds, uint32_t first, uint32_t end,
                                  std::vector<CUgraphEdgeData>* out) {
-    const auto* kinds = graph.dep_kinds();
     if (!kinds || kinds->size() < end) return false;
     bool any = false;
     out->resize(end - first);
@@ -533,18 +532,13 @@ struct Executable::Impl {
   // building, instantiating and uploading took 0.91-0.93 of the time that way (launch_bench row
   // s4 against s; H200 and H100, driver 580.159.04, 2026-11-23), the runtime API's call costing
   // more per node, and one call takes both kinds of edge.
-  // `add_node`: the driver's cuGraphAddNode (rt::driver(), looked up once per build).
-  Status add_kernel_node(rt::Driver::GraphAddNode add_node, cudaGraph_t g, const std::vector<cudaGraphNode_t>& deps,
-                         const CUgraphEdgeData* edges, const cudaKernelNodeParams& kp, const NodeRef& at, const Top& t,
-                         cudaGraphNode_t* out) {
-    if (!add_node)
-      return node_error(ErrorCode::Unsupported, at, t,
-                        "the CUDA driver has no cuGraphAddNode with edge data (CUDA 12.3 or newer)");
-    CUgraphNodeParams np = {};
-    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
-    np.kernel.func = nullptr;  // the library's kernel (kern) in the current context (ctx null)
-    np.kernel.kern = reinterpret_cast<CUkernel>(kp.func);
-    np.kernel.ctx = nullptr;
+  // `add_node`: the driver's cuGraphAddNode (rt::driver(), looked up once per build); `np` is
+  // the build's node parameters, zeroed once, of type kernel: this sets the launch's fields and
+  // adds the node (a 1,000-kernel graph adds 1,000 of them).
+  static CUresult add_kernel_node(rt::Driver::GraphAddNode add_node, CUgraphNodeParams& np, cudaGraph_t g,
+                                  const std::vector<cudaGraphNode_t>& deps, const CUgraphEdgeData* edges,
+                                  const cudaKernelNodeParams& kp, cudaGraphNode_t* out) {
+    np.kernel.kern = reinterpret_cast<CUkernel>(kp.func);  // the library's kernel in the current context
     np.kernel.gridDimX = kp.gridDim.x;
     np.kernel.gridDimY = kp.gridDim.y;
     np.kernel.gridDimZ = kp.gridDim.z;
@@ -553,9 +547,13 @@ struct Executable::Impl {
     np.kernel.blockDimZ = kp.blockDim.z;
     np.kernel.sharedMemBytes = kp.sharedMemBytes;
     np.kernel.kernelParams = kp.kernelParams;
-    np.kernel.extra = nullptr;
-    const CUresult r = add_node(out, g, deps.empty() ? nullptr : deps.data(), edges, deps.size(), &np);
-    if (r == CUDA_SUCCESS) return {};
+    return add_node(out, g, deps.empty() ? nullptr : deps.data(), edges, deps.size(), &np);
+  }
+  [[gnu::noinline]] Error kernel_node_error(rt::Driver::GraphAddNode add_node, CUresult r, const NodeRef& at,
+                                            const Top& t) const {
+    if (!add_node)
+      return node_error(ErrorCode::Unsupported, at, t,
+                        "the CUDA driver has no cuGraphAddNode with edge data (CUDA 12.3 or newer)");
     return rt::driver_call_error(r, node_name(at, t) + ": cuGraphAddNode (kernel)", node_where(at));
   }
 
@@ -570,6 +568,8 @@ struct Executable::Impl {
     }
     Top& t = tops[top];
     const rt::Driver::GraphAddNode add_node = rt::driver().graph_add_node;
+    CUgraphNodeParams np = {};  // func, ctx and extra stay null (add_kernel_node)
+    np.type = CU_GRAPH_NODE_TYPE_KERNEL;
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
     std::vector<cudaGraphNode_t> deps;
@@ -582,9 +582,11 @@ struct Executable::Impl {
     cudaGraphNode_t last_collective = nullptr;
     const auto* nodes = graph.nodes();
     const auto* graph_deps = graph.deps();
+    const auto* ops = p->ops();
+    const auto* dep_kinds = graph.dep_kinds();
     uint32_t first = 0;  // where node i's dependencies begin in graph_deps
     for (uint32_t i = 0; i < count; ++i) {
-      const NodeRef at = artifact::node_ref(*p, graph, i);
+      const NodeRef at{ops->Get(nodes->Get(i)->op()), nodes->Get(i)};
       const fb::Op& n = *at.op;
       const uint32_t deps_end = at.at->deps_end();
       deps.clear();
@@ -610,34 +612,36 @@ struct Executable::Impl {
       // Recorded in place (a node's record is a few hundred bytes); on an error the caller
       // drops the records of the graph being built. Bodies add records: `rec` is taken again
       // after them.
+      // A kernel whose op an earlier node of this build ran starts as a copy of that record.
       const size_t r = records.size();
-      records.emplace_back();
+      const fb::NodeKind kind = n.kind();
+      int32_t* same = kind == fb::NodeKind::Kernel ? &(*kernel_of_op)[at.at->op()] : nullptr;
+      if (same && *same >= 0) records.push_back(records[static_cast<size_t>(*same)]);
+      else records.emplace_back();
       NodeRecord* rec = &records[r];
       rec->top = top;
       rec->node = at;
       cudaError_t e = cudaSuccess;
-      switch (n.kind()) {
+      switch (kind) {
         case fb::NodeKind::Kernel: {
-          int32_t& same = (*kernel_of_op)[at.at->op()];
-          if (same >= 0) {
-            rec->kernel = records[same].kernel;
-          } else {
+          if (*same < 0) {
             if (Status s = compute_kernel(at, t, &rec->kernel); !s.ok()) return s;
-            same = static_cast<int32_t>(r);
+            *same = static_cast<int32_t>(r);
           }
           if (rec->kernel.shared > Pipeline::Impl::kDefaultSharedBytes)
             if (Status s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared); !s.ok()) return s;
           const cudaKernelNodeParams kp = rec->kernel.params(ptrs);
           // Some edge may be programmatic (validate() proved both ends kernels and this kernel
           // waiting at entry).
-          const bool programmatic = programmatic_edges(graph, first, deps_end, &edges);
+          const bool programmatic = programmatic_edges(dep_kinds, first, deps_end, &edges);
           if (programmatic && pipeline->arch < 90)
             return node_error(ErrorCode::Unsupported, at, t,
                               "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "
                               "sm_" + std::to_string(pipeline->arch));
-          if (Status s = add_kernel_node(add_node, g, deps, programmatic ? edges.data() : nullptr, kp, at, t, &made[i]);
-              !s.ok())
-            return s;
+          if (!add_node) return kernel_node_error(add_node, CUDA_SUCCESS, at, t);
+          if (const CUresult r = add_kernel_node(add_node, np, g, deps, programmatic ? edges.data() : nullptr, kp, &made[i]);
+              r != CUDA_SUCCESS)
+            return kernel_node_error(add_node, r, at, t);
           break;
         }
         case fb::NodeKind::Memcpy: {
