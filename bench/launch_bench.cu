@@ -643,7 +643,7 @@ int main(int argc, char** argv) {
   // ---- start-up of the n-kernel chain -------------------------------------------------------
   // Host clock around synchronized work; each run builds everything from nothing and the
   // teardown is not timed.
-  const int startup_reps = 11;
+  const int startup_reps = 31;
   StartupSteps hand, pdl;
   // Per option set: orch's start-up, and the parts instantiate_times() reports (µs).
   struct OrchStartup {
