@@ -484,7 +484,6 @@ struct Executable::Impl {
   // "dependency created on uncaptured work in another stream" (NCCL's internal stream remembers
   // the earlier capture); a capture of its own per collective has no such history.
   Status capture(const NodeRef& at, const Top& t, const CollectiveCall& c, rt::Graph* out) {
-    const fb::Op& n = *at.op;
     if (!side_stream) {
       cudaError_t e = cudaStreamCreateWithFlags(side_stream.out(), cudaStreamNonBlocking);
       if (e != cudaSuccess) return node_cuda_error(e, at, t, "cannot create the stream that captures collectives");
