@@ -322,6 +322,12 @@ uint32_t deps_first(const fb::GraphT& g, uint32_t index) {
   return index == 0 ? 0 : g.nodes[index - 1].deps_end();
 }
 
+}  // namespace
+
+void set_deps_end(fb::GraphT& g, uint32_t index, uint32_t end);
+
+namespace {
+
 // Rewrites node `index`'s dependency range [first, end) of g.deps with `deps` (and the kinds).
 void splice_deps(fb::GraphT& g, uint32_t index, const std::vector<uint32_t>& deps,
                  const std::vector<fb::EdgeKind>& kinds) {
@@ -336,10 +342,8 @@ void splice_deps(fb::GraphT& g, uint32_t index, const std::vector<uint32_t>& dep
     g.dep_kinds.insert(g.dep_kinds.begin() + first, k.begin(), k.end());
   }
   const int64_t shift = static_cast<int64_t>(deps.size()) - static_cast<int64_t>(end - first);
-  for (uint32_t i = index; i < g.nodes.size(); ++i) {
-    const fb::Node& n = g.nodes[i];
-    g.nodes[i] = fb::Node(n.op(), static_cast<uint32_t>(n.deps_end() + shift), n.loc());
-  }
+  for (uint32_t i = index; i < g.nodes.size(); ++i)
+    set_deps_end(g, i, static_cast<uint32_t>(g.nodes[i].deps_end() + shift));
 }
 
 }  // namespace
@@ -352,8 +356,7 @@ fb::OpT& own_op(fb::PipelineT& p, fb::GraphT& g, uint32_t index) {
   });
   if (users <= 1) return *p.ops[op];
   p.ops.push_back(std::make_unique<fb::OpT>(*p.ops[op]));
-  const fb::Node& n = g.nodes[index];
-  g.nodes[index] = fb::Node(static_cast<uint32_t>(p.ops.size() - 1), n.deps_end(), n.loc());
+  set_op(g, index, static_cast<uint32_t>(p.ops.size() - 1));
   return *p.ops.back();
 }
 
@@ -369,19 +372,33 @@ void set_deps(fb::GraphT& g, uint32_t index, const std::vector<uint32_t>& deps, 
   splice_deps(g, index, deps, kinds);
 }
 
+// fb::Node is an immutable struct: each setter writes a new one.
 void set_loc(fb::GraphT& g, uint32_t index, const fb::SourceLoc& loc) {
   const fb::Node& n = g.nodes[index];
   g.nodes[index] = fb::Node(n.op(), n.deps_end(), loc);
 }
 
-uint32_t add_node(fb::PipelineT& p, fb::GraphT& g, std::unique_ptr<fb::OpT> op, const std::vector<uint32_t>& deps,
-                  const fb::SourceLoc& loc) {
-  p.ops.push_back(std::move(op));
-  const uint32_t end = static_cast<uint32_t>(g.deps.size());
-  g.nodes.emplace_back(static_cast<uint32_t>(p.ops.size() - 1), end, loc);
+void set_op(fb::GraphT& g, uint32_t index, uint32_t op) {
+  const fb::Node& n = g.nodes[index];
+  g.nodes[index] = fb::Node(op, n.deps_end(), n.loc());
+}
+
+void set_deps_end(fb::GraphT& g, uint32_t index, uint32_t end) {
+  const fb::Node& n = g.nodes[index];
+  g.nodes[index] = fb::Node(n.op(), end, n.loc());
+}
+
+uint32_t add_node(fb::GraphT& g, uint32_t op, const std::vector<uint32_t>& deps, const fb::SourceLoc& loc) {
+  g.nodes.emplace_back(op, static_cast<uint32_t>(g.deps.size()), loc);
   const uint32_t index = static_cast<uint32_t>(g.nodes.size() - 1);
   splice_deps(g, index, deps, {});
   return index;
+}
+
+uint32_t add_node(fb::PipelineT& p, fb::GraphT& g, std::unique_ptr<fb::OpT> op, const std::vector<uint32_t>& deps,
+                  const fb::SourceLoc& loc) {
+  p.ops.push_back(std::move(op));
+  return add_node(g, static_cast<uint32_t>(p.ops.size() - 1), deps, loc);
 }
 
 void remove_node(fb::GraphT& g, uint32_t index) {
@@ -412,8 +429,8 @@ void drop_unused_ops(fb::PipelineT& p) {
     }
   p.ops = std::move(kept);
   for_each_graph(p, [&](fb::GraphT& g) {
-    for (fb::Node& n : g.nodes)
-      if (n.op() < index.size()) n = fb::Node(index[n.op()], n.deps_end(), n.loc());
+    for (uint32_t i = 0; i < g.nodes.size(); ++i)
+      if (g.nodes[i].op() < index.size()) set_op(g, i, index[g.nodes[i].op()]);
   });
 }
 

@@ -39,12 +39,19 @@ std::vector<uint32_t> deps_of(const orch::fb::GraphT& g, uint32_t index);
 void set_deps(orch::fb::GraphT& g, uint32_t index, const std::vector<uint32_t>& deps,
               const std::vector<orch::fb::EdgeKind>& kinds = {});
 
-// Sets node `index`'s source location.
+// Sets node `index`'s source location, op index, or end of dependencies. These change the one
+// field and nothing else: set_op may name an op that does not exist, set_deps_end may break the
+// graph's dependency layout (for files the validator must refuse; set_deps keeps it whole).
 void set_loc(orch::fb::GraphT& g, uint32_t index, const orch::fb::SourceLoc& loc);
+void set_op(orch::fb::GraphT& g, uint32_t index, uint32_t op);
+void set_deps_end(orch::fb::GraphT& g, uint32_t index, uint32_t end);
 
 // Appends a node that runs `op` (appended to p.ops) after `deps`; returns its index in g.
 uint32_t add_node(orch::fb::PipelineT& p, orch::fb::GraphT& g, std::unique_ptr<orch::fb::OpT> op,
                   const std::vector<uint32_t>& deps = {}, const orch::fb::SourceLoc& loc = {});
+// Appends a node that runs p.ops[op], an op already there (shared with the nodes that run it).
+uint32_t add_node(orch::fb::GraphT& g, uint32_t op, const std::vector<uint32_t>& deps = {},
+                  const orch::fb::SourceLoc& loc = {});
 
 // Removes node `index` of `g` (nodes after it move down; dependencies on it must be gone).
 void remove_node(orch::fb::GraphT& g, uint32_t index);

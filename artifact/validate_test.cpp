@@ -449,26 +449,14 @@ TEST_CASE("validate: nodes and dependencies") {
       {"empty node in a device graph",
        [](fb::PipelineT& t) { add_node(t, graph(t, kExpert), empty_node()); },
        "graph 'expert' node 1: a device graph cannot hold an empty node"},
-      {"op index",
-       [](fb::PipelineT& t) {
-         const fb::Node n = graph(t, kMain).nodes[0];
-         graph(t, kMain).nodes[0] = fb::Node(99, n.deps_end(), n.loc());
-       },
+      {"op index", [](fb::PipelineT& t) { set_op(graph(t, kMain), 0, 99); },
        "graph 'main' node 0: op index 99 is out of range (the pipeline has 10 ops)"},
       // main's dependencies: node 2 {0}, node 3 {1, 2}, node 4 {3}, node 5 {4}: deps_end 0, 0,
       // 1, 3, 4, 5.
-      {"dependencies past deps",
-       [](fb::PipelineT& t) {
-         const fb::Node n = graph(t, kMain).nodes[5];
-         graph(t, kMain).nodes[5] = fb::Node(n.op(), 6, n.loc());
-       },
+      {"dependencies past deps", [](fb::PipelineT& t) { set_deps_end(graph(t, kMain), 5, 6); },
        "graph 'main' node 5: dependencies end at 6, outside 4..5 (where the node before ends them, and "
        "deps' length)"},
-      {"dependencies ending before the node before's",
-       [](fb::PipelineT& t) {
-         const fb::Node n = graph(t, kMain).nodes[3];
-         graph(t, kMain).nodes[3] = fb::Node(n.op(), 0, n.loc());
-       },
+      {"dependencies ending before the node before's", [](fb::PipelineT& t) { set_deps_end(graph(t, kMain), 3, 0); },
        "graph 'main' node 3: dependencies end at 0, outside 1..5 (where the node before ends them, and "
        "deps' length)"},
       {"deps no node owns",
@@ -482,8 +470,7 @@ TEST_CASE("validate: nodes and dependencies") {
       {"an op a host graph may hold, again in a device graph",
        [](fb::PipelineT& t) {
          const uint32_t i = add_node(t, graph(t, kMainTail), empty_node());
-         graph(t, kExpert).nodes.push_back(fb::Node(graph(t, kMainTail).nodes[i].op(),
-                                                    static_cast<uint32_t>(graph(t, kExpert).deps.size()), {}));
+         add_node(graph(t, kExpert), graph(t, kMainTail).nodes[i].op());
        },
        "graph 'expert' node 1: a device graph cannot hold an empty node"},
   });
@@ -497,8 +484,7 @@ namespace {
 void again(fb::PipelineT& t, const std::vector<uint32_t>& deps, const std::vector<fb::EdgeKind>& kinds = {},
            const fb::SourceLoc& loc = fb::SourceLoc(0, 30, 3)) {
   fb::GraphT& main = graph(t, kMain);
-  main.nodes.push_back(fb::Node(main.nodes[2].op(), static_cast<uint32_t>(main.deps.size()), loc));
-  set_deps(main, static_cast<uint32_t>(main.nodes.size() - 1), deps, kinds);
+  set_deps(main, add_node(main, main.nodes[2].op(), {}, loc), deps, kinds);
 }
 
 }  // namespace
@@ -524,16 +510,14 @@ TEST_CASE("validate: a node whose op is proved is held to every node rule") {
       {"dependencies past deps",
        [](fb::PipelineT& t) {
          again(t, {2});
-         fb::Node& n = graph(t, kMain).nodes[6];
-         n = fb::Node(n.op(), n.deps_end() + 1, n.loc());
+         set_deps_end(graph(t, kMain), 6, graph(t, kMain).nodes[6].deps_end() + 1);
        },
        "graph 'main' node 6: dependencies end at 7, outside 5..6 (where the node before ends them, and deps' "
        "length)"},
       {"dependencies ending before the node before's",
        [](fb::PipelineT& t) {
          again(t, {});
-         fb::Node& n = graph(t, kMain).nodes[6];
-         n = fb::Node(n.op(), 4, n.loc());
+         set_deps_end(graph(t, kMain), 6, 4);
        },
        "graph 'main' node 6: dependencies end at 4, outside 5..5 (where the node before ends them, and deps' "
        "length)"},
@@ -915,7 +899,7 @@ TEST_CASE("validate: kernels that launch from the device") {
          make_cdp(t, node(t, kMain, 2));
          graph(t, kMain).dep_kinds.clear();
          fb::GraphT& then_body = *node(t, kMain, 4).bodies[0];
-         then_body.nodes.push_back(fb::Node(graph(t, kMain).nodes[2].op(), static_cast<uint32_t>(then_body.deps.size()), {}));
+         add_node(then_body, graph(t, kMain).nodes[2].op());
        },
        "graph 'main' node 4 body 0 node 1: kernel 'parent' launches kernels from the device, which a conditional body "
        "cannot hold"},
@@ -1000,8 +984,7 @@ TEST_CASE("validate: edge kinds (programmatic edges)") {
        [](fb::PipelineT& t) {
          // A second node running the same op (shared, as the writer shares it).
          fb::GraphT& body = *node(t, kMain, 4).bodies[0];
-         body.nodes.emplace_back(body.nodes[0].op(), static_cast<uint32_t>(body.deps.size()), fb::SourceLoc());
-         set_deps(body, 1, {0}, {EdgeKind::Programmatic});
+         set_deps(body, add_node(body, body.nodes[0].op()), {0}, {EdgeKind::Programmatic});
          t.kernels[0]->waits_at_entry = true;
        },
        ""},
@@ -1033,9 +1016,7 @@ TEST_CASE("validate: nesting depth") {
   tree = sample_tree();
   {
     fb::GraphT& then_body = *tree->ops[tree->graphs[kMain]->nodes[4].op()]->bodies[0];
-    add_node(*tree, then_body, empty_node());
-    then_body.nodes.back() = fb::Node(tree->graphs[kMain]->nodes[4].op(), then_body.nodes.back().deps_end(), {});
-    drop_unused_ops(*tree);
+    add_node(then_body, tree->graphs[kMain]->nodes[4].op());
   }
   CHECK(open_error(*tree) == "graph 'main' node 4 body 0 node 1: conditional handle 0 is already used by "
                              "another conditional node (a handle drives one node)");

@@ -341,7 +341,6 @@ class Serializer {
         n.op);
   }
 
-
   // The index of `n`'s op in Pipeline.ops, written on its first use. An op is known by its bytes
   // serialized alone (a scratch builder, the same calls): nodes that do the same thing share one.
   // Conditional ops hold their bodies (which refer to ops themselves) and a handle that drives
@@ -389,13 +388,16 @@ class Serializer {
     t.kinds = any_programmatic ? fbb().CreateVector(kinds) : 0;
     return t;
   }
+  void add(fb::GraphBuilder& b, const BodyTables& t) {
+    b.add_nodes(t.nodes);
+    b.add_deps(t.deps);
+    if (!t.kinds.IsNull()) b.add_dep_kinds(t.kinds);
+  }
 
   Offset<fb::Graph> graph_body(const lir::Body& body) {
     const BodyTables t = body_tables(body);
     fb::GraphBuilder b(fbb());
-    b.add_nodes(t.nodes);
-    b.add_deps(t.deps);
-    if (!t.kinds.IsNull()) b.add_dep_kinds(t.kinds);
+    add(b, t);
     return b.Finish();
   }
 
@@ -404,9 +406,7 @@ class Serializer {
     const BodyTables t = body_tables(g.body);
     fb::GraphBuilder b(fbb());
     b.add_name(name);
-    b.add_nodes(t.nodes);
-    b.add_deps(t.deps);
-    if (!t.kinds.IsNull()) b.add_dep_kinds(t.kinds);
+    add(b, t);
     b.add_device(g.device);
     b.add_family_size(g.family_size);
     b.add_fire_and_forget_launches(g.fire_and_forget_launches);

@@ -548,11 +548,7 @@ struct Executable::Impl {
     np.kernel.kernelParams = kp.kernelParams;
     return add_node(out, g, deps.empty() ? nullptr : deps.data(), edges, deps.size(), &np);
   }
-  [[gnu::noinline]] Error kernel_node_error(rt::Driver::GraphAddNode add_node, CUresult r, const NodeRef& at,
-                                            const Top& t) const {
-    if (!add_node)
-      return node_error(ErrorCode::Unsupported, at, t,
-                        "the CUDA driver has no cuGraphAddNode with edge data (CUDA 12.3 or newer)");
+  [[gnu::noinline]] Error kernel_node_error(CUresult r, const NodeRef& at, const Top& t) const {
     return rt::driver_call_error(r, node_name(at, t) + ": cuGraphAddNode (kernel)", node_where(at));
   }
 
@@ -637,10 +633,12 @@ struct Executable::Impl {
             return node_error(ErrorCode::Unsupported, at, t,
                               "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "
                               "sm_" + std::to_string(pipeline->arch));
-          if (!add_node) return kernel_node_error(add_node, CUDA_SUCCESS, at, t);
+          if (!add_node)
+            return node_error(ErrorCode::Unsupported, at, t,
+                              "the CUDA driver has no cuGraphAddNode with edge data (CUDA 12.3 or newer)");
           if (const CUresult r = add_kernel_node(add_node, np, g, deps, programmatic ? edges.data() : nullptr, kp, &made[i]);
               r != CUDA_SUCCESS)
-            return kernel_node_error(add_node, r, at, t);
+            return kernel_node_error(r, at, t);
           break;
         }
         case fb::NodeKind::Memcpy: {
