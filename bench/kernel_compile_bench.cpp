@@ -1,6 +1,6 @@
-// Kernel compile times for the acceptance examples' kernels: cold (no cache) and warm (a
+// Kernel compile times for the examples' kernels: cold (no cache) and warm (a
 // second run over a filled cache), with one worker and with N. Usage:
-//   kernel_compile_bench [--arch sm_80,sm_90,sm_100] [--jobs N] [--repeat R] [--spec DIR]
+//   kernel_compile_bench [--arch sm_80,sm_90,sm_100] [--jobs N] [--repeat R] [--examples DIR]
 //                        [--dump DIR]
 // --dump writes each image (NAME.ARCH.cubin, NAME.compute_NN.ptx) and manifest.txt (name,
 // lowered name, PTX relocatable 0/1 per line) to DIR instead of timing, for checks on a GPU.
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> archs = {"sm_80", "sm_90", "sm_100"};
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   int repeat = 3;
-  std::string spec = std::getenv("ORCH_SPEC_DIR") ? std::getenv("ORCH_SPEC_DIR") : ORCH_SPEC_DIR;
+  std::string examples = ORCH_EXAMPLES_DIR;
   std::string dump;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
       jobs = static_cast<unsigned>(std::max(1, std::atoi(argv[i + 1])));
     else if (flag == "--repeat")
       repeat = std::max(1, std::atoi(argv[i + 1]));
-    else if (flag == "--spec")
-      spec = argv[i + 1];
+    else if (flag == "--examples")
+      examples = argv[i + 1];
     else if (flag == "--dump")
       dump = argv[i + 1];
     else {
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   std::vector<KernelSource> sources;
   for (const char* f :
        {"saxpy.orch", "branch.orch", "countdown.orch", "jacobi.orch", "moe.orch", "scheduler.orch"})
-    for (KernelSource& k : kernels_of(fs::path(spec) / "examples" / f))
+    for (KernelSource& k : kernels_of(fs::path(examples) / f))
       sources.push_back(std::move(k));
   size_t device_runtime = 0;
   for (const KernelSource& k : sources) device_runtime += k.uses_device_runtime;

@@ -9,6 +9,8 @@
 #   lib/liborch_runtime.a, lib/liborch_artifact.a,  orch::runtime (the artifact reader and the
 #   lib/liborch_expr.a                              expression language are its private parts,
 #                                                   linked with it)
+#   lib/liborch.so.0.1, lib/pkgconfig/orch.pc      the C API as one shared library, for C and
+#                                                   Makefile users: pkg-config --cflags --libs orch
 #   include/orch/runtime.h, include/orch/orch.h     the C++ and C APIs
 #   bin/orchc, bin/orch-run, bin/orch-inspect       orch::orchc, orch::orch-run, orch::orch-inspect
 #   share/orch/targets/*.yaml                       the target profiles orchc reads
@@ -81,6 +83,19 @@ install(TARGETS orch_runtime orch_artifact orch_expr orch_ranks
 install(TARGETS orchc orch-run orch-inspect
   EXPORT orchTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The C library and its pkg-config file (not in sanitized or fuzzing builds, which lack it).
+if(TARGET orch_c)
+  install(TARGETS orch_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  file(RELATIVE_PATH ORCH_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+  string(REGEX REPLACE "/$" "" ORCH_PC_TO_PREFIX "${ORCH_PC_TO_PREFIX}")
+  find_package(CUDAToolkit REQUIRED)
+  set(ORCH_PC_CUDA_CFLAGS "")
+  foreach(dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
+    string(APPEND ORCH_PC_CUDA_CFLAGS " -I${dir}")
+  endforeach()
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/orch.pc.in ${PROJECT_BINARY_DIR}/orch.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/orch.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/orch/runtime.h ${PROJECT_SOURCE_DIR}/runtime/orch/orch.h
               ${PROJECT_SOURCE_DIR}/runtime/orch/ranks.h ${PROJECT_SOURCE_DIR}/runtime/orch/observe.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/orch)
@@ -137,4 +152,18 @@ if(NOT ORCH_FUZZ)
             -P ${PROJECT_SOURCE_DIR}/cmake/orch_package_test.cmake)
   set_tests_properties(orch_package_embed_saxpy PROPERTIES
     TIMEOUT 600)
+endif()
+# The C package: a C program built with `cc main.c $(pkg-config --cflags --libs orch)` against
+# the install alone (examples/c_client).
+if(TARGET orch_c)
+  enable_language(C)
+  add_test(NAME orch_package_c_client
+    COMMAND ${CMAKE_COMMAND}
+            -DORCH_BUILD_DIR=${PROJECT_BINARY_DIR}
+            -DORCH_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+            -DWORK_DIR=${PROJECT_BINARY_DIR}/package-c-test
+            -DC_COMPILER=${CMAKE_C_COMPILER}
+            -DBUILD_TYPE=$<CONFIG>
+            -P ${PROJECT_SOURCE_DIR}/cmake/orch_package_c_test.cmake)
+  set_tests_properties(orch_package_c_client PROPERTIES TIMEOUT 600)
 endif()

@@ -1,7 +1,8 @@
-// The acceptance pipelines in the spec folder (read in place, never copied): every example
-// checks clean, and every error file is rejected with its first diagnostic an error on a line
-// its header names (`// error-line: N [M]`). Both iterate their folder, so a new spec file is
-// tested without touching this file; each file runs as its own SUBCASE, so a failure names it.
+// The example pipelines (examples/): every example checks clean, and every file in
+// examples/errors/ is rejected with its first diagnostic an error with the code its header
+// names (`// error-code: E0NNN`, the second line) on a line it names (`// error-line: N [M]`,
+// the first). Both iterate their folder, so a new example is tested without touching this
+// file; each file runs as its own SUBCASE, so a failure names it.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -48,13 +49,21 @@ std::vector<uint32_t> expected_error_lines(const std::string& text) {
   return lines;
 }
 
+// The code named by the header's second line, `// error-code: E0NNN`; empty if missing.
+std::string expected_error_code(const std::string& text) {
+  const size_t second = text.find('\n') + 1;
+  const std::string line = text.substr(second, text.find('\n', second) - second);
+  const std::string tag = "// error-code: ";
+  return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : std::string();
+}
+
 }  // namespace
 
-TEST_SUITE("spec") {
+TEST_SUITE("examples") {
 
-TEST_CASE("spec examples check with no diagnostics") {
+TEST_CASE("examples check with no diagnostics") {
   const std::vector<std::string> files =
-      test::files_in(test::spec_dir() + "/examples", ".orch");
+      test::files_in(test::examples_dir(), ".orch");
   REQUIRE(!files.empty());
   for (const std::string& path : files) {
     SUBCASE(file_name(path).c_str()) {
@@ -64,25 +73,30 @@ TEST_CASE("spec examples check with no diagnostics") {
   }
 }
 
-TEST_CASE("spec error files are rejected at the line their header names") {
-  const std::vector<std::string> files = test::files_in(test::spec_dir() + "/errors", ".orch");
+TEST_CASE("example error files are rejected with the code and at the line their header names") {
+  const std::vector<std::string> files = test::files_in(test::examples_dir() + "/errors", ".orch");
   REQUIRE(!files.empty());
   for (const std::string& path : files) {
     SUBCASE(file_name(path).c_str()) {
       // CHECK, not REQUIRE, in here: a fatal failure would end the test case and leave the
       // files after this one untested.
-      const std::vector<uint32_t> lines = expected_error_lines(test::read_file(path));
+      const std::string source = test::read_file(path);
+      const std::vector<uint32_t> lines = expected_error_lines(source);
+      const std::string code = expected_error_code(source);
       auto c = check_spec_file(path);
       const std::string text = c->text();
       CAPTURE(text);
       const std::vector<Diagnostic> sorted = c->diags.sorted();
       if (lines.empty()) {
         FAIL_CHECK("the first line must be `// error-line: N [M]`");
+      } else if (code.empty()) {
+        FAIL_CHECK("the second line must be `// error-code: E0NNN`");
       } else if (sorted.empty()) {
         FAIL_CHECK("accepted, but it must be rejected");
       } else {
         const Diagnostic& first = sorted.front();
         CHECK(first.severity == Severity::Error);
+        CHECK(first.code == code);
         // In the file itself (not a located-nowhere diagnostic), on a line the header names.
         CHECK(first.range.valid());
         CHECK(c->sources.path(first.range.file) == path);
@@ -96,6 +110,6 @@ TEST_CASE("spec error files are rejected at the line their header names") {
   }
 }
 
-}  // TEST_SUITE("spec")
+}  // TEST_SUITE("examples")
 
 }  // namespace orch

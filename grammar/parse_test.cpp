@@ -1,5 +1,5 @@
 // The parser: every construct of Orch.g4 reaches the AST with the right source positions, the
-// spec's pipelines parse cleanly, and syntax errors read exactly as orchc prints them.
+// example pipelines (examples/) parse cleanly, and syntax errors read exactly as orchc prints them.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -28,7 +28,7 @@ std::string errors_of(const std::string& text, const std::string& path = "test.o
   return p->diagnostics();
 }
 
-// The lines named by a spec file's first line, `// error-line: N [M]`.
+// The lines named by an error example's first line, `// error-line: N [M]`.
 std::vector<uint32_t> error_lines(const std::string& text) {
   const std::string tag = "// error-line:";
   REQUIRE(text.rfind(tag, 0) == 0);
@@ -455,10 +455,10 @@ TEST_SUITE("parse") {
     CHECK(clean_ast("\n\n  pipeline   p  \n\n") == "Module p <3:14>\n");
   }
 
-  // ---- the spec's pipelines -----------------------------------------------------------------
+  // ---- the example pipelines -----------------------------------------------------------------
 
-  TEST_CASE("parse every spec example with no diagnostics") {
-    std::vector<std::string> files = test::files_in(test::spec_dir() + "/examples", ".orch");
+  TEST_CASE("parse every example with no diagnostics") {
+    std::vector<std::string> files = test::files_in(test::examples_dir(), ".orch");
     CHECK(files.size() >= 7);
     for (const std::string& path : files) {
       CAPTURE(path);
@@ -474,8 +474,8 @@ TEST_SUITE("parse") {
     }
   }
 
-  TEST_CASE("parse spec errors that are not syntax errors parse cleanly") {
-    for (const std::string& path : test::files_in(test::spec_dir() + "/errors", ".orch")) {
+  TEST_CASE("parse example errors that are not syntax errors parse cleanly") {
+    for (const std::string& path : test::files_in(test::examples_dir() + "/errors", ".orch")) {
       if (std::filesystem::path(path).filename() == "syntax_error.orch") continue;
       CAPTURE(path);
       auto p = test::parse_file(path);
@@ -485,8 +485,8 @@ TEST_SUITE("parse") {
     }
   }
 
-  TEST_CASE("parse spec syntax_error.orch") {
-    std::string path = test::spec_dir() + "/errors/syntax_error.orch";
+  TEST_CASE("parse examples/errors/syntax_error.orch") {
+    std::string path = test::examples_dir() + "/errors/syntax_error.orch";
     std::string text = test::read_file(path);
     auto p = parse_string(text, "errors/syntax_error.orch");
     REQUIRE_FALSE(p->diags.all().empty());
@@ -495,8 +495,8 @@ TEST_SUITE("parse") {
     std::vector<uint32_t> lines = error_lines(text);
     CHECK(std::find(lines.begin(), lines.end(), primary.range.begin.line) != lines.end());
     CHECK(p->diagnostics() ==
-          "errors/syntax_error.orch:6:12: error[E0001]: unexpected `=`; expected an expression\n"
-          "  fill x = = 0\n"
+          "errors/syntax_error.orch:7:12: error[E0001]: unexpected `*`; expected an expression\n"
+          "  fill h = * 3\n"
           "           ^\n"
           "1 error generated.\n");
   }

@@ -479,11 +479,10 @@ TEST_CASE("the longest expressions the parser accepts make bind checks the loade
   CHECK(codes == "");
 }
 
-TEST_CASE("what the checker accepts in the spec examples and bundled pipelines, the loader loads") {
-  const char* env = std::getenv("ORCH_SPEC_DIR");
-  const std::string spec = env && *env ? env : ORCH_SPEC_DIR;
+TEST_CASE("what the checker accepts in the examples and bundled pipelines, the loader loads") {
+  const std::string examples = ORCH_EXAMPLES_DIR;
   size_t seen = 0;
-  for (const std::string& dir : {spec + "/examples", std::string(ORCH_PIPELINES_DIR)}) {
+  for (const std::string& dir : {examples, std::string(ORCH_PIPELINES_DIR)}) {
     REQUIRE_MESSAGE(fs::is_directory(dir), dir);
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.path().extension() != ".orch") continue;

@@ -1,4 +1,4 @@
-// `orchc --emit=cuda`: every spec example ejects to one .cu file that nvcc compiles (this
+// `orchc --emit=cuda`: every example ejects to one .cu file that nvcc compiles (this
 // machine has the toolkit, no GPU needed: `nvcc -c` only), with the lines that make it the same
 // graph (conditional nodes, device-launch instantiation, family tables, checked calls that name
 // the .orch statement). ORCH_NVCC overrides the compiler; without one the compile case is skipped,
@@ -28,9 +28,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string eject_spec_dir() {
-  if (const char* env = std::getenv("ORCH_SPEC_DIR"); env && *env) return env;
-  return ORCH_SPEC_DIR;
+std::string eject_examples_dir() {
+  return ORCH_EXAMPLES_DIR;
 }
 
 std::string nvcc_path() {
@@ -104,7 +103,7 @@ bool has_eval(const std::string& haystack, const std::string& needle) {
 
 std::vector<std::string> spec_examples() {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(eject_spec_dir() + "/examples"))
+  for (const auto& e : fs::directory_iterator(eject_examples_dir()))
     if (e.path().extension() == ".orch") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   return out;
@@ -130,7 +129,7 @@ Compiled compile(const std::string& cu, const std::string& dir) {
   return c;
 }
 
-TEST_CASE("eject: every spec example becomes one .cu file with the parts it needs") {
+TEST_CASE("eject: every example becomes one .cu file with the parts it needs") {
   std::vector<std::string> examples = spec_examples();
   REQUIRE(examples.size() >= 7);
   for (const std::string& path : examples) {
@@ -158,7 +157,7 @@ TEST_CASE("eject: every spec example becomes one .cu file with the parts it need
 
 // Needs nvcc: where there is none, main() (lowering/test_main.cpp) excludes this case and says
 // so (SKIPPED), and run alone it exits 77, which ctest reports as skipped.
-TEST_CASE("eject: every ejected spec example nvcc compiles") {
+TEST_CASE("eject: every ejected example nvcc compiles") {
   std::vector<std::string> examples = spec_examples();
   REQUIRE(examples.size() >= 7);
   REQUIRE_MESSAGE(access(nvcc_path().c_str(), X_OK) == 0, "no nvcc at " << nvcc_path() << " (set ORCH_NVCC)");
@@ -185,7 +184,7 @@ TEST_CASE("eject: every ejected spec example nvcc compiles") {
 }
 
 TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and body") {
-  std::string cu = eject_file(eject_spec_dir() + "/examples/jacobi.orch");
+  std::string cu = eject_file(eject_examples_dir() + "/jacobi.orch");
   CHECK(has(cu, "struct JacobiParams {"));
   CHECK(has(cu, "unsigned n = 1048576u;  // param n: u32 = 1 << 20"));
   CHECK(has(cu, "float tol = 1e-06f;"));
@@ -193,8 +192,8 @@ TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and 
   CHECK(has(cu, "cudaHostAlloc(host, bytes, cudaHostAllocMapped)"));
   CHECK(has(cu, "cudaHostGetDevicePointer(device, *host, 0)"));
   // Host expressions are expr/'s printed code: a value, or the error printed and returned.
-  CHECK(has(cu, "ORCH_EVAL(orch_x0, orch_u64, \"" + eject_spec_dir() +
-                    "/examples/jacobi.orch:9:1: buffer u\", orch_convert<orch_u64, orch_u32>(orch_ok<orch_u32>(p.n)));"));
+  CHECK(has(cu, "ORCH_EVAL(orch_x0, orch_u64, \"" + eject_examples_dir() +
+                    "/jacobi.orch:9:1: buffer u\", orch_convert<orch_u64, orch_u32>(orch_ok<orch_u32>(p.n)));"));
   CHECK(has(cu, "count[0] = static_cast<size_t>(orch_x0.v);"));
   CHECK(has(cu, "orch_alloc_device((void**)&b->u, count[0], sizeof(float)"));
   CHECK(has(cu, "cudaGraphConditionalHandleCreate(&handle[0], graph, 0, 0)"));
@@ -211,12 +210,12 @@ TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and 
             "cudaGraphAddMemcpyNode1D(&node[0], graph, nullptr, 0, b.u, b.u_host, "
             "static_cast<size_t>(orch_x#.v) * sizeof(float), cudaMemcpyDefault), "
             "\"" +
-                eject_spec_dir() + "/examples/jacobi.orch:21:3: copy u_host -> u\");"));
+                eject_examples_dir() + "/jacobi.orch:21:3: copy u_host -> u\");"));
   CHECK(has(cu, "cudaGraphAddMemsetNode(&node[2], graph, nullptr, 0, &fill)"));
   CHECK(has(
       cu,
-      "// " + eject_spec_dir() +
-          "/examples/jacobi.orch:27:5  sweep<<<ceil_div(n, 256), 256>>>(n, u, rhs, v, residual)"));
+      "// " + eject_examples_dir() +
+          "/jacobi.orch:27:5  sweep<<<ceil_div(n, 256), 256>>>(n, u, rhs, v, residual)"));
   CHECK(has(cu, "\", orch_ceil_div<orch_u32>(orch_ok<orch_u32>(p.n), orch_ok<orch_u32>(256u)));"));
   CHECK(has_eval(cu, "kernel.gridDim = dim3(orch_x#.v, 1, 1);"));
   // jacobi.cu once; expr/'s preamble (host and generated kernels share it) once.
@@ -230,7 +229,7 @@ TEST_CASE("eject: jacobi's while loop is a conditional node with its handle and 
 }
 
 TEST_CASE("eject: moe's device graphs are instantiated for device launch, one per family member") {
-  std::string cu = eject_file(eject_spec_dir() + "/examples/moe.orch");
+  std::string cu = eject_file(eject_examples_dir() + "/moe.orch");
   CHECK(has(cu, "cudaGraph_t experts[8] = {};"));
   CHECK(has(cu, "cudaGraphExec_t* experts_table = nullptr;"));
   CHECK(has(cu,
@@ -254,14 +253,14 @@ TEST_CASE("eject: moe's device graphs are instantiated for device launch, one pe
   CHECK(has(cu, "cudaGraphExec_t arg6 = out->finish_exec;"));
   CHECK(cu.find("orch_build_finish(p, b, out)") < cu.find("ORCH_TRY(orch_build_main(p, b, out))"));
   // moe.cu holds all three kernels: it is in the file once.
-  CHECK(count(cu, "// ---- " + eject_spec_dir() +
-                      "/examples/moe.cu (kernels route, expert_ffn, combine)") == 1);
+  CHECK(count(cu, "// ---- " + eject_examples_dir() +
+                      "/moe.cu (kernels route, expert_ffn, combine)") == 1);
   CHECK(count(cu, "extern \"C\" __global__ void route(") == 1);
   CHECK(count(cu, "extern \"C\" __global__ void combine(") == 1);
 }
 
 TEST_CASE("eject: a self tail launch is set on the executable graph after instantiation") {
-  std::string cu = eject_file(eject_spec_dir() + "/examples/scheduler.orch");
+  std::string cu = eject_file(eject_examples_dir() + "/scheduler.orch");
   CHECK(has(cu,
             "cudaGraphExec_t arg6 = nullptr;  // self = self: set by orch_patch_rounds() after "
             "instantiation"));
@@ -274,19 +273,19 @@ TEST_CASE("eject: a self tail launch is set on the executable graph after instan
 }
 
 TEST_CASE("eject: switch bodies, `while kernel` defaults, collectives") {
-  std::string branch = eject_file(eject_spec_dir() + "/examples/branch.orch");
+  std::string branch = eject_file(eject_examples_dir() + "/branch.orch");
   CHECK(has(branch, "cond.conditional.type = cudaGraphCondTypeSwitch;"));
   CHECK(has(branch, "cond.conditional.size = 3;"));
   CHECK(has(branch, "// default (body 2): any other value"));
   CHECK(has(branch, "cond.conditional.type = cudaGraphCondTypeIf;"));
   CHECK(has(branch, "// else: run when it is zero"));
 
-  std::string countdown = eject_file(eject_spec_dir() + "/examples/countdown.orch");
+  std::string countdown = eject_file(eject_examples_dir() + "/countdown.orch");
   CHECK(has(countdown,
             "cudaGraphConditionalHandleCreate(&handle[0], graph, 1, cudaGraphCondAssignDefault)"));
   CHECK(has(countdown, "void* args[] = {(void*)&b.counter, (void*)&b.trace, &handle[0]};"));
 
-  std::string dp = eject_file(eject_spec_dir() + "/examples/dp_step.orch");
+  std::string dp = eject_file(eject_examples_dir() + "/dp_step.orch");
   CHECK(has(dp, "#include <nccl.h>"));
   CHECK(has(dp, "-lcudadevrt -lnccl"));
   CHECK(has(dp, "ncclComm_t world = nullptr;"));

@@ -1,5 +1,5 @@
 // The kernel compiler end to end: NVRTC and nvJitLink run for real (no GPU needed), the
-// acceptance examples' kernels are read in place from ORCH_SPEC_DIR.
+// examples' kernels are read in place from examples/.
 #include "lowering/kernel_compiler.h"
 
 #include <doctest/doctest.h>
@@ -21,9 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string spec_dir() {
-  if (const char* env = std::getenv("ORCH_SPEC_DIR"); env && *env) return env;
-  return ORCH_SPEC_DIR;
+std::string examples_dir() {
+  return ORCH_EXAMPLES_DIR;
 }
 
 std::string read_file(const std::string& path) {
@@ -159,7 +158,7 @@ __global__ void scale(unsigned n, T a, T* x) {
 
 TEST_CASE("device-runtime kernels are linked against cudadevrt") {
   SourceManager sm;
-  std::string moe_path = spec_dir() + "/examples/moe.cu";
+  std::string moe_path = examples_dir() + "/moe.cu";
   std::string moe = read_file(moe_path);
   KernelSource route;
   route.name = "route";
@@ -168,7 +167,7 @@ TEST_CASE("device-runtime kernels are linked against cudadevrt") {
   route.uses_device_runtime = true;  // it has `graph` parameters
   route.origin = {sm.add(moe_path, moe), {1, 1}, {1, 1}};
 
-  std::string countdown_path = spec_dir() + "/examples/countdown.orch";
+  std::string countdown_path = examples_dir() + "/countdown.orch";
   std::string countdown = read_file(countdown_path);
   Inline step_src = inline_source(countdown, "step");
   KernelSource step;

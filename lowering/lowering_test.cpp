@@ -22,9 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string spec_dir() {
-  if (const char* env = std::getenv("ORCH_SPEC_DIR"); env && *env) return env;
-  return ORCH_SPEC_DIR;
+std::string examples_dir() {
+  return ORCH_EXAMPLES_DIR;
 }
 
 struct Checked {
@@ -44,7 +43,7 @@ std::unique_ptr<Checked> check(const std::string& text, const std::string& path 
 
 std::unique_ptr<Checked> check_spec(const std::string& name) {
   auto c = std::make_unique<Checked>();
-  c->result = check_file(spec_dir() + "/examples/" + name, c->sources, {}, c->diags);
+  c->result = check_file(examples_dir() + "/" + name, c->sources, {}, c->diags);
   REQUIRE_MESSAGE(!c->diags.has_errors(),
                   format_diagnostics(c->diags.sorted(), c->sources, DiagnosticFormat::Text));
   return c;
@@ -525,10 +524,10 @@ graph main { launch rounds tail }
   CHECK(k.args[1].ref == rounds);
 }
 
-TEST_CASE("every spec example and bundled pipeline compiles to a pipeline.bin that verifies") {
+TEST_CASE("every example and bundled pipeline compiles to a pipeline.bin that verifies") {
   fs::path cache = fs::temp_directory_path() / ("orch-lowering-test-cache-" + std::to_string(getpid()));
   std::vector<fs::path> files;
-  for (const std::string& dir : {spec_dir() + "/examples", std::string(ORCH_PIPELINES_DIR)})
+  for (const std::string& dir : {examples_dir(), std::string(ORCH_PIPELINES_DIR)})
     for (const auto& entry : fs::directory_iterator(dir))
       if (entry.path().extension() == ".orch") files.push_back(entry.path());
   CHECK(files.size() >= 11);

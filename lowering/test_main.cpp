@@ -11,7 +11,12 @@
 #include <cstring>
 #include <string>
 
+#include "support/test_paths.h"
+
 int main(int argc, char** argv) {
+  // The tests run orchc and NVRTC: none of the caller's ORCH_* settings reach them.
+  orch::test_paths::isolate_environment(ORCH_LOWERING_SOURCE_DIR,
+                                        (orch::test_paths::build_root() / "test-cache").string());
   doctest::Context ctx;
   ctx.applyCommandLine(argc, argv);
   const char* env = std::getenv("ORCH_NVCC");
@@ -23,7 +28,7 @@ int main(int argc, char** argv) {
           (std::strncmp(argv[i], "--test-case=", 12) == 0 || std::strncmp(argv[i], "-tc=", 4) == 0))
         nvcc_only = true;
     std::printf(
-        "SKIPPED: \"eject: every ejected spec example nvcc compiles\": no nvcc at %s (set "
+        "SKIPPED: \"eject: every ejected example nvcc compiles\": no nvcc at %s (set "
         "ORCH_NVCC)\n",
         nvcc.c_str());
     if (nvcc_only) return 77;

@@ -1,4 +1,4 @@
-// The shared libraries' only source: their contents come whole from static libraries
+// liborchc.so's only source: its contents come whole from static libraries
 // (python/CMakeLists.txt), and a library needs at least one source file.
 namespace {
 int orch_python_exports_unused;

@@ -1,4 +1,4 @@
-// Helpers shared by the *_test.cpp files: where the acceptance pipelines are, reading files,
+// Helpers shared by the *_test.cpp files: where the example pipelines are, reading files,
 // parsing a string the way orchc parses a file, and rendering diagnostics as orchc prints them.
 #pragma once
 
@@ -18,11 +18,9 @@
 
 namespace orch::test {
 
-// The spec folder (examples/, errors/): $ORCH_SPEC_DIR when set, else the path CMake compiled
-// in (-DORCH_SPEC_DIR=..., by default ../shared/spec beside the checkout).
-inline std::string spec_dir() {
-  if (const char* env = std::getenv("ORCH_SPEC_DIR"); env && *env) return env;
-  return ORCH_SPEC_DIR;
+// The checkout's examples/ (with errors/ in it), as CMake compiled it in.
+inline std::string examples_dir() {
+  return ORCH_EXAMPLES_DIR;
 }
 
 // Throws rather than returning "", so a missing file fails the test that needed it.

@@ -1,7 +1,6 @@
 """Shared fixtures. Paths come from the environment so the tests run against a build tree
 (ORCH_LIBRARY_DIR=build/python, PYTHONPATH=python) or an installed wheel alike:
-  ORCH_SPEC_DIR   the acceptance pipelines (examples/, errors/); default .spec/ in the checkout,
-                  else ../shared/spec
+  ORCH_EXAMPLES_DIR  the example pipelines (and errors/ in it); default examples/ in the checkout
   ORCH_ORCHC      the orchc binary, to compare CompileError's text with (tests skip without it)
   ORCH_WHEEL      a built wheel, for the fresh-venv install test
 """
@@ -14,31 +13,31 @@ import shutil
 
 import pytest
 
-import orch
+# None of the caller's settings that change what orch does reach the tests: a targets folder,
+# printed passes, cache folders (the tests pass their own).
+for _name in ("ORCH_TARGETS_DIR", "ORCH_PRINT_PASSES", "ORCH_CACHE_DIR", "ORCH_ARTIFACT_CACHE_DIR", "XDG_CACHE_HOME"):
+    os.environ.pop(_name, None)
+
+import orch  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def spec_dir() -> pathlib.Path:
-    env = os.environ.get("ORCH_SPEC_DIR")
-    if env:
-        return pathlib.Path(env)
-    if (ROOT / ".spec" / "examples").is_dir():
-        return ROOT / ".spec"
-    return ROOT.parent / "shared" / "spec"
+def examples_dir() -> pathlib.Path:
+    env = os.environ.get("ORCH_EXAMPLES_DIR")
+    return pathlib.Path(env) if env else ROOT / "examples"
 
 
-SPEC = spec_dir()
-EXAMPLES = SPEC / "examples"
-ERRORS = SPEC / "errors"
+EXAMPLES = examples_dir()
+ERRORS = EXAMPLES / "errors"
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.orch")) if EXAMPLES.is_dir() else []
 
 
 @pytest.fixture(scope="session")
-def spec() -> pathlib.Path:
+def examples() -> pathlib.Path:
     if not EXAMPLES.is_dir():
-        pytest.skip(f"no spec examples at {SPEC} (set ORCH_SPEC_DIR)")
-    return SPEC
+        pytest.skip(f"no examples at {EXAMPLES} (set ORCH_EXAMPLES_DIR)")
+    return EXAMPLES
 
 
 @pytest.fixture(scope="session")
@@ -66,8 +65,8 @@ def orchc_options() -> dict:
 
 
 @pytest.fixture(scope="session")
-def compiled(spec, cache_dir):
-    """compiled(name) -> the artifact of spec example `name`, compiled once per session."""
+def compiled(examples, cache_dir):
+    """compiled(name) -> the artifact of example `name`, compiled once per session."""
 
     def get(name: str) -> bytes:
         if name not in _artifacts:

@@ -150,7 +150,7 @@ def _make_capsule(address, name):
 
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
-def test_every_spec_example_compiles_and_loads(spec, compiled, name):
+def test_every_example_compiles_and_loads(examples, compiled, name):
     data = compiled(name)
     assert data[:8] == b"ORCHPIPE"
     p = orch.load(data)
@@ -160,7 +160,7 @@ def test_every_spec_example_compiles_and_loads(spec, compiled, name):
     assert orch.check(EXAMPLES / f"{name}.orch") == []
 
 
-def test_compile_text_and_path_give_the_same_pipeline(spec, cache_dir):
+def test_compile_text_and_path_give_the_same_pipeline(examples, cache_dir):
     path = EXAMPLES / "saxpy.orch"
     from_text = orch.load(orch.compile(path.read_text(), path=str(path), cache_dir=cache_dir))
     from_path = orch.load(orch.compile(path, cache_dir=cache_dir))
@@ -168,7 +168,7 @@ def test_compile_text_and_path_give_the_same_pipeline(spec, cache_dir):
     assert from_text.buffers == from_path.buffers
 
 
-def test_compile_text_finds_from_files_next_to_path(spec, cache_dir, tmp_path):
+def test_compile_text_finds_from_files_next_to_path(examples, cache_dir, tmp_path):
     text = (EXAMPLES / "jacobi.orch").read_text()
     with pytest.raises(orch.CompileError) as e:
         orch.compile(text, path=str(tmp_path / "jacobi.orch"), cache_dir=cache_dir)
@@ -178,7 +178,7 @@ def test_compile_text_finds_from_files_next_to_path(spec, cache_dir, tmp_path):
     assert p.buffers["residual"].scalar
 
 
-def test_compile_options_arch_target_and_no_cache(spec):
+def test_compile_options_arch_target_and_no_cache(examples):
     data = orch.compile(SAXPY_TEXT, arch=["sm_80", "sm_90"], cache_dir="")
     (kernel,) = orch.load(data).kernels
     assert kernel.archs == ("sm_80", "sm_90") and kernel.ptx_arch == "compute_90"
@@ -209,7 +209,7 @@ graph main {
 '''
 
 
-def test_compile_options_pdl_and_unroll(spec, cache_dir):
+def test_compile_options_pdl_and_unroll(examples, cache_dir):
     # Unrolled by default: the loop's guard slots are a buffer of their own, and step has a guarded
     # variant; --no-pdl --unroll 1 gives the plain graph.
     fast = orch.load(orch.compile(COUNTDOWN_TEXT, cache_dir=cache_dir))
@@ -236,14 +236,19 @@ def _error_lines(path: pathlib.Path):
     return [int(x) for x in m.group(1).split()]
 
 
+def _error_code(path: pathlib.Path):
+    m = re.match(r"// error-code: (E\d{4})$", path.read_text().splitlines()[1])
+    return m.group(1)
+
+
 @pytest.mark.parametrize("path", sorted(ERRORS.glob("*.orch")), ids=lambda p: p.stem)
-def test_every_spec_error_is_reported_at_its_line(path):
+def test_every_example_error_is_reported_at_its_line(path):
     diagnostics = orch.check(path)
     errors = [d for d in diagnostics if d.severity == "error"]
     assert errors, "no error"
     assert errors[0].line in _error_lines(path)
     assert errors[0].file == str(path)
-    assert re.fullmatch(r"E\d{4}", errors[0].code)
+    assert errors[0].code == _error_code(path)
     with pytest.raises(orch.CompileError) as e:
         orch.compile(path)
     assert [d.code for d in e.value.diagnostics] == [d.code for d in diagnostics]

@@ -1,4 +1,4 @@
-"""orch from Python on a GPU (skipped, with the reason, where there is none): every spec example
+"""orch from Python on a GPU (skipped, with the reason, where there is none): every example
 run on torch tensors against a CPU reference (numpy) and against the C++ runtime (orch-run with
 the same inputs, --dump), a pipeline interleaved with torch ops on one stream, CuPy arrays,
 runtime-allocated buffers through torch.from_dlpack, set_param / rebind, and what torch's own
@@ -105,7 +105,7 @@ def same(got, want, what):
     assert np.array_equal(np.asarray(got), np.asarray(want), equal_nan=True), f"{what}: Python and the C++ runtime differ"
 
 
-# ---- every spec example -------------------------------------------------------------------
+# ---- every example -------------------------------------------------------------------
 
 
 def test_saxpy(compiled, tmp_path):

@@ -1,4 +1,4 @@
-// GPU tests (test suite "gpu"): every spec example compiled with orchc at test time, loaded,
+// GPU tests (test suite "gpu"): every example compiled with orchc at test time, loaded,
 // instantiated and run on the GPU, against a CPU reference on fresh random inputs. main()
 // skips this suite, visibly and with the reason, where there is no CUDA device.
 #include <doctest/doctest.h>

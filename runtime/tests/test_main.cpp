@@ -19,6 +19,7 @@
 #include "artifact/artifact.h"
 #include "runtime/tests/device_check.h"
 #include "runtime/tests/test_util.h"
+#include "support/test_paths.h"
 
 namespace orch::test {
 
@@ -36,10 +37,9 @@ const std::string& multi_gpu_unavailable_reason() {
   return reason;
 }
 
-std::string pipelines_dir() {
-  const char* env = std::getenv("ORCH_PIPELINES_DIR");
-  return env && *env ? env : ORCH_PIPELINES_DIR_DEFAULT;
-}
+std::string checkout() { return test_paths::checkout(ORCH_RUNTIME_SOURCE_DIR); }
+
+std::string pipelines_dir() { return test_paths::located("ORCH_PIPELINES_DIR", checkout() + "/pipelines"); }
 
 std::map<std::string, RankScenario>& rank_scenarios() {
   static std::map<std::string, RankScenario> m;
@@ -51,10 +51,7 @@ bool register_rank_scenario(const char* name, RankScenario fn) {
   return true;
 }
 
-std::string spec_dir() {
-  const char* env = std::getenv("ORCH_SPEC_DIR");
-  return env && *env ? env : ORCH_SPEC_DIR;
-}
+std::string examples_dir() { return test_paths::located("ORCH_EXAMPLES_DIR", checkout() + "/examples"); }
 
 std::string temp_dir() {
   static const std::string dir = [] {
@@ -71,9 +68,7 @@ namespace {
 // with, say, ORCH_ORCHC_OPTIONS="--no-pdl --unroll 1" (scripts/gpu-check does).
 std::string run_orchc(const std::string& src, const std::string& out, std::string* log,
                       const char* options = nullptr) {
-  const char* env = std::getenv("ORCH_ORCHC");
-  std::string orchc = env && *env ? env : ORCH_ORCHC_PATH;
-  if (!std::getenv("ORCH_TARGETS_DIR")) setenv("ORCH_TARGETS_DIR", ORCH_TARGETS_DIR_DEFAULT, 0);
+  const std::string orchc = test_paths::located("ORCH_ORCHC", test_paths::built(ORCH_ORCHC_PATH, "compiler/orchc"));
   const std::string log_file = out + ".log";
   const char* env_options = std::getenv("ORCH_ORCHC_OPTIONS");
   const std::string flags = options ? options : env_options ? env_options : "";
@@ -92,7 +87,7 @@ std::string compile_example(const std::string& name, std::string* log) {
   static std::map<std::string, std::string> done;
   auto it = done.find(name);
   if (it != done.end()) return it->second;
-  std::string out = run_orchc(spec_dir() + "/examples/" + name + ".orch", temp_dir() + "/" + name + ".bin", log);
+  std::string out = run_orchc(examples_dir() + "/" + name + ".orch", temp_dir() + "/" + name + ".bin", log);
   if (!out.empty()) done[name] = out;
   return out;
 }
@@ -135,6 +130,8 @@ std::string compile_source(const std::string& name, const std::string& source, s
 }  // namespace orch::test
 
 int main(int argc, char** argv) {
+  orch::test_paths::isolate_environment(orch::test::checkout(),
+                                        (orch::test_paths::build_root() / "test-cache").string());
   // NVLink multicast stays off in every test and every rank process they start.
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   const char* worker_flag = "--orch-rank-worker=";

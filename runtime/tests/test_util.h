@@ -17,9 +17,9 @@ namespace orch::test {
 // ("no CUDA device: ..."). Computed once.
 const std::string& gpu_unavailable_reason();
 
-// Compiles spec example `name` (no extension) with orchc into a temporary folder, once per
-// process; returns the .bin path, or "" with *log set to orchc's output. The spec folder is
-// $ORCH_SPEC_DIR (else the build's default), orchc is $ORCH_ORCHC (else the build's), and
+// Compiles example `name` (no extension) with orchc into a temporary folder, once per
+// process; returns the .bin path, or "" with *log set to orchc's output. The examples are
+// examples/ ($ORCH_EXAMPLES_DIR), orchc the build's ($ORCH_ORCHC: support/test_paths.h), and
 // $ORCH_ORCHC_OPTIONS (words for the shell, e.g. "--no-pdl --unroll 1") are its options, here and
 // in every helper below that compiles.
 std::string compile_example(const std::string& name, std::string* log);
@@ -31,16 +31,18 @@ struct OpenedExample {
   const fb::Pipeline* p = nullptr;
 };
 OpenedExample open_artifact(const std::string& path);
-// Spec example `name`, compiled (compile_example) and opened.
+// Example `name`, compiled (compile_example) and opened.
 OpenedExample open_example(const std::string& name);
 // The same for a pipeline given as text (written to <tmp>/<name>.orch); `options`, if given, are
 // orchc's options instead of $ORCH_ORCHC_OPTIONS (a test that needs particular ones).
 std::string compile_source(const std::string& name, const std::string& source, std::string* log,
                            const char* options = nullptr);
 
-std::string spec_dir();
+// The source tree (support/test_paths.h) and its examples/ ($ORCH_EXAMPLES_DIR).
+std::string checkout();
+std::string examples_dir();
 std::string temp_dir();
-// The repository's pipelines/ folder: $ORCH_PIPELINES_DIR, else the build's default.
+// The repository's pipelines/ folder ($ORCH_PIPELINES_DIR).
 std::string pipelines_dir();
 // Compiles a .orch file at `path` into the temporary folder as <name>.bin; "" and *log on failure.
 std::string compile_file(const std::string& name, const std::string& path, std::string* log);

@@ -19,11 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string orchc_path() {
-  const char* env = std::getenv("ORCH_ORCHC");
-  return env && *env ? env : ORCH_TOOLS_ORCHC;
-}
-
 struct Compile {
   int exit_code = -1;
   std::string out, err;
@@ -168,7 +163,7 @@ TEST_CASE("artifact cache: any change to what the compile read or was told is a 
   expect_miss("the speed passes off", "p.orch --no-pdl -o a.bin");
   expect_miss("another unroll factor", "p.orch --unroll 2 -o a.bin");
   // A target profile of its own, found by name in --targets-dir.
-  w.write("targets/sm_90.yaml", read_all(std::string(ORCH_TOOLS_TARGETS_DIR) + "/sm_90.yaml"));
+  w.write("targets/sm_90.yaml", read_all(targets_dir() + "/sm_90.yaml"));
   expect_miss("a targets folder", "--targets-dir targets p.orch -o a.bin");
   std::string profile = read_all((w.dir / "targets/sm_90.yaml").string());
   w.write("targets/sm_90.yaml", profile + "\n# changed\n");

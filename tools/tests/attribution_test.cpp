@@ -113,7 +113,7 @@ TEST_CASE("node ids follow the site being built, through creation and cloning") 
 
 TEST_CASE("sites: every node the runtime builds, named as orchc --emit=dot names it (jacobi)") {
   std::string log;
-  const std::string bin = compiled(spec_dir() + "/examples/jacobi.orch", &log);
+  const std::string bin = compiled(examples_dir() + "/jacobi.orch", &log);
   REQUIRE_MESSAGE(!bin.empty(), log);
   LoadedPipeline l = load_pipeline(bin);
   REQUIRE_MESSAGE(l.pipeline, l.error);
@@ -244,7 +244,7 @@ TEST_CASE("the --nodes table of saxpy: one row per node, in order") {
 
 TEST_CASE("sites of device graphs and families (moe): one per member, named by member") {
   std::string log;
-  const std::string bin = compiled(spec_dir() + "/examples/moe.orch", &log);
+  const std::string bin = compiled(examples_dir() + "/moe.orch", &log);
   REQUIRE_MESSAGE(!bin.empty(), log);
   LoadedPipeline l = load_pipeline(bin);
   REQUIRE_MESSAGE(l.pipeline, l.error);
@@ -267,13 +267,12 @@ TEST_CASE("sites of device graphs and families (moe): one per member, named by m
 
 TEST_CASE("orchc --emit=dot labels the statements' nodes with the names orch-run gives them") {
   std::string log;
-  const std::string src = spec_dir() + "/examples/jacobi.orch";
+  const std::string src = examples_dir() + "/jacobi.orch";
   const std::string bin = compiled(src, &log);
   REQUIRE_MESSAGE(!bin.empty(), log);
   LoadedPipeline l = load_pipeline(bin);
   REQUIRE_MESSAGE(l.pipeline, l.error);
-  const char* env = std::getenv("ORCH_ORCHC");
-  const std::string orchc = env && *env ? env : ORCH_TOOLS_ORCHC;
+  const std::string orchc = orchc_path();
   const std::string dot = temp_dir() + "/jacobi.dot";
   REQUIRE(std::system(("'" + orchc + "' --emit=dot '" + src + "' > '" + dot + "'").c_str()) == 0);
   const std::string text = read_all(dot);
@@ -705,7 +704,7 @@ TEST_CASE("the H100's logs replayed: every record of fills, jacobi and a one-ran
     size_t records;
     std::map<uint32_t, std::string> nested;  // exec index: the statement found by it
   };
-  const std::string jacobi = spec_dir() + "/examples/jacobi.orch";
+  const std::string jacobi = examples_dir() + "/jacobi.orch";
   const std::vector<Case> cases = {
       {"fills", write_temp("fills.orch", fills_orch()), kFillsLog, 13,
        // The while body after the top-level graph's 4 nodes.

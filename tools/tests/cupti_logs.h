@@ -1,7 +1,7 @@
 // What orch-run heard from CUDA on an H100 (driver 580.159.04, CUDA 13.0), ORCH_RUN_CUPTI_DEBUG=1
 // of the GPU probe (tools/tests/gpu_observe_probe.sh): the callbacks and the runtime's windows up to
 // the end of the upload, then the activity records of the first profiled launch, verbatim, for
-// fills, jacobi (spec examples) and a one-rank allreduce (reduce_orch()). attribution_test.cpp
+// fills, jacobi (examples/) and a one-rank allreduce (reduce_orch()). attribution_test.cpp
 // replays them. The template graphs' dot prints and the teardown are left out.
 #pragma once
 

@@ -1,4 +1,4 @@
-// `orchc --emit=cuda` run on the GPU: every spec example and bundled pipeline is ejected, built
+// `orchc --emit=cuda` run on the GPU: every example and bundled pipeline is ejected, built
 // with nvcc (-arch=sm_90 -rdc=true -lcudadevrt, and NCCL for a pipeline with a `comm`), and its
 // main's harness runs on random inputs that respect the example's meaning; orch-run (the
 // runtime) runs the same artifact on the same inputs and params, and every buffer must come out
@@ -50,8 +50,6 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 std::string cuda_home() { return env_or("CUDA_HOME", "/usr/local/cuda"); }
 std::string nvcc_path() { return env_or("ORCH_NVCC", cuda_home() + "/bin/nvcc"); }
-std::string orchc_path() { return env_or("ORCH_ORCHC", ORCH_TOOLS_ORCHC); }
-std::string pipelines_dir() { return env_or("ORCH_PIPELINES_DIR", ORCH_PIPELINES_DIR); }
 
 std::string quote(const std::string& s) {
   std::string out = "'";
@@ -158,7 +156,7 @@ Ejected eject_and_build(const std::string& orch_file, const std::string& dir) {
 
 std::vector<std::string> all_pipelines() {
   std::vector<std::string> out;
-  for (const std::string& dir : {spec_dir() + "/examples", pipelines_dir()})
+  for (const std::string& dir : {examples_dir(), pipelines_dir()})
     for (const auto& entry : fs::directory_iterator(dir))
       if (entry.path().extension() == ".orch") out.push_back(entry.path().string());
   std::sort(out.begin(), out.end());
@@ -472,7 +470,7 @@ TEST_CASE("eject: an ejected program builds with nvcc, and its harness refuses b
   }
   const std::string dir = temp_dir() + "/eject-cpu";
   fs::create_directories(dir + "/in");
-  Ejected ej = eject_and_build(spec_dir() + "/examples/saxpy.orch", dir);
+  Ejected ej = eject_and_build(examples_dir() + "/saxpy.orch", dir);
   REQUIRE_MESSAGE(!ej.exe.empty(), ej.log);
   const std::string exe = quote(ej.exe);
   Shell r = shell(exe + " --bogus 1", dir + "/bogus");
@@ -496,7 +494,7 @@ TEST_CASE("eject: an ejected program builds with nvcc, and its harness refuses b
   CHECK(r.output.find("in/x.bin") == std::string::npos);
 }
 
-TEST_CASE("eject: every spec example and bundled pipeline has a GPU case below") {
+TEST_CASE("eject: every example and bundled pipeline has a GPU case below") {
   const std::vector<std::string> covered = {"saxpy", "branch", "countdown", "jacobi", "moe", "scheduler",
                                             "dp_step", "bucket_dispatch", "guarded_step", "heat_diffusion",
                                             "work_queue"};

@@ -15,8 +15,8 @@ out="${OUT:-$root/observe-out}"
 mkdir -p "$out"
 # As scripts/gpu-check sets them.
 export ORCH_ORCHC="$build/compiler/orchc" ORCH_RUN="$build/tools/orch-run"
-export ORCH_SPEC_DIR="${ORCH_SPEC_DIR:-$root/.spec}" ORCH_TARGETS_DIR="$root/targets"
-export ORCH_PIPELINES_DIR="$root/pipelines" ORCH_TOOLS_SAXPY="$root/examples/embed_saxpy/saxpy.orch"
+export ORCH_EXAMPLES_DIR="${ORCH_EXAMPLES_DIR:-$root/examples}" ORCH_TARGETS_DIR="$root/targets"
+export ORCH_PIPELINES_DIR="$root/pipelines"
 export LD_LIBRARY_PATH="$build/lib:${CUDA_HOME:-/usr/local/cuda}/lib64:${LD_LIBRARY_PATH:-}" NCCL_NVLS_ENABLE=0
 if [ -z "${ORCH_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
   nccl="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)"

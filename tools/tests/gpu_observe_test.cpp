@@ -46,8 +46,7 @@ std::string binary(const std::string& orch_file, const char* options = nullptr) 
 // state across the runs of one process (on an H200, driver 580.159.04, a kernel record of a
 // later pipeline carried the name of a kernel of an earlier one, unloaded by then).
 RunOutput orch_run_process(const std::vector<std::string>& args) {
-  const char* env = std::getenv("ORCH_RUN");
-  std::string cmd = "'" + std::string(env && *env ? env : ORCH_RUN_PATH) + "'";
+  std::string cmd = "'" + orch_run_path() + "'";
   for (const std::string& a : args) {
     std::string quoted;
     for (char c : a) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -131,7 +130,7 @@ TEST_SUITE("gpu") {
 TEST_CASE("the observation hook hears every node the runtime builds, at the site orch-run names") {
   for (const char* name : {"jacobi", "moe", "scheduler"}) {
     CAPTURE(name);
-    const std::string bin = binary(spec_dir() + "/examples/" + name + ".orch");
+    const std::string bin = binary(examples_dir() + "/" + name + ".orch");
     LoadedPipeline l = load_pipeline(bin);
     REQUIRE_MESSAGE(l.pipeline, l.error);
     orch::run::SiteTable sites(*l.pipeline);
@@ -183,8 +182,7 @@ TEST_CASE("CUPTI's graph and node ids as orch-run hears them (a probe, reported,
   // them, and every activity record with how it was attributed: what the next attempt needs
   // when a node is not attributed. Each run in a process of its own; the logs go to
   // $ORCH_TEST_OUT (cupti-debug-*.log).
-  const char* env = std::getenv("ORCH_RUN");
-  const std::string orch_run_bin = env && *env ? env : ORCH_RUN_PATH;
+  const std::string orch_run_bin = orch_run_path();
   struct Probe {
     std::string name, bin, args;
   };
@@ -193,7 +191,7 @@ TEST_CASE("CUPTI's graph and node ids as orch-run hears them (a probe, reported,
   // own kernel, so the kind check tells the candidates apart).
   std::vector<Probe> probes = {
       {"fills", binary(write_temp("fills.orch", fills_orch())), "--fill src=random:-1:1"},
-      {"jacobi", binary(spec_dir() + "/examples/jacobi.orch"),
+      {"jacobi", binary(examples_dir() + "/jacobi.orch"),
        "--param n=4096 --param tol=-1 --param max_iters=6 --fill u_host=random --fill rhs_host=random"},
       {"nested", binary(write_temp("nested.orch", nested_orch())), "--fill x=random:-1:1"}};
   if (orch::nccl_version()) probes.push_back({"reduce", binary(write_temp("reduce.orch", reduce_orch())), "--fill g=random"});
@@ -370,7 +368,7 @@ TEST_CASE("--nodes and --trace of sibling ifs with nested ifs: every kernel name
 }
 
 TEST_CASE("--trace of jacobi: every copy, fill and sweep named by its line; the result matches the CPU") {
-  const std::string bin = binary(spec_dir() + "/examples/jacobi.orch");
+  const std::string bin = binary(examples_dir() + "/jacobi.orch");
   const unsigned n = 4096, warmup = 1, repeat = 3;
   const std::string trace = out_path("jacobi.trace.json");
   const std::string u0 = temp_dir() + "/u0.bin", rhs = temp_dir() + "/rhs.bin", u = temp_dir() + "/u.bin";
@@ -436,7 +434,7 @@ TEST_CASE("--trace of jacobi: every copy, fill and sweep named by its line; the 
 
 TEST_CASE("--trace of moe and scheduler, which launch graphs from the device: host side, said so; results match the CPU") {
   {
-    const std::string bin = binary(spec_dir() + "/examples/moe.orch");
+    const std::string bin = binary(examples_dir() + "/moe.orch");
     const unsigned tokens = 512, hidden = 64;
     const std::string trace = out_path("moe.trace.json");
     const std::string x = temp_dir() + "/moe_x.bin", e = temp_dir() + "/moe_e.bin", out = temp_dir() + "/moe_out.bin";
@@ -469,7 +467,7 @@ TEST_CASE("--trace of moe and scheduler, which launch graphs from the device: ho
     CHECK(r.err.find("--nodes: pipeline moe launches graphs from the device") != std::string::npos);
   }
   {
-    const std::string bin = binary(spec_dir() + "/examples/scheduler.orch");
+    const std::string bin = binary(examples_dir() + "/scheduler.orch");
     const unsigned items = 200000;
     const std::string trace = out_path("scheduler.trace.json");
     const std::string w0 = temp_dir() + "/work0.bin", w = temp_dir() + "/work.bin";
@@ -495,9 +493,8 @@ TEST_CASE("--trace of moe and scheduler, which launch graphs from the device: ho
 TEST_CASE("CUPTI and device-launched graphs today (a probe, reported, not asserted)") {
   // ORCH_RUN_TRACE_DEVICE_GRAPHS=1 makes orch-run trace moe's launches anyway, in a process of
   // its own (a failed launch may take the process's CUDA context with it).
-  const std::string bin = binary(spec_dir() + "/examples/moe.orch");
-  const char* env = std::getenv("ORCH_RUN");
-  const std::string orch_run_bin = env && *env ? env : ORCH_RUN_PATH;
+  const std::string bin = binary(examples_dir() + "/moe.orch");
+  const std::string orch_run_bin = orch_run_path();
   const std::string log = temp_dir() + "/probe.log", trace = out_path("moe.probe.trace.json");
   const std::string cmd = "ORCH_RUN_TRACE_DEVICE_GRAPHS=1 timeout -s KILL 120 '" + orch_run_bin + "' '" + bin +
                           "' --param tokens=512 --param hidden=64 --fill expert_of=random --repeat 2 --timeout 60 --nodes"
@@ -622,8 +619,7 @@ graph main {
 }
 )");
   const std::string bin = binary(src);
-  const char* env = std::getenv("ORCH_RUN");
-  const std::string orch_run_bin = env && *env ? env : ORCH_RUN_PATH;
+  const std::string orch_run_bin = orch_run_path();
   const std::string trace = out_path("reduce2.trace.json"), log = temp_dir() + "/ranks.log";
   const std::string cmd = "timeout -s KILL 300 '" + orch_run_bin + "' '" + bin + "' --ranks 2 --repeat 2 --trace '" +
                           trace + "' >'" + log + "' 2>&1";

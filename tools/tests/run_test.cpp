@@ -272,10 +272,7 @@ TEST_CASE("--timing prints load, instantiate and the first launch") {
 // orch-run as a process, for what must end one (--timeout): $ORCH_RUN, else the build's.
 namespace {
 
-std::string orch_run_binary() {
-  const char* env = std::getenv("ORCH_RUN");
-  return env && *env ? env : ORCH_RUN_PATH;
-}
+std::string orch_run_binary() { return orch_run_path(); }
 
 }  // namespace
 

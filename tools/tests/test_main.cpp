@@ -18,6 +18,7 @@
 #include "tools/orch_run/options.h"
 #include "tools/orch_run/runner.h"
 #include "runtime/tests/device_check.h"
+#include "support/test_paths.h"
 #include "tools/tests/test_util.h"
 
 namespace orch::tools_test {
@@ -36,9 +37,15 @@ const std::string& temp_dir() {
   return dir;
 }
 
-std::string spec_dir() {
-  const char* env = std::getenv("ORCH_SPEC_DIR");
-  return env && *env ? env : ORCH_SPEC_DIR;
+std::string checkout() { return test_paths::checkout(ORCH_TOOLS_SOURCE_DIR); }
+std::string examples_dir() { return test_paths::located("ORCH_EXAMPLES_DIR", checkout() + "/examples"); }
+std::string pipelines_dir() { return test_paths::located("ORCH_PIPELINES_DIR", checkout() + "/pipelines"); }
+std::string targets_dir() { return checkout() + "/targets"; }
+std::string orchc_path() {
+  return test_paths::located("ORCH_ORCHC", test_paths::built(ORCH_TOOLS_ORCHC, "compiler/orchc"));
+}
+std::string orch_run_path() {
+  return test_paths::located("ORCH_RUN", test_paths::built(ORCH_RUN_PATH, "tools/orch-run"));
 }
 
 std::string compiled(const std::string& orch_file, std::string* log, const char* options) {
@@ -48,10 +55,7 @@ std::string compiled(const std::string& orch_file, std::string* log, const char*
   static std::map<std::string, std::pair<std::string, std::string>> done;  // path and options: bin, log
   auto it = done.find(key);
   if (it == done.end()) {
-    // $ORCH_ORCHC stands in for the build's orchc on a machine that runs a staged copy of the
-    // tests (a GPU machine without this build tree).
-    const char* env = std::getenv("ORCH_ORCHC");
-    const std::string orchc = env && *env ? env : ORCH_TOOLS_ORCHC;
+    const std::string orchc = orchc_path();
     const std::string stem = std::filesystem::path(orch_file).stem().string();
     const std::string out = temp_dir() + "/" + stem + "-" + std::to_string(done.size()) + ".bin";
     const std::string log_file = out + ".log";
@@ -68,9 +72,7 @@ std::string compiled(const std::string& orch_file, std::string* log, const char*
 }
 
 std::string compiled_saxpy(std::string* log) {
-  // $ORCH_TOOLS_SAXPY: the example's path on a machine without this checkout's layout.
-  const char* env = std::getenv("ORCH_TOOLS_SAXPY");
-  return compiled(env && *env ? env : ORCH_TOOLS_SAXPY, log);
+  return compiled(checkout() + "/examples/embed_saxpy/saxpy.orch", log);
 }
 
 // A top-level fill of 16 KiB (what CUDA may run as its memset32 kernel) and a fill of the same
@@ -248,6 +250,8 @@ RunOutput orch_run(const std::vector<std::string>& args) {
 }  // namespace orch::tools_test
 
 int main(int argc, char** argv) {
+  orch::test_paths::isolate_environment(orch::tools_test::checkout(),
+                                        (orch::test_paths::build_root() / "test-cache").string());
   doctest::Context ctx;
   ctx.applyCommandLine(argc, argv);
   bool gpu_only = false;

@@ -19,8 +19,14 @@ std::string compiled_saxpy(std::string* log);
 // Any .orch file compiled with orchc into the temporary folder (once per path and options), with
 // orchc's `options` (words for the shell), else $ORCH_ORCHC_OPTIONS.
 std::string compiled(const std::string& orch_file, std::string* log, const char* options = nullptr);
-// The acceptance examples' folder ($ORCH_SPEC_DIR, else the build's ORCH_SPEC_DIR).
-std::string spec_dir();
+// Where the tests' inputs and tools are (support/test_paths.h: the build's paths, else the
+// same places relative to this executable; each environment variable named may point elsewhere).
+std::string checkout();       // the source tree
+std::string examples_dir();   // examples/ ($ORCH_EXAMPLES_DIR)
+std::string pipelines_dir();  // pipelines/ ($ORCH_PIPELINES_DIR)
+std::string targets_dir();    // targets/
+std::string orchc_path();     // the build's orchc ($ORCH_ORCHC)
+std::string orch_run_path();  // the build's orch-run ($ORCH_RUN)
 
 // A compiled pipeline read into memory (8-byte aligned for the FlatBuffers reader) and opened
 // as the runtime opens it; `pipeline` is null (and `error` says why) when it cannot be.
