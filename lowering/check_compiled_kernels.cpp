@@ -76,16 +76,19 @@ class Checker {
   bool run() {
     for (lir::Kernel& k : p_.kernels) {
       // Not generated kernels: orchc wrote their parameters from the declaration it checks
-      // against, they launch graphs only through their `graph` parameters and never kernels, and
-      // their code is the module's (lir::Program::modules, k.ptx empty), shared by all of them.
-      if (k.generated || k.ptx.empty() || k.lowered_name.empty()) continue;
+      // against, and they launch graphs only through their `graph` parameters and never kernels.
+      if (k.generated || k.lowered_name.empty()) continue;
       // A guarded variant is its user kernel's code and the guard's parameters: the user kernel
       // itself is checked (once), and the variant's launches are its kernel's.
       if (k.guard_of >= 0) {
         k.launches_kernels = p_.kernels[k.guard_of].launches_kernels;
         continue;
       }
-      PtxModule m = parse_ptx(k.ptx);
+      // A user kernel's code is its own, or the module of its translation unit's kernels.
+      const std::string& ptx = k.module >= 0 ? p_.modules[static_cast<size_t>(k.module)].ptx : k.ptx;
+      if (ptx.empty()) continue;
+      if (!parsed_.count(&ptx)) parsed_.emplace(&ptx, parse_ptx(ptx));
+      const PtxModule& m = parsed_.at(&ptx);
       auto it = m.functions.find(k.lowered_name);
       if (it == m.functions.end() || !it->second.entry) continue;
       k.launches_kernels = ptx_reaches(m, k.lowered_name, ptx_kernel_launch_calls());
@@ -206,6 +209,7 @@ class Checker {
   lir::Program& p_;
   DiagnosticEngine& diags_;
   bool ok_ = true;
+  std::map<const std::string*, PtxModule> parsed_;  // each module's PTX parsed once
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "lowering/codegen.h"
@@ -62,13 +63,19 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
   if (options.archs.empty()) options.archs = p.targets;
   p.modules.clear();
   std::vector<KernelSource> inputs;
-  std::vector<size_t> input_of(p.kernels.size(), 0);
+  // Per kernel: its input and which of the input's entries it is.
+  std::vector<size_t> input_of(p.kernels.size(), 0), entry_of(p.kernels.size(), 0);
   // Every kernel orchc generates goes into one module: one NVRTC program, one image per arch
   // (a kernel linked with the device runtime alone is a CUBIN of about 200 KB, and 64 nested
   // conditions have 64 of them), and expr/'s preamble compiled once instead of once per kernel.
   const std::string plain = generated_preamble(false), with_status = generated_preamble(true);
   std::vector<size_t> joined;
   std::vector<Definition> definitions;
+  // User kernels by translation unit (the same code, file name and include folders): each is
+  // compiled once into one image holding every kernel declared from it and every variant orchc
+  // makes of them (a wait at entry, a guard), so they share the unit's __device__,
+  // __constant__ and __managed__ objects as nvcc's build would.
+  std::map<std::string, size_t> unit_input;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const lir::Kernel& k = p.kernels[i];
     if (k.generated) {
@@ -81,7 +88,6 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     KernelSource s;
     s.name = k.name;
     s.code = k.source;
-    s.entry = k.entry;
     s.uses_device_runtime = k.uses_device_runtime;
     if (k.generated) {
       // Generated code maps to the statement it implements; an error there is orchc's bug.
@@ -105,15 +111,35 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     }
     for (std::string& dir : s.include_dirs)
       if (dir.empty()) dir = ".";
+    KernelEntry e;
+    e.name = k.name;
+    e.entry = k.entry;
     // A user kernel that a programmatic edge enters waits at entry: orchc puts the wait in its
     // PTX (programmatic_edges.cpp decided which).
-    if (!k.generated) s.patch.wait = k.waits_at_entry;
+    if (!k.generated) e.patch.wait = k.waits_at_entry;
     // A guarded variant of a user kernel (unroll_loops.cpp) calls its guard function at entry.
     if (!k.generated && !k.guard_code.empty()) {
-      s.patch.guard = "orch_guard";
-      s.patch.extra_params = k.guard_param_sizes;
-      s.guard_code = k.guard_code;
+      e.patch.guard = "orch_guard";
+      e.patch.extra_params = k.guard_param_sizes;
+      e.guard_code = k.guard_code;
     }
+    std::string unit;
+    if (!k.generated) {
+      unit = s.code + '\0' + s.file_name;
+      for (const std::string& dir : s.include_dirs) unit += '\0' + dir;
+      auto [it, fresh] = unit_input.emplace(unit, inputs.size());
+      if (!fresh) {
+        KernelSource& in = inputs[it->second];
+        in.uses_device_runtime = in.uses_device_runtime || s.uses_device_runtime;
+        if (std::none_of(in.entries.begin(), in.entries.end(), [&](const KernelEntry& x) { return x.name == e.name; }))
+          in.name += ", " + e.name;
+        if (std::find(in.entries.begin(), in.entries.end(), e) == in.entries.end()) in.entries.push_back(e);
+        input_of[i] = it->second;
+        entry_of[i] = static_cast<size_t>(std::find(in.entries.begin(), in.entries.end(), e) - in.entries.begin());
+        continue;
+      }
+    }
+    s.entries.push_back(std::move(e));
     input_of[i] = inputs.size();
     inputs.push_back(std::move(s));
   }
@@ -123,7 +149,7 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     KernelSource s;
     s.name = "orchc's generated kernels";
     s.code = std::move(code.code);
-    s.entry = p.kernels[joined.front()].name;
+    s.entries.push_back({p.kernels[joined.front()].name, "", {}, {}});  // the others are extern "C" too
     s.segments = std::move(code.segments);
     s.file_name = p.name + ".generated.cu";
     s.origin = p.kernels[joined.front()].loc;
@@ -157,6 +183,11 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
   }
   std::vector<bool> in_module(p.kernels.size(), false);
   for (size_t i : joined) in_module[i] = true;
+  // A unit that one kernel uses keeps its code with the kernel; a unit of several kernels (or
+  // variants) is a module they share.
+  std::map<size_t, int> module_of_input, users;
+  for (size_t i = 0; i < p.kernels.size(); ++i)
+    if (!in_module[i]) ++users[input_of[i]];
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (in_module[i]) continue;
     if (input_of[i] >= compiled.size() || !compiled[input_of[i]]) {
@@ -165,8 +196,20 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     }
     lir::Kernel& k = p.kernels[i];
     CompiledKernel& c = *compiled[input_of[i]];
-    k.lowered_name = c.lowered_name;
-    take_code(c, k.images, k.ptx, k.ptx_arch);
+    k.lowered_name = c.symbols.at(entry_of[i]);
+    if (users[input_of[i]] == 1) {
+      take_code(c, k.images, k.ptx, k.ptx_arch);
+      continue;
+    }
+    auto [it, fresh] = module_of_input.emplace(input_of[i], static_cast<int>(p.modules.size()));
+    if (fresh) {
+      lir::Module& m = p.modules.emplace_back();
+      take_code(c, m.images, m.ptx, m.ptx_arch);
+    }
+    k.module = it->second;
+    k.images.clear();
+    k.ptx.clear();
+    k.ptx_arch.clear();
   }
   return ok;
 }

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Bumped whenever what we pass NVRTC or store changes in a way the other key fields miss.
-constexpr const char* kKeySalt = "orch-kernel-cache-v1";
+constexpr const char* kKeySalt = "orch-kernel-cache-v2";  // v2: a module of several entries
 
 // ---- owners for the C handles ---------------------------------------------------------------
 
@@ -135,6 +135,7 @@ const char* jitlink_error_name(nvJitLinkResult r) {
 struct Toolkit {
   std::string root;
   std::string include_dir;  // empty if not found: NVRTC's built-in headers still work
+  std::vector<std::string> include_dirs;  // include_dir, then its cccl/ where there is one
   std::string cudadevrt;    // empty if not found
   uint64_t cudadevrt_size = 0;
   int64_t cudadevrt_mtime = 0;
@@ -177,6 +178,11 @@ Toolkit probe_toolkit() {
       if (header) {
         t.root = root;
         t.include_dir = dir.string();
+        t.include_dirs = {t.include_dir};
+        const fs::path cccl = dir / "cccl";
+        const bool has_cccl = is_dir(cccl);
+        observe_file_flag(FileFact::Directory, cccl.string(), has_cccl);
+        if (has_cccl) t.include_dirs.push_back(cccl.string());
         break;
       }
     }
@@ -266,7 +272,8 @@ struct Target {
 // guard of a loop from the same guard module.
 struct PtxResult {
   bool compiled = false;
-  std::string log, lowered_name, ptx, failure;
+  std::string log, ptx, failure;
+  std::vector<std::string> lowered;  // per name expression
 };
 
 class PtxMemo {
@@ -294,9 +301,44 @@ class PtxMemo {
   std::map<std::string, std::shared_ptr<Slot>> slots_;
 };
 
-// NVRTC to PTX for a virtual arch ("compute_90"); `entry` (a name expression) names the kernel
-// whose lowered name is wanted, empty for none.
-PtxResult nvrtc_ptx(const std::string& code, const std::string& file_name, const std::string& entry,
+// The name expressions of a program, added before it compiles; their lowered names after.
+nvrtcResult add_name_expressions(nvrtcProgram program, const std::vector<std::string>& exprs, std::string* failure) {
+  for (const std::string& e : exprs) {
+    nvrtcResult r = nvrtcAddNameExpression(program, e.c_str());
+    if (r != NVRTC_SUCCESS) {
+      *failure = std::string("nvrtcAddNameExpression: ") + nvrtcGetErrorString(r);
+      return r;
+    }
+  }
+  return NVRTC_SUCCESS;
+}
+
+bool lowered_names(nvrtcProgram program, const std::vector<std::string>& exprs, std::vector<std::string>* out,
+                   std::string* failure) {
+  for (const std::string& e : exprs) {
+    const char* lowered = nullptr;
+    nvrtcResult r = nvrtcGetLoweredName(program, e.c_str(), &lowered);
+    if (r != NVRTC_SUCCESS || !lowered) {
+      *failure = "no lowered name for entry \"" + e + "\": " + nvrtcGetErrorString(r);
+      return false;
+    }
+    out->push_back(lowered);
+  }
+  return true;
+}
+
+std::string program_log(nvrtcProgram program) {
+  size_t log_size = 0;
+  if (nvrtcGetProgramLogSize(program, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    std::string log(log_size, '\0');
+    if (nvrtcGetProgramLog(program, log.data()) == NVRTC_SUCCESS) return log.substr(0, log.find('\0'));
+  }
+  return {};
+}
+
+// NVRTC to PTX for a virtual arch ("compute_90"); `exprs` (name expressions) name the kernels
+// whose lowered names are wanted.
+PtxResult nvrtc_ptx(const std::string& code, const std::string& file_name, const std::vector<std::string>& exprs,
                     const std::vector<std::string>& opts) {
   PtxResult out;
   NvrtcProgram program;
@@ -305,32 +347,17 @@ PtxResult nvrtc_ptx(const std::string& code, const std::string& file_name, const
     out.failure = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(r);
     return out;
   }
-  if (!entry.empty() && (r = nvrtcAddNameExpression(program.get(), entry.c_str())) != NVRTC_SUCCESS) {
-    out.failure = std::string("nvrtcAddNameExpression: ") + nvrtcGetErrorString(r);
-    return out;
-  }
+  if (add_name_expressions(program.get(), exprs, &out.failure) != NVRTC_SUCCESS) return out;
   std::vector<const char*> argv;
   for (const std::string& o : opts) argv.push_back(o.c_str());
   nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
-  size_t log_size = 0;
-  if (nvrtcGetProgramLogSize(program.get(), &log_size) == NVRTC_SUCCESS && log_size > 1) {
-    std::string log(log_size, '\0');
-    if (nvrtcGetProgramLog(program.get(), log.data()) == NVRTC_SUCCESS) out.log = log.substr(0, log.find('\0'));
-  }
+  out.log = program_log(program.get());
   if (compiled != NVRTC_SUCCESS) {
     if (out.log.empty()) out.log = std::string("nvrtc: ") + nvrtcGetErrorString(compiled);
     return out;
   }
   out.compiled = true;
-  if (!entry.empty()) {
-    const char* lowered = nullptr;
-    r = nvrtcGetLoweredName(program.get(), entry.c_str(), &lowered);
-    if (r != NVRTC_SUCCESS || !lowered) {
-      out.failure = "no lowered name for entry \"" + entry + "\": " + nvrtcGetErrorString(r);
-      return out;
-    }
-    out.lowered_name = lowered;
-  }
+  if (!lowered_names(program.get(), exprs, &out.lowered, &out.failure)) return out;
   size_t size = 0;
   if ((r = nvrtcGetPTXSize(program.get(), &size)) != NVRTC_SUCCESS) {
     out.failure = std::string("nvrtcGetPTXSize: ") + nvrtcGetErrorString(r);
@@ -353,7 +380,7 @@ std::string virtual_arch(const std::string& arch) {
 struct BuildResult {
   bool compiled = false;  // NVRTC succeeded
   bool linked = false;    // and the image is final
-  std::string lowered_name;
+  std::vector<std::string> symbols;  // per entry
   std::string log;
   std::string image;
   std::string failure;  // what failed, when it was not the source (NVRTC API, nvJitLink)
@@ -392,7 +419,10 @@ class KernelJob {
   bool use_cache_;
   PtxMemo& memo_;
   bool device_runtime_ = false;
-  std::string entry_;
+  std::vector<KernelEntry> entries_;  // src_.entries, or the one it stands for
+  std::vector<std::string> exprs_;    // the distinct name expressions, in order
+  std::vector<size_t> expr_of_;       // per entry, its expression in exprs_
+  bool patched_ = false;              // some entry has a patch
   std::vector<Diagnostic> diags_;
   std::set<std::string> reported_;  // warnings repeat for every arch: report each once
 };
@@ -402,22 +432,27 @@ std::vector<std::string> KernelJob::nvrtc_options(const std::string& arch) const
   // unannotated function is host code.
   std::vector<std::string> opts = {"-arch=" + arch, "-std=c++17"};
   for (const std::string& dir : src_.include_dirs) opts.push_back("--include-path=" + dir);
-  if (!toolkit_.include_dir.empty()) opts.push_back("--include-path=" + toolkit_.include_dir);
+  // The toolkit's headers as nvcc sees them: CUDA 13 keeps CCCL (cuda::std, cuda::atomic,
+  // cuda::barrier, cuda::ptx, cub, thrust) in include/cccl.
+  for (const std::string& dir : toolkit_.include_dirs) opts.push_back("--include-path=" + dir);
   if (device_runtime_) opts.push_back("-rdc=true");
   for (const std::string& flag : options_.extra_flags) opts.push_back(flag);
   return opts;
 }
 
-// The patched path: NVRTC to PTX for the target's virtual arch, the entry patched
-// (lowering/ptx_entry.h), the guard's module joined, then nvJitLink to a CUBIN (with cudadevrt
-// where the kernel uses the device runtime). The PTX target keeps the patched, joined PTX.
+// The patched path: NVRTC to PTX for the target's virtual arch, then each entry with a patch
+// made (lowering/ptx_entry.h): patched in place where no entry needs the function as it is and no
+// other patch came first, else a copy of the pristine function under a fresh name; each guard's
+// module joined (renamed where names clash); then nvJitLink to one CUBIN (with cudadevrt where the
+// code uses the device runtime). The PTX target keeps the patched, joined PTX.
 BuildResult KernelJob::build_patched(const Target& target) const {
   BuildResult out;
   const std::string varch = virtual_arch(target.arch);
   const std::vector<std::string> opts = nvrtc_options(varch);
-  std::string key = src_.code + '\0' + src_.file_name + '\0' + entry_;
+  std::string key = src_.code + '\0' + src_.file_name;
+  for (const std::string& e : exprs_) key += '\0' + e;
   for (const std::string& o : opts) key += '\0' + o;
-  PtxResult user = memo_.get(key, [&] { return nvrtc_ptx(src_.code, src_.file_name, entry_, opts); });
+  PtxResult user = memo_.get(key, [&] { return nvrtc_ptx(src_.code, src_.file_name, exprs_, opts); });
   out.log = user.log;
   if (!user.compiled) return out;
   out.compiled = true;
@@ -425,36 +460,82 @@ BuildResult KernelJob::build_patched(const Target& target) const {
     out.failure = user.failure;
     return out;
   }
-  out.lowered_name = user.lowered_name;
+  std::string ptx = user.ptx;
   std::string why;
-  std::optional<std::string> ptx = lowering::patch_ptx_entry(user.ptx, user.lowered_name, src_.patch, &why);
-  if (!ptx) {
-    out.failure = "cannot put orchc's code at the kernel's entry: " + why;
-    return out;
+  // The functions some entry needs unpatched keep their names; so does the first patch of a
+  // function no entry needs unpatched.
+  std::set<std::string> plain, in_place;
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].patch.empty()) plain.insert(user.lowered[expr_of_[i]]);
+  struct Made {
+    std::string symbol;
+    lowering::PtxEntryPatch patch;
+  };
+  std::vector<Made> made;
+  std::map<std::string, std::string> symbol_of;  // an entry's function, patch and guard -> its symbol
+  out.symbols.resize(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const KernelEntry& e = entries_[i];
+    const std::string& function = user.lowered[expr_of_[i]];
+    if (e.patch.empty()) {
+      out.symbols[i] = function;
+      continue;
+    }
+    const std::string variant = function + '\0' + e.patch.describe() + '\0' + e.guard_code;
+    if (auto it = symbol_of.find(variant); it != symbol_of.end()) {
+      out.symbols[i] = it->second;
+      continue;
+    }
+    lowering::PtxEntryPatch patch = e.patch;
+    if (!e.guard_code.empty()) {
+      std::vector<std::string> gopts = {"-arch=" + varch, "-std=c++17", "-rdc=true"};
+      for (const std::string& dir : toolkit_.include_dirs) gopts.push_back("--include-path=" + dir);
+      std::string gkey = std::string("guard") + '\0' + e.guard_code;
+      for (const std::string& o : gopts) gkey += '\0' + o;
+      PtxResult guard = memo_.get(gkey, [&] { return nvrtc_ptx(e.guard_code, "orch_guard.cu", {}, gopts); });
+      if (!guard.compiled || !guard.failure.empty()) {
+        out.failure = "orchc's guard code does not compile (a bug in orchc): " +
+                      (guard.failure.empty() ? guard.log : guard.failure);
+        return out;
+      }
+      std::map<std::string, std::string> renamed;
+      std::optional<std::string> joined = lowering::merge_ptx_modules(ptx, guard.ptx, &why, &renamed);
+      if (!joined) {
+        out.failure = "cannot join orchc's guard code to the kernel: " + why;
+        return out;
+      }
+      ptx = std::move(*joined);
+      if (auto r = renamed.find(patch.guard); r != renamed.end()) patch.guard = r->second;
+    }
+    std::string symbol = function;
+    if (plain.count(function) || !in_place.insert(function).second) {
+      // A copy of the function as NVRTC made it: no patch is applied before every copy is made.
+      symbol = lowering::fresh_ptx_name(ptx, function + "_orch");
+      std::optional<std::string> cloned = lowering::clone_ptx_entry(ptx, function, symbol, &why);
+      if (!cloned) {
+        out.failure = "cannot copy the kernel for orchc's code at its entry: " + why;
+        return out;
+      }
+      ptx = std::move(*cloned);
+    }
+    made.push_back({symbol, patch});
+    symbol_of.emplace(variant, symbol);
+    out.symbols[i] = symbol;
   }
-  if (!src_.guard_code.empty()) {
-    std::vector<std::string> gopts = {"-arch=" + varch, "-std=c++17", "-rdc=true"};
-    if (!toolkit_.include_dir.empty()) gopts.push_back("--include-path=" + toolkit_.include_dir);
-    std::string gkey = "guard\0" + src_.guard_code;
-    for (const std::string& o : gopts) gkey += '\0' + o;
-    PtxResult guard = memo_.get(gkey, [&] { return nvrtc_ptx(src_.guard_code, "orch_guard.cu", "", gopts); });
-    if (!guard.compiled || !guard.failure.empty()) {
-      out.failure = "orchc's guard code does not compile (a bug in orchc): " +
-                    (guard.failure.empty() ? guard.log : guard.failure);
+  for (const Made& m : made) {
+    std::optional<std::string> patched = lowering::patch_ptx_entry(ptx, m.symbol, m.patch, &why);
+    if (!patched) {
+      out.failure = "cannot put orchc's code at the kernel's entry: " + why;
       return out;
     }
-    ptx = lowering::merge_ptx_modules(*ptx, guard.ptx, &why);
-    if (!ptx) {
-      out.failure = "cannot join orchc's guard code to the kernel: " + why;
-      return out;
-    }
+    ptx = std::move(*patched);
   }
   if (target.ptx) {
-    out.image = std::move(*ptx);
+    out.image = std::move(ptx);
     out.linked = true;
     return out;
   }
-  return link(target, NVJITLINK_INPUT_PTX, *ptx, std::move(out));
+  return link(target, NVJITLINK_INPUT_PTX, ptx, std::move(out));
 }
 
 BuildResult KernelJob::link(const Target& target, nvJitLinkInputType type, const std::string& input,
@@ -489,7 +570,7 @@ BuildResult KernelJob::link(const Target& target, nvJitLinkInputType type, const
 }
 
 BuildResult KernelJob::build(const Target& target) const {
-  if (!src_.patch.empty()) return build_patched(target);
+  if (patched_) return build_patched(target);
   BuildResult out;
   NvrtcProgram program;
   nvrtcResult r = program.create(src_.code, src_.file_name);
@@ -497,35 +578,22 @@ BuildResult KernelJob::build(const Target& target) const {
     out.failure = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(r);
     return out;
   }
-  r = nvrtcAddNameExpression(program.get(), entry_.c_str());
-  if (r != NVRTC_SUCCESS) {
-    out.failure = std::string("nvrtcAddNameExpression: ") + nvrtcGetErrorString(r);
-    return out;
-  }
+  if (add_name_expressions(program.get(), exprs_, &out.failure) != NVRTC_SUCCESS) return out;
   std::vector<std::string> opts = nvrtc_options(target.arch);
   std::vector<const char*> argv;
   for (const std::string& o : opts) argv.push_back(o.c_str());
   nvrtcResult compiled =
       nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
-  size_t log_size = 0;
-  if (nvrtcGetProgramLogSize(program.get(), &log_size) == NVRTC_SUCCESS && log_size > 1) {
-    std::string log(log_size, '\0');
-    if (nvrtcGetProgramLog(program.get(), log.data()) == NVRTC_SUCCESS)
-      out.log = log.substr(0, log.find('\0'));
-  }
+  out.log = program_log(program.get());
   if (compiled != NVRTC_SUCCESS) {
     // A bad source leaves its reasons in the log; anything else (a bad option) may not.
     if (out.log.empty()) out.log = std::string("nvrtc: ") + nvrtcGetErrorString(compiled);
     return out;
   }
   out.compiled = true;
-  const char* lowered = nullptr;
-  r = nvrtcGetLoweredName(program.get(), entry_.c_str(), &lowered);
-  if (r != NVRTC_SUCCESS || !lowered) {
-    out.failure = "no lowered name for entry \"" + entry_ + "\": " + nvrtcGetErrorString(r);
-    return out;
-  }
-  out.lowered_name = lowered;
+  std::vector<std::string> lowered;
+  if (!lowered_names(program.get(), exprs_, &lowered, &out.failure)) return out;
+  for (size_t i = 0; i < entries_.size(); ++i) out.symbols.push_back(lowered[expr_of_[i]]);
 
   size_t size = 0;
   if (target.ptx) {
@@ -575,7 +643,15 @@ void KernelJob::add_log_diagnostics(const std::string& log, bool errors) {
 }
 
 std::optional<CompiledKernel> KernelJob::run() {
-  entry_ = src_.entry.empty() ? src_.name : src_.entry;
+  entries_ = src_.entries;
+  if (entries_.empty()) entries_.push_back({src_.name, "", {}, {}});
+  for (const KernelEntry& e : entries_) {
+    const std::string expr = e.entry.empty() ? e.name : e.entry;
+    auto it = std::find(exprs_.begin(), exprs_.end(), expr);
+    expr_of_.push_back(static_cast<size_t>(it - exprs_.begin()));
+    if (it == exprs_.end()) exprs_.push_back(expr);
+    patched_ = patched_ || !e.patch.empty();
+  }
   device_runtime_ = src_.uses_device_runtime || mentions_device_runtime(src_.code);
   if (device_runtime_ && toolkit_.cudadevrt.empty()) {
     error("E0902", "kernel '" + src_.name +
@@ -593,15 +669,16 @@ std::optional<CompiledKernel> KernelJob::run() {
   std::string common_key;
   if (use_cache_) {
     KeyBuilder key;
-    key.add(kKeySalt).add(src_.code).add(src_.file_name).add(entry_).add(device_runtime_ ? 1 : 0);
+    key.add(kKeySalt).add(src_.code).add(src_.file_name).add(device_runtime_ ? 1 : 0);
     key.add(uint64_t(toolkit_.nvrtc_major)).add(uint64_t(toolkit_.nvrtc_minor));
     key.add(uint64_t(toolkit_.link_major)).add(uint64_t(toolkit_.link_minor));
     for (const std::string& o : nvrtc_options("<arch>")) key.add(o);
     key.add(
         include_fingerprint(src_.code, src_.file_name, src_.include_dirs, toolkit_.include_dir));
-    // A patched kernel is another image: the patch and the guard's code are part of it (an
-    // unpatched kernel's key is what it always was).
-    if (!src_.patch.empty()) key.add("ptx entry patch").add(src_.patch.describe()).add(src_.guard_code);
+    // Every kernel the module holds, with what orchc puts at its entry and the guard's code.
+    key.add(uint64_t(entries_.size()));
+    for (const KernelEntry& e : entries_)
+      key.add(e.entry.empty() ? e.name : e.entry).add(e.patch.describe()).add(e.guard_code);
     if (device_runtime_)
       key.add(toolkit_.cudadevrt)
           .add(toolkit_.cudadevrt_size)
@@ -649,8 +726,9 @@ std::optional<CompiledKernel> KernelJob::run() {
                            built.failure);
         return std::nullopt;
       }
-      entry =
-          CacheEntry{std::move(built.lowered_name), std::move(built.log), std::move(built.image)};
+      std::string symbols;
+      for (const std::string& sym : built.symbols) symbols += (symbols.empty() ? "" : "\n") + sym;
+      entry = CacheEntry{std::move(symbols), std::move(built.log), std::move(built.image)};
       if (use_cache_) write_cache_entry(options_.cache_dir, key, *entry);
     }
     // Cached logs replay their warnings, so a hit reports what a miss would.
@@ -659,7 +737,21 @@ std::optional<CompiledKernel> KernelJob::run() {
       if (!result.log.empty()) result.log += "\n";
       result.log += entry->log;
     }
-    if (result.lowered_name.empty()) result.lowered_name = entry->lowered_name;
+    if (result.symbols.empty()) {
+      // One symbol per line (a symbol never holds a newline), one line per entry.
+      std::string& all = entry->lowered_name;
+      for (size_t at = 0, nl; at <= all.size(); at = nl + 1) {
+        nl = all.find('\n', at);
+        if (nl == std::string::npos) nl = all.size();
+        result.symbols.push_back(all.substr(at, nl - at));
+      }
+      if (result.symbols.size() != entries_.size()) {
+        error("E0902", "kernel '" + src_.name + "': the cached image names " + std::to_string(result.symbols.size()) +
+                           " kernels, not " + std::to_string(entries_.size()) + " (a damaged cache entry?)");
+        return std::nullopt;
+      }
+      result.lowered_name = result.symbols.front();
+    }
     if (target.ptx) {
       result.ptx = std::move(entry->image);
       result.ptx_arch = target.arch;

@@ -16,11 +16,34 @@
 
 namespace orch {
 
+// One kernel of a translation unit: the function `entry` names, as compiled, or with `patch`
+// put at its PTX entry (lowering/ptx_entry.h: the wait that lets a programmatic edge enter it,
+// an unrolled loop's guard).
+struct KernelEntry {
+  std::string name;   // the orch kernel name, for messages
+  std::string entry;  // name expression: "scale<float>" or "scale"; empty means `name`
+  lowering::PtxEntryPatch patch;
+  // The guard's translation unit, defining `patch.guard` (extern "C" __device__): compiled with
+  // -rdc for the same target and joined to the module (renamed where the user's code has the
+  // name already: CompiledKernel::symbols says what the kernel is called).
+  std::string guard_code;
+
+  bool operator==(const KernelEntry& o) const {
+    return name == o.name && entry == o.entry && patch == o.patch && guard_code == o.guard_code;
+  }
+};
+
+// One translation unit: its code is compiled once, into one module (one image per arch), which
+// holds every kernel in `entries`. So the kernels of one source share its `__device__`,
+// `__constant__` and `__managed__` objects, as they would built by nvcc, whatever orchc does at
+// their entries: an entry with a patch is patched in place where nothing needs the function
+// unpatched, else it is a copy of the function under a name of its own in the same module.
 struct KernelSource {
-  std::string name;       // the orch kernel name, for messages
+  std::string name;       // for messages: the orch kernel, or the kernels, it holds
   std::string code;       // the verbatim source text (not dedented: columns map 1:1)
   std::string file_name;  // given to NVRTC; quoted #includes resolve from its directory
-  std::string entry;      // name expression: "scale<float>" or "scale"; empty means `name`
+  // The kernels it must hold. Empty: one, `name` as compiled.
+  std::vector<KernelEntry> entries;
   // The caller knows from `cond`/`graph` parameters; the code is also scanned for device
   // runtime calls, since a whole .cu file needs -rdc once any kernel in it uses them.
   bool uses_device_runtime = false;
@@ -40,13 +63,6 @@ struct KernelSource {
     SourceRange origin;
   };
   std::vector<Segment> segments;
-  // Code orchc puts at the kernel's entry (lowering/ptx_entry.h): the wait that lets a
-  // programmatic edge enter it, an unrolled loop's guard. When set, the kernel is compiled to PTX
-  // for each target, patched there, and the PTX linked to a CUBIN by nvJitLink.
-  lowering::PtxEntryPatch patch;
-  // The guard's translation unit, defining `patch.guard` (extern "C" __device__): compiled with
-  // -rdc for the same target and joined to the kernel's PTX (lowering/ptx_entry.h).
-  std::string guard_code;
 };
 
 struct KernelImage {
@@ -57,7 +73,10 @@ struct KernelImage {
 
 struct CompiledKernel {
   std::string name;
-  std::string lowered_name;         // the symbol to look up: "scale" or "_Z5scaleIfEvjT_PS0_"
+  // The symbol to look up for each of KernelSource::entries, in order (one when it was empty):
+  // "scale", "_Z5scaleIfEvjT_PS0_", or a patched copy's own name.
+  std::vector<std::string> symbols;
+  std::string lowered_name;         // symbols[0]
   std::vector<KernelImage> cubins;  // in CompileOptions::archs order
   std::string ptx;                  // for ptx_arch, so GPUs newer than every CUBIN can JIT
   std::string ptx_arch;             // "compute_90"

@@ -149,11 +149,49 @@ __global__ void scale(unsigned n, T a, T* x) {
   if (i < n) x[i] *= a;
 }
 )");
-  s.entry = "scale<float>";
+  s.entries = {{s.name, "scale<float>", {}, {}}};
   auto out = compile_kernels({s}, no_cache({"sm_90"}), diags);
   REQUIRE(out[0].has_value());
   CHECK(out[0]->lowered_name == "_Z5scaleIfEvjT_PS0_");
   CHECK(out[0]->ptx.find(".entry _Z5scaleIfEvjT_PS0_") != std::string::npos);
+}
+
+// What real kernels include (issue 20): the toolkit's headers as nvcc finds them, CCCL's
+// (include/cccl in CUDA 13) among them.
+TEST_CASE("kernels include cooperative groups, cuda::atomic, cuda::barrier, cuda::ptx and cub") {
+  DiagnosticEngine diags;
+  SourceManager sm;
+  KernelSource s = plain("reduce", R"(#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cuda/atomic>
+#include <cuda/barrier>
+#include <cuda/ptx>
+#include <cub/block/block_reduce.cuh>
+namespace cg = cooperative_groups;
+extern "C" __global__ void reduce(const int* x, int* out) {
+  using Reduce = cub::BlockReduce<int, 128>;
+  __shared__ typename Reduce::TempStorage temp;
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  cg::thread_block block = cg::this_thread_block();
+  if (block.thread_rank() == 0) init(&bar, block.size());
+  block.sync();
+  bar.arrive_and_wait();
+  const int v = x[blockIdx.x * 128 + threadIdx.x];
+  const int tile_sum = cg::reduce(cg::tiled_partition<32>(block), v, cg::plus<int>());
+  const int sum = Reduce(temp).Sum(v);
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<int, cuda::thread_scope_device> total(*out);
+    total.fetch_add(sum + 0 * tile_sum, cuda::std::memory_order_relaxed);
+    (void)cuda::ptx::get_sreg_smid();
+  }
+}
+)");
+  s.origin = {sm.add("reduce.cu", s.code), {1, 1}, {1, 1}};
+  auto out = compile_kernels({s}, no_cache({"sm_90"}), diags);
+  INFO(text_of(diags, sm));
+  REQUIRE(out[0].has_value());
+  CHECK(!diags.has_errors());
+  CHECK(out[0]->lowered_name == "reduce");
 }
 
 TEST_CASE("device-runtime kernels are linked against cudadevrt") {
@@ -273,7 +311,7 @@ TEST_CASE("joined code maps each message to the statement of the kernel that hol
                                    "  *x = nope;\n"
                                    "}\n"
                                    "}\n");
-  s.entry = "a::ka";
+  s.entries = {{s.name, "a::ka", {}, {}}};
   s.origin = {file, {3, 3}, {3, 8}};
   s.segments = {{1, {file, {3, 3}, {3, 8}}}, {4, {file, {4, 3}, {4, 9}}}};
   DiagnosticEngine diags;
@@ -330,7 +368,7 @@ TEST_CASE("a template error carries its instantiation point as a note") {
       "template __global__ void scale<S>(float, S*);\n";
   SourceManager sm;
   KernelSource s = plain("scale", cu);
-  s.entry = "scale<S>";
+  s.entries = {{s.name, "scale<S>", {}, {}}};
   s.origin = {sm.add("t.cu", cu), {1, 1}, {1, 1}};
   DiagnosticEngine diags;
   compile_kernels({s}, no_cache({"sm_90"}), diags);
@@ -354,7 +392,7 @@ TEST_CASE("an entry that names nothing, an unknown arch and a bad flag are clear
   KernelSource s = plain("scale", kScale);
   s.origin = {file, {1, 1}, {1, 7}};
   {
-    s.entry = "scale<float>";
+    s.entries = {{s.name, "scale<float>", {}, {}}};
     DiagnosticEngine diags;
     auto out = compile_kernels({s}, no_cache({"sm_90"}), diags);
     CHECK_FALSE(out[0].has_value());
@@ -363,7 +401,7 @@ TEST_CASE("an entry that names nothing, an unknown arch and a bad flag are clear
     CHECK(diags.all()[0].range.begin.line == 1);
     CHECK(diags.all()[0].message.rfind("entry \"scale<float>\" of kernel 'scale' does not name",
                                        0) == 0);
-    s.entry.clear();
+    s.entries.clear();
   }
   {
     DiagnosticEngine diags;

@@ -555,7 +555,7 @@ TEST_CASE("every example and bundled pipeline compiles to a pipeline.bin that ve
   fs::remove_all(cache);
 }
 
-TEST_CASE("every generated kernel is compiled into one module; user kernels keep their own code") {
+TEST_CASE("every generated kernel is compiled into one module; a user kernel and its variants share one of their own") {
   // Conditions (if, while, switch), scalar updates, a fill no memset can do (f64) and a device
   // graph launcher: every kind of kernel orchc writes.
   auto c = check(R"orch(pipeline modules
@@ -589,8 +589,12 @@ graph main {
   lir::Program l;
   auto bytes = lower_to_artifact(p, c->sources, options, diags, &l);
   REQUIRE_MESSAGE(bytes, format_diagnostics(diags.sorted(), c->sources, DiagnosticFormat::Text));
-  REQUIRE(l.modules.size() == 1);
+  // The generated kernels' module, then `work`'s: the kernel and its guarded variant (the loop is
+  // unrolled) are two entries of one image, so they share the source's device state.
+  REQUIRE(l.modules.size() == 2);
   const lir::Module& m = l.modules[0];
+  const lir::Module& user = l.modules[1];
+  size_t user_kernels = 0;
   REQUIRE(m.images.size() == 1);
   CHECK(m.images[0].arch == "sm_90");
   CHECK(m.ptx_arch == "compute_90");
@@ -599,9 +603,11 @@ graph main {
   for (const lir::Kernel& k : l.kernels) {
     CAPTURE(k.name);
     if (!k.generated) {
-      CHECK(k.module == -1);
-      CHECK(k.images.size() == 1);
-      CHECK(!k.ptx.empty());
+      ++user_kernels;
+      CHECK(k.module == 1);
+      CHECK(k.images.empty());
+      CHECK(k.ptx.empty());
+      CHECK(user.ptx.find(".entry " + k.lowered_name + "(") != std::string::npos);
       continue;
     }
     ++generated;
@@ -626,7 +632,9 @@ graph main {
   auto opened = artifact::open_pipeline(reinterpret_cast<const uint8_t*>(aligned.data()), bytes->size());
   REQUIRE_MESSAGE(opened.ok(), opened.error);
   const std::string summary = artifact::describe_pipeline(*opened.pipeline);
-  CHECK(summary.find("modules (1):\n  [0] " + std::to_string(generated) + " kernels\n") != std::string::npos);
+  CHECK(user_kernels == 2);
+  CHECK(summary.find("modules (2):\n  [0] " + std::to_string(generated) + " kernels\n") != std::string::npos);
+  CHECK(summary.find("  [1] 2 kernels\n") != std::string::npos);
 }
 
 TEST_CASE("orchc never leaves a partial pipeline.bin or replaces a good one on failure") {

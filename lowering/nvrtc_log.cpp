@@ -1,5 +1,7 @@
 #include "lowering/nvrtc_log.h"
 
+#include <algorithm>
+
 namespace orch {
 
 namespace {
@@ -230,7 +232,15 @@ std::vector<Diagnostic> nvrtc_log_diagnostics(const std::vector<NvrtcLogMessage>
                                               const KernelSource& source, bool errors,
                                               bool warnings) {
   std::vector<Diagnostic> out;
-  const std::string entry = source.entry.empty() ? source.name : source.entry;
+  // The entries' name expressions, for a message that one of them names nothing.
+  std::vector<std::string> exprs;
+  if (source.entries.empty()) exprs.push_back(source.name);
+  for (const KernelEntry& e : source.entries) {
+    const std::string& expr = e.entry.empty() ? e.name : e.entry;
+    if (std::find(exprs.begin(), exprs.end(), expr) == exprs.end()) exprs.push_back(expr);
+  }
+  std::string entry;
+  for (const std::string& e : exprs) entry += (entry.empty() ? "" : "\" or \"") + e;
   bool name_map_reported = false;
   for (const NvrtcLogMessage& m : messages) {
     bool is_error = m.severity == Severity::Error;

@@ -338,39 +338,185 @@ size_t header_end(const std::vector<Statement>& st, const std::string& m, std::s
 
 }  // namespace
 
-std::optional<std::string> merge_ptx_modules(const std::string& ptx, const std::string& extra,
-                                             std::string* error) {
-  const std::string m = code_only(ptx), x = code_only(extra);
-  const std::vector<Statement> mine = statements(m), theirs = statements(x);
+namespace {
+
+// Whether the token m[i, j) names a symbol (a function, variable, parameter or label): not a
+// directive or type (.u32), a register (%r1), a number, nor an instruction's opcode (add.s32,
+// ret; the first word of a statement, after any @predicate).
+bool symbol_token(const std::string& m, size_t i, size_t j) {
+  if (std::isdigit(static_cast<unsigned char>(m[i]))) return false;
+  if (i > 0 && (m[i - 1] == '.' || m[i - 1] == '%')) return false;
+  if (j < m.size() && m[j] == '.') return false;  // an opcode with its modifiers
+  if (j < m.size() && m[j] == ':') return true;   // a label's definition
+  // What comes before, past blanks (newlines too: a call's operands go on lines of their own)
+  // and a predicate guard (@%p1, @!%p1): a statement's end, a block's edge or a label, or a line
+  // ended without a `,` or `(` (a .loc directive has no `;`), puts the token first: an opcode.
+  bool newline = false;
+  auto back = [&](size_t k) {
+    for (; k > 0 && space(m[k - 1]); --k)
+      if (m[k - 1] == '\n') newline = true;
+    return k;
+  };
+  size_t k = back(i);
+  size_t g = k;
+  while (g > 0 && (name_char(m[g - 1]) || m[g - 1] == '%' || m[g - 1] == '!')) --g;
+  if (g > 0 && g < k && m[g - 1] == '@') k = back(g - 1);
+  if (k == 0) return false;
+  const char c = m[k - 1];
+  if (c == ';' || c == '{' || c == '}' || c == ':') return false;
+  return !newline || c == ',' || c == '(';
+}
+
+// Every symbol token of the code mask `m`.
+std::set<std::string> name_tokens(const std::string& m) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < m.size();) {
+    if (!name_char(m[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < m.size() && name_char(m[j])) ++j;
+    if (symbol_token(m, i, j)) out.insert(m.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// `text` with each name token (by its code mask `m`, same offsets) that `rename` gives a new
+// name replaced by it; comments and strings stay as they were.
+template <class F>
+std::string rename_tokens(const std::string& text, const std::string& m, F&& rename) {
+  std::string out;
+  size_t copied = 0;
+  for (size_t i = 0; i < m.size();) {
+    if (!name_char(m[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < m.size() && name_char(m[j])) ++j;
+    if (symbol_token(m, i, j)) {
+      std::string to = rename(m.substr(i, j - i));
+      if (!to.empty()) {
+        out += text.substr(copied, i - copied) + to;
+        copied = j;
+      }
+    }
+    i = j;
+  }
+  return out + text.substr(copied);
+}
+
+std::string fresh_name(const std::set<std::string>& taken, const std::string& base) {
+  if (!taken.count(base)) return base;
+  for (int k = 1;; ++k)
+    if (!taken.count(base + "_" + std::to_string(k))) return base + "_" + std::to_string(k);
+}
+
+std::string trimmed(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && space(s[b])) ++b;
+  while (e > b && space(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+}  // namespace
+
+std::string fresh_ptx_name(const std::string& ptx, const std::string& base) {
+  return fresh_name(name_tokens(code_only(ptx)), base);
+}
+
+std::optional<std::string> merge_ptx_modules(const std::string& ptx, const std::string& extra_in,
+                                             std::string* error, std::map<std::string, std::string>* renamed) {
+  const std::string m = code_only(ptx);
+  const std::vector<Statement> mine = statements(m);
   std::string target, extra_target;
   const size_t cut = header_end(mine, m, &target);
-  const size_t extra_cut = header_end(theirs, x, &extra_target);
+  std::map<std::string, std::string> mine_defined;  // name -> its text (code only), for definitions
+  std::set<std::string> mine_names;
+  for (const Statement& s : mine) {
+    if (s.name.empty()) continue;
+    mine_names.insert(s.name);
+    if (s.defines) mine_defined[s.name] = trimmed(m.substr(s.begin, s.end - s.begin));
+  }
+  std::set<std::string> taken = name_tokens(m);
+  for (const std::string& t : name_tokens(code_only(extra_in))) taken.insert(t);
+  // Renames until nothing changes: a helper identical but for a call to a renamed symbol is
+  // different once that call is renamed.
+  std::map<std::string, std::string> renames;
+  std::string extra = extra_in;
+  for (;;) {
+    const std::string x = code_only(extra);
+    const std::vector<Statement> theirs = statements(x);
+    header_end(theirs, x, &extra_target);
+    bool changed = false;
+    for (const Statement& s : theirs) {
+      if (s.name.empty() || !s.defines || !mine_names.count(s.name)) continue;
+      auto same = mine_defined.find(s.name);
+      if (same != mine_defined.end() && same->second == trimmed(x.substr(s.begin, s.end - s.begin))) continue;
+      const std::string to = fresh_name(taken, s.name);
+      taken.insert(to);
+      renames[s.name] = to;
+      changed = true;
+    }
+    if (!changed) break;
+    std::map<std::string, std::string> step;
+    for (const Statement& s : theirs)
+      if (renames.count(s.name) && mine_names.count(s.name)) step[s.name] = renames[s.name];
+    extra = rename_tokens(extra, x, [&](const std::string& t) {
+      auto it = step.find(t);
+      return it == step.end() ? std::string() : it->second;
+    });
+  }
+  // What the original names became, through every round (a -> a_1 only ever once).
+  if (renamed) *renamed = renames;
   if (target.empty() || target != extra_target) {
     *error = "cannot join PTX for .target " + (extra_target.empty() ? "(none)" : extra_target) +
              " to PTX for .target " + (target.empty() ? "(none)" : target);
     return std::nullopt;
   }
-  std::set<std::string> names;
-  for (const Statement& s : mine)
-    if (!s.name.empty()) names.insert(s.name);
+  const std::string x = code_only(extra);
+  const std::vector<Statement> theirs = statements(x);
+  const size_t extra_cut = header_end(theirs, x, &extra_target);
   std::string joined;
   for (const Statement& s : theirs) {
     if (s.end <= extra_cut) continue;
-    if (s.name.empty()) {
-      // .file and .section (debug information) belong to the module that made them.
-      continue;
-    }
-    if (names.count(s.name)) {
-      if (!s.defines) continue;  // `ptx` declares or defines it already
-      *error = "the PTX of the kernel and orchc's code both define the symbol " + s.name;
-      return std::nullopt;
-    }
+    // .file and .section (debug information) belong to the module that made them.
+    if (s.name.empty()) continue;
+    // Declared or defined alike in `ptx` already (renamed definitions have fresh names).
+    if (mine_names.count(s.name)) continue;
     joined += extra.substr(s.begin, s.end - s.begin) + "\n\n";
   }
   std::string out = ptx.substr(0, cut);
   out += "\n\n// orch: code orchc joined to this module\n" + joined + "// orch: the module's own code\n";
   out += ptx.substr(cut);
   return out;
+}
+
+std::optional<std::string> clone_ptx_entry(const std::string& ptx, const std::string& entry, const std::string& clone,
+                                           std::string* error) {
+  const std::string m = code_only(ptx);
+  if (!find_entry(m, entry, error)) return std::nullopt;
+  for (const Statement& s : statements(m)) {
+    if (!s.function || !s.defines || s.name != entry) continue;
+    const std::string text = ptx.substr(s.begin, s.end - s.begin);
+    const std::string tm = m.substr(s.begin, s.end - s.begin);
+    // The parameters: the names in the list after the entry's name.
+    const size_t open = tm.find('(', tm.find(entry)), close = tm.find(')', open);
+    std::set<std::string> params;
+    if (open != std::string::npos && close != std::string::npos)
+      params = name_tokens(tm.substr(open + 1, close - open - 1));
+    std::string copy = rename_tokens(text, tm, [&](const std::string& t) -> std::string {
+      if (t == entry) return clone;
+      if (params.count(t)) return t.rfind(entry, 0) == 0 ? clone + t.substr(entry.size()) : clone + "_" + t;
+      if (t.rfind("$L__", 0) == 0) return t + "_" + clone;  // labels: the copy's own
+      return {};
+    });
+    return ptx.substr(0, s.end) + "\n\n// orch: a copy of " + entry + "\n" + copy + ptx.substr(s.end);
+  }
+  *error = "the PTX defines no entry " + entry;
+  return std::nullopt;
 }
 
 }  // namespace orch::lowering

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct PtxEntryPatch {
   std::vector<uint32_t> extra_params;
 
   bool empty() const { return !wait && guard.empty(); }
+  bool operator==(const PtxEntryPatch& o) const {
+    return wait == o.wait && guard == o.guard && extra_params == o.extra_params;
+  }
   // One line naming everything above, for cache keys and messages: "wait launch_dependents",
   // "wait guard orch_guard(8, 4) launch_dependents".
   std::string describe() const;
@@ -43,9 +47,24 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
 
 // One module: `ptx` with the functions and variables of `extra` (a module from the same compiler
 // for the same .target) placed before its own code, so a call in `ptx` finds them defined.
-// `.extern` declarations `ptx` already makes are dropped from `extra`; a symbol both define is an
-// error (nullopt, *error names it), as is another .target.
+// `.extern` declarations `ptx` already makes are dropped from `extra`. A symbol `extra` defines
+// that `ptx` defines with the same text (a helper two guards share) is not repeated; one `ptx`
+// declares or defines otherwise (a user's function of the same name) is renamed in `extra`
+// first, to a name no token of either module has: *renamed (when given) maps each renamed
+// symbol of `extra` to its name in the result. Another .target is an error (nullopt, *error).
 std::optional<std::string> merge_ptx_modules(const std::string& ptx, const std::string& extra,
-                                             std::string* error);
+                                             std::string* error,
+                                             std::map<std::string, std::string>* renamed = nullptr);
+
+// `base`, or `base` with "_1", "_2", ... appended: the first that no token of `ptx` is.
+std::string fresh_ptx_name(const std::string& ptx, const std::string& base);
+
+// `ptx` with a copy of the entry `entry` defined after it under the name `clone` (which must
+// be fresh: fresh_ptx_name): the same code, its parameters and labels renamed with it. Both
+// are kernels of one module, so they share its variables (`__device__`, `__constant__`,
+// `__managed__`): what lets a patched variant of a kernel run beside the kernel itself and see
+// the same state. nullopt with *error when there is no such entry.
+std::optional<std::string> clone_ptx_entry(const std::string& ptx, const std::string& entry,
+                                           const std::string& clone, std::string* error);
 
 }  // namespace orch::lowering

@@ -8,6 +8,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -300,15 +301,88 @@ TEST_CASE("ptx entry: what cannot be patched or joined says why") {
   // An empty patch changes nothing.
   CHECK(patch_ptx_entry(ptx, "no_params", PtxEntryPatch{}, &error) == ptx);
 
-  // A module that defines what the kernel's defines too.
-  const std::string clash = nvrtc_ptx(R"(extern "C" __device__ int no_params(int x) { return x + 1; })", "compute_90",
-                                      {}, nullptr, true);
-  CHECK_FALSE(merge_ptx_modules(ptx, clash, &error).has_value());
-  CHECK(error == "the PTX of the kernel and orchc's code both define the symbol no_params");
   // Another target.
   const std::string other = nvrtc_ptx(kGuard, "compute_100", {}, nullptr, true);
   CHECK_FALSE(merge_ptx_modules(ptx, other, &error).has_value());
   CHECK(error == "cannot join PTX for .target sm_100 to PTX for .target sm_90");
+}
+
+TEST_CASE("ptx entry: orchc's code that names what the kernel's names is renamed, a helper both have is kept once") {
+  std::vector<std::string> lowered;
+  const std::string ptx = nvrtc_ptx(kKernels, "compute_90", kEntries, &lowered);
+  // A module defining a function the kernel's module already has (an entry, here), and one that
+  // calls it: the whole module is renamed consistently, and the kernel's own stays as it was.
+  const std::string clash = nvrtc_ptx(R"(extern "C" __device__ __noinline__ int no_params(int x) { return x + 1; }
+extern "C" __device__ unsigned orch_guard(unsigned long long a) { return no_params((int)a) > 2; })",
+                                      "compute_90", {}, nullptr, true);
+  std::string error;
+  std::map<std::string, std::string> renamed;
+  std::optional<std::string> joined = merge_ptx_modules(ptx, clash, &error, &renamed);
+  REQUIRE_MESSAGE(joined.has_value(), error);
+  CHECK(renamed == std::map<std::string, std::string>{{"no_params", "no_params_1"}});
+  CHECK(joined->find(".func  (.param .b32 func_retval0) no_params_1(") != std::string::npos);
+  // Defined, and called by orch_guard under its new name.
+  size_t uses = 0;
+  for (size_t at = joined->find("no_params_1"); at != std::string::npos; at = joined->find("no_params_1", at + 1)) ++uses;
+  CHECK(uses >= 2);
+  CHECK(joined->find(".entry no_params(") != std::string::npos);  // the kernel's entry, untouched
+  CHECK(link_problem(*joined) == "");
+  // The same module joined again: every definition it has is there already, so nothing repeats.
+  std::map<std::string, std::string> again;
+  std::optional<std::string> twice = merge_ptx_modules(*joined, clash, &error, &again);
+  REQUIRE(twice.has_value());
+  CHECK(link_problem(*twice) == "");
+  // A second guard with other code under the same name is renamed, and so is nothing else.
+  const std::string other = nvrtc_ptx(R"(extern "C" __device__ unsigned orch_guard(unsigned long long a) { return a == 7; })",
+                                      "compute_90", {}, nullptr, true);
+  std::map<std::string, std::string> second;
+  std::optional<std::string> both = merge_ptx_modules(*joined, other, &error, &second);
+  REQUIRE(both.has_value());
+  CHECK(second == std::map<std::string, std::string>{{"orch_guard", "orch_guard_1"}});
+  CHECK(link_problem(*both) == "");
+}
+
+TEST_CASE("ptx entry: a copy of an entry under a fresh name is a second kernel of the same module") {
+  const char* code = R"(
+__device__ int counter;
+__constant__ int step = 3;
+extern "C" __global__ void bump(int* out, int n) {
+  for (int i = 0; i < n; ++i)
+    if (threadIdx.x == 0) atomicAdd(&counter, step);
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = counter;
+}
+)";
+  std::vector<std::string> lowered;
+  const std::string ptx = nvrtc_ptx(code, "compute_90", {"bump"}, &lowered);
+  CHECK(fresh_ptx_name(ptx, "bump") == "bump_1");
+  CHECK(fresh_ptx_name(ptx, "bump_orch") == "bump_orch");
+  std::string error;
+  std::optional<std::string> cloned = clone_ptx_entry(ptx, "bump", "bump_orch", &error);
+  REQUIRE_MESSAGE(cloned.has_value(), error);
+  PtxModule m = parse_ptx(*cloned);
+  REQUIRE(m.functions.count("bump"));
+  REQUIRE(m.functions.count("bump_orch"));
+  CHECK(m.functions.at("bump_orch").params.size() == m.functions.at("bump").params.size());
+  CHECK(cloned->find("bump_orch_param_0") != std::string::npos);
+  // One definition of each variable, which both kernels use.
+  CHECK(std::count(cloned->begin(), cloned->end(), '\n') > std::count(ptx.begin(), ptx.end(), '\n'));
+  size_t counters = 0;
+  for (size_t at = cloned->find(".global .align 4 .u32 counter"); at != std::string::npos;
+       at = cloned->find(".global .align 4 .u32 counter", at + 1))
+    ++counters;
+  CHECK(counters == 1);
+  // The copy patched, the original not: both link as one module.
+  PtxEntryPatch wait;
+  wait.wait = true;
+  std::optional<std::string> patched = patch_ptx_entry(*cloned, "bump_orch", wait, &error);
+  REQUIRE(patched.has_value());
+  bool declarations_first = false;
+  CHECK(first_instruction(*patched, "bump_orch", &declarations_first) == "griddepcontrol.wait;");
+  CHECK(first_instruction(*patched, "bump", &declarations_first) != "griddepcontrol.wait;");
+  CHECK(link_problem(*patched) == "");
+  CHECK_FALSE(clone_ptx_entry(ptx, "missing", "x", &error).has_value());
+  CHECK(error == "the PTX defines no entry missing");
 }
 
 TEST_CASE("ptx entry: the kernel compiler patches, joins the guard, links, and keys the cache by the patch") {
@@ -316,7 +390,7 @@ TEST_CASE("ptx entry: the kernel compiler patches, joins the guard, links, and k
   s.name = "scale";
   s.code = kKernels;
   s.file_name = "k.cu";
-  s.entry = "scale<float>";
+  s.entries = {{s.name, "scale<float>", {}, {}}};
   CompileOptions options;
   options.archs = {"sm_90"};
   options.use_cache = false;
@@ -325,7 +399,7 @@ TEST_CASE("ptx entry: the kernel compiler patches, joins the guard, links, and k
   REQUIRE(plain[0].has_value());
   CHECK(plain[0]->ptx.find("griddepcontrol.wait") == std::string::npos);
 
-  s.patch.wait = true;
+  s.entries[0].patch.wait = true;
   auto waiting = compile_kernels({s}, options, diags);
   REQUIRE(waiting[0].has_value());
   CHECK(!diags.has_errors());
@@ -335,9 +409,9 @@ TEST_CASE("ptx entry: the kernel compiler patches, joins the guard, links, and k
   bool declarations_first = false;
   CHECK(first_instruction(waiting[0]->ptx, waiting[0]->lowered_name, &declarations_first) == "griddepcontrol.wait;");
 
-  s.patch.guard = "orch_guard";
-  s.patch.extra_params = {8, 4, 2, 1};
-  s.guard_code = kGuard;
+  s.entries[0].patch.guard = "orch_guard";
+  s.entries[0].patch.extra_params = {8, 4, 2, 1};
+  s.entries[0].guard_code = kGuard;
   auto guarded = compile_kernels({s}, options, diags);
   REQUIRE(guarded[0].has_value());
   CHECK(parse_ptx(guarded[0]->ptx).functions.at(guarded[0]->lowered_name).params.size() == 7);
@@ -351,7 +425,8 @@ TEST_CASE("ptx entry: the kernel compiler patches, joins the guard, links, and k
 })";
   dr.file_name = "setter.cu";
   dr.uses_device_runtime = true;
-  dr.patch.wait = true;
+  dr.entries = {{dr.name, "", {}, {}}};
+  dr.entries[0].patch.wait = true;
   auto linked = compile_kernels({dr}, options, diags);
   INFO(format_diagnostics(diags.sorted(), SourceManager(), DiagnosticFormat::Text));
   REQUIRE(linked[0].has_value());

@@ -5,6 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -730,20 +734,147 @@ graph main {
 TEST_CASE("unroll: guarded kernels compile; a user kernel's variant calls its guard at the PTX entry") {
   auto l = compile_artifact(kCountdown);
   const fb::Pipeline& f = *l->pipeline;
-  bool found = false;
-  for (const fb::Kernel* k : *f.kernels()) {
-    if (k->name()->str() != "step" || k->params()->size() != 4) continue;
-    found = true;
-    const std::string ptx(reinterpret_cast<const char*>(k->ptx()->data()), k->ptx()->size());
-    CHECK(ptx.find(".visible .func  (.param .b32 func_retval0) orch_guard(") != std::string::npos);
-    CHECK(ptx.find("call.uni (orch_ret), orch_guard, (orch_arg0, orch_arg1, orch_arg2);") != std::string::npos);
-    REQUIRE(k->images()->size() == 1);
-    CHECK(k->images()->Get(0)->arch()->str() == "sm_90");
-  }
-  CHECK(found);
+  // `step` and its guarded variant: two entries of one module (they share the source's state),
+  // the variant a copy of `step` under its own name that calls the guard first.
+  const fb::Kernel* plain = nullptr;
+  const fb::Kernel* guarded = nullptr;
+  for (const fb::Kernel* k : *f.kernels())
+    if (k->name()->str() == "step") (k->params()->size() == 4 ? guarded : plain) = k;
+  REQUIRE(plain);
+  REQUIRE(guarded);
+  CHECK(plain->in_module() >= 0);
+  CHECK(guarded->in_module() == plain->in_module());
+  CHECK(plain->lowered_name()->str() == "step");
+  CHECK(guarded->lowered_name()->str() == "step_orch");
+  const fb::Module* m = f.modules()->Get(static_cast<uint32_t>(plain->in_module()));
+  const std::string ptx(reinterpret_cast<const char*>(m->ptx()->data()), m->ptx()->size());
+  CHECK(ptx.find(".visible .func  (.param .b32 func_retval0) orch_guard(") != std::string::npos);
+  // The patch's names avoid every token of the module, the guard's included (orch_1_ here).
+  CHECK(ptx.find("call.uni (orch_1_ret), orch_guard, (orch_1_arg0, orch_1_arg1, orch_1_arg2);") != std::string::npos);
+  CHECK(ptx.find(".entry step(") != std::string::npos);
+  CHECK(ptx.find(".entry step_orch(") != std::string::npos);
+  REQUIRE(m->images()->size() == 1);
+  CHECK(m->images()->Get(0)->arch()->str() == "sm_90");
   bool slots = false;
   for (const fb::Buffer* b : *f.buffers()) slots |= b->name()->str() == "orch.guard.0";
   CHECK(slots);
+}
+
+// The rule the speed passes keep (issue 20): a kernel's module identity. Every kernel declared
+// from one source file, and every variant orchc makes of one (a wait at entry, an unrolled
+// loop's guard), is an entry of that file's one module, with any options: so they share the
+// file's __device__, __constant__ and __managed__ objects as nvcc's build would. (The GPU test
+// "module state: ..." runs this pipeline against the CPU.)
+TEST_CASE("speed passes: kernels of one file and their variants stay in one module, with any options") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("orch-module-identity-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "state.cu") << R"(__device__ unsigned long long total;
+extern "C" __global__ void add(unsigned n, const unsigned* x) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&total, (unsigned long long)x[i]);
+}
+extern "C" __global__ void take(unsigned long long* out) { if (threadIdx.x == 0) { *out += total; total = 0; } }
+)";
+  std::ofstream(dir / "p.orch") << R"(pipeline state
+target sm_90
+param n: u32 = 1000
+buffer x: u32[n]
+buffer out: u64
+buffer c: i32
+kernel add(n: u32, x: in u32[]) from "state.cu"
+kernel take(out: inout u64) from "state.cu"
+kernel other(out: inout u64) source """
+extern "C" __global__ void other(unsigned long long* out) { *out += 1; }
+"""
+graph main {
+  add<<<ceil_div(n, 256), 256>>>(n, x)
+  take<<<1, 32>>>(out)
+  c = 3
+  while c > 0 {
+    add<<<ceil_div(n, 256), 256>>>(n, x)
+    take<<<1, 32>>>(out)
+    other<<<1, 1>>>(out)
+    c -= 1
+  }
+}
+)";
+  struct Config {
+    bool pdl;
+    uint32_t unroll;
+  };
+  for (const Config cfg : {Config{true, 0}, Config{false, 1}, Config{true, 1}, Config{false, 4}}) {
+    CAPTURE(cfg.pdl);
+    CAPTURE(cfg.unroll);
+    SourceManager sources;
+    DiagnosticEngine diags;
+    CheckResult checked = check_file((dir / "p.orch").string(), sources, {}, diags);
+    REQUIRE(!diags.has_errors());
+    LowerOptions options;
+    options.compile.use_cache = false;
+    options.pdl = cfg.pdl;
+    options.unroll = cfg.unroll;
+    lir::Program l;
+    std::optional<std::string> bytes = lower_to_artifact(*checked.program, sources, options, diags, &l);
+    REQUIRE_MESSAGE(bytes.has_value(), format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text));
+    int state_module = -2;
+    size_t from_file = 0, variants = 0;
+    std::set<std::string> symbols;
+    for (const lir::Kernel& k : l.kernels) {
+      if (k.generated) continue;
+      CAPTURE(k.name);
+      if (k.name == "other") {
+        // A source of its own, used once per variant: its own module only if it has variants.
+        continue;
+      }
+      ++from_file;
+      variants += k.guard_of >= 0 || k.waits_at_entry;
+      if (state_module == -2) state_module = k.module;
+      CHECK(k.module >= 0);
+      CHECK(k.module == state_module);
+      CHECK(k.images.empty());
+      symbols.insert(k.lowered_name);
+    }
+    REQUIRE(state_module >= 0);
+    const std::string& ptx = l.modules[static_cast<size_t>(state_module)].ptx;
+    // One definition of `total` in the one module, and an entry for every distinct symbol.
+    CHECK(ptx.find(".global .align 8 .u64 total") != std::string::npos);
+    CHECK(ptx.find(".global .align 8 .u64 total") == ptx.rfind(".global .align 8 .u64 total"));
+    for (const std::string& sym : symbols) CHECK(ptx.find(".entry " + sym + "(") != std::string::npos);
+    if (cfg.unroll != 1) CHECK(variants > 0);
+    CHECK(from_file >= 2);
+  }
+  fs::remove_all(dir);
+}
+
+// Names orchc adds live where users cannot write them, or are renamed when a user did (issue
+// 20: a kernel named orch_guard failed with E0902 once its loop was unrolled).
+TEST_CASE("speed passes: a user kernel named like orchc's guard function compiles and keeps its name") {
+  auto l = compile_artifact(R"(pipeline clash
+target sm_90
+buffer c: i32
+buffer n: u32
+kernel orch_guard(c: inout i32, n: inout u32) source """
+extern "C" __global__ void orch_guard(int* c, unsigned* n) { if (threadIdx.x == 0) { --(*c); ++(*n); } }
+"""
+graph main {
+  c = 20
+  while c > 0 {
+    orch_guard<<<1, 32>>>(c, n)
+  }
+}
+)");
+  std::set<std::string> symbols;
+  for (const fb::Kernel* k : *l->pipeline->kernels())
+    if (!k->generated()) symbols.insert(k->lowered_name()->str());
+  CHECK(symbols.count("orch_guard"));      // the user's kernel, as it was
+  CHECK(symbols.count("orch_guard_orch"));  // its guarded copy
+  bool renamed_guard = false;
+  for (const fb::Module* m : *l->pipeline->modules()) {
+    const std::string ptx(reinterpret_cast<const char*>(m->ptx()->data()), m->ptx()->size());
+    renamed_guard |= ptx.find(".func  (.param .b32 func_retval0) orch_guard_1(") != std::string::npos;
+  }
+  CHECK(renamed_guard);
 }
 
 }  // namespace orch

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -381,6 +382,173 @@ TEST_CASE("unrolled loops: a condition that cannot be evaluated in a copy is rep
     run(*x, s);
     CHECK(read<int32_t>(*x, "c", 1)[0] == -5);  // 100 / -5 > 1 is false at once
     ORCH_CHECK_OK(x->device_status());
+  }
+}
+
+// Kernels of one source file share its device state (__device__, __constant__ and __managed__
+// objects) however orchc lowers them: a programmatic edge into `take` (patched to wait) and the
+// guarded copies of an unrolled loop are entries of the file's one module, not modules of their
+// own with their own `total` (issue 20: a counter ended at 1000 where 1400 was right).
+TEST_CASE("module state: kernels of one file share its __device__ variables with and without the speed passes") {
+  const std::string cu = temp_dir() + "/shared_state.cu";
+  std::ofstream(cu) << R"(__device__ unsigned long long total;  // zero when the module loads
+__constant__ unsigned scale = 3;
+extern "C" __global__ void add(unsigned n, const unsigned* x) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&total, (unsigned long long)x[i] * scale);
+}
+extern "C" __global__ void take(unsigned long long* out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    *out += total;
+    total = 0;
+  }
+}
+)";
+  const std::string source =
+      "pipeline shared_state\ntarget sm_90\nparam n: u32 = 5003\nparam iters: i32 = 5\n"
+      "buffer x: u32[n]\nbuffer y: u32[n]\nbuffer out: u64\nbuffer loop_out: u64\nbuffer c: i32\n"
+      "kernel add(n: u32, x: in u32[]) from \"shared_state.cu\"\n"
+      "kernel take(out: inout u64) from \"shared_state.cu\"\n"
+      "graph main {\n"
+      "  add<<<ceil_div(n, 256), 256>>>(n, x)\n"
+      "  take<<<1, 32>>>(out)\n"
+      "  add<<<ceil_div(n, 128), 128>>>(n, y)\n"
+      "  take<<<1, 32>>>(out)\n"
+      "  c = iters\n"
+      "  while c > 0 {\n"
+      "    add<<<ceil_div(n, 256), 256>>>(n, x)\n"
+      "    take<<<1, 32>>>(loop_out)\n"
+      "    c -= 1\n"
+      "  }\n"
+      "}\n";
+  const uint32_t n = 5003;
+  int config = 0;
+  for (const char* options : {"", "--no-pdl --unroll 1", "--unroll 4", "--no-pdl"}) {
+    CAPTURE(options);
+    Shape shape;
+    auto p = compile_and_load("shared_state" + std::to_string(config++), source, options, &shape);
+    if (!*options) {
+      CHECK(shape.programmatic > 0);
+      CHECK(shape.unrolled == 1);
+    }
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings(), s);
+    uint64_t out = 0, loop_out = 0;
+    write(*x, "out", std::vector<uint64_t>{0});
+    write(*x, "loop_out", std::vector<uint64_t>{0});
+    for (int32_t iters : {0, 1, 3, 4, 5, 17}) {
+      CAPTURE(iters);
+      ORCH_REQUIRE_OK(x->set_param("iters", iters));
+      const std::vector<uint32_t> xs = random_u32(n), ys = random_u32(n);
+      write(*x, "x", xs);
+      write(*x, "y", ys);
+      run(*x, s);
+      uint64_t sx = 0, sy = 0;
+      for (uint32_t i = 0; i < n; ++i) sx += uint64_t{xs[i]} * 3, sy += uint64_t{ys[i]} * 3;
+      out += sx + sy;
+      loop_out += sx * static_cast<uint64_t>(iters);
+      CHECK(read<uint64_t>(*x, "out", 1)[0] == out);
+      CHECK(read<uint64_t>(*x, "loop_out", 1)[0] == loop_out);
+      ORCH_CHECK_OK(x->device_status());
+    }
+  }
+}
+
+// Loops decided on scalars of every width (u8, i64, f32, bool, u64, and an f32 param the guards
+// must take as bits, not as a number) whose bodies update f16 and bf16 scalars: exact with and
+// without the speed passes (issue 20: the plain build failed with an unspecified launch failure).
+// Every value is exact in its type, so the CPU's arithmetic in float is the GPU's.
+TEST_CASE("scalar loops: conditions of every width and f16/bf16 bodies, exact with and without the speed passes") {
+  const std::string source = R"(pipeline condtypes
+target sm_90
+param start8: u8 = 5
+param limit: f32 = 10.0
+buffer c8: u8
+buffer c64: i64
+buffer cf: f32
+buffer go: bool
+buffer cu: u64
+buffer k: i32
+buffer steps: i32
+buffer h: f16
+buffer b: bf16
+graph main {
+  c8 = start8
+  h = 0
+  b = 0
+  while c8 > 0 {
+    h += 1.5
+    b += 2.0
+    c8 -= 1
+  }
+  c64 = 7
+  while c64 > 0 {
+    h += 0.5
+    c64 -= 1
+  }
+  cf = 2.5
+  while cf > 0.0 {
+    b += 0.5
+    cf -= 0.5
+  }
+  go = true
+  k = 0
+  while go {
+    h += 0.25
+    k += 1
+    go = k < 3
+  }
+  cu = 5000000003
+  while cu > 5000000000 {
+    b += 1.0
+    cu -= 1
+  }
+  cf = 0.0
+  steps = 0
+  while cf < limit {
+    cf += 0.5
+    steps += 1
+  }
+}
+)";
+  // The bits of an f16 or bf16 that holds `x` exactly (normal or zero).
+  auto f16_bits = [](float x) -> uint16_t {
+    if (x == 0.0f) return 0;
+    int e = 0;
+    const float m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
+    return static_cast<uint16_t>(((e - 1 + 15) << 10) | static_cast<int>((m * 2.0f - 1.0f) * 1024.0f));
+  };
+  auto bf16_bits = [](float x) -> uint16_t {
+    uint32_t u = 0;
+    std::memcpy(&u, &x, 4);
+    return static_cast<uint16_t>(u >> 16);
+  };
+  int config = 0;
+  for (const char* options : {"", "--no-pdl --unroll 1", "--unroll 3", "--no-pdl", "--unroll 1"}) {
+    CAPTURE(options);
+    auto p = compile_and_load("condtypes" + std::to_string(config++), source, options, nullptr);
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings(), s);
+    for (uint8_t start : {uint8_t{0}, uint8_t{1}, uint8_t{5}, uint8_t{17}}) {
+      for (float limit : {0.0f, 2.5f, 10.0f}) {
+        CAPTURE(int(start));
+        CAPTURE(limit);
+        ORCH_REQUIRE_OK(x->set_param("start8", start));
+        ORCH_REQUIRE_OK(x->set_param("limit", limit));
+        run(*x, s);
+        const float h = 1.5f * start + 0.5f * 7 + 0.25f * 3;
+        const float b = 2.0f * start + 0.5f * 5 + 1.0f * 3;
+        CHECK(read<uint16_t>(*x, "h", 1)[0] == f16_bits(h));
+        CHECK(read<uint16_t>(*x, "b", 1)[0] == bf16_bits(b));
+        CHECK(read<uint8_t>(*x, "c8", 1)[0] == 0);
+        CHECK(read<int64_t>(*x, "c64", 1)[0] == 0);
+        CHECK(read<uint8_t>(*x, "go", 1)[0] == 0);
+        CHECK(read<int32_t>(*x, "k", 1)[0] == 3);
+        CHECK(read<uint64_t>(*x, "cu", 1)[0] == 5000000000ull);
+        CHECK(read<int32_t>(*x, "steps", 1)[0] == static_cast<int32_t>(std::ceil(limit / 0.5f)));
+        ORCH_CHECK_OK(x->device_status());
+      }
+    }
   }
 }
 
