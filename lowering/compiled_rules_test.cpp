@@ -35,14 +35,15 @@ std::string edit(std::string text, const std::string& from, const std::string& t
 // them ("" when it compiled clean). `launches` receives each kernel's launches_kernels.
 std::string compile(const std::string& text, std::vector<bool>* launches = nullptr,
                     std::vector<int>* segments = nullptr) {
-  static const fs::path cache =
-      fs::temp_directory_path() / ("orch-compiled-rules-" + std::to_string(getpid()));
+  // The tests' own kernel cache (the build tree's test-cache: lowering/test_main.cpp), so no
+  // folder is left behind in /tmp.
+  static const std::string cache = default_kernel_cache_dir();
   SourceManager sources;
   DiagnosticEngine diags;
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   if (diags.has_errors()) return "--check: " + format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text);
   LowerOptions options;
-  options.compile.cache_dir = cache.string();
+  options.compile.cache_dir = cache;
   lir::Program lowered;
   auto bytes = lower_to_artifact(*r.program, sources, options, diags, &lowered);
   if (launches)

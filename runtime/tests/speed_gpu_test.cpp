@@ -393,41 +393,46 @@ TEST_CASE("module state: kernels of one file share its __device__ variables with
   const std::string cu = temp_dir() + "/shared_state.cu";
   std::ofstream(cu) << R"(__device__ unsigned long long total;  // zero when the module loads
 __constant__ unsigned scale = 3;
-extern "C" __global__ void add(unsigned n, const unsigned* x) {
+extern "C" __global__ void add(unsigned n, const unsigned* x, unsigned* order) {
   unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) atomicAdd(&total, (unsigned long long)x[i] * scale);
+  if (i == 0) ++*order;
 }
-extern "C" __global__ void take(unsigned long long* out) {
+extern "C" __global__ void take(unsigned long long* out, unsigned* order) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     *out += total;
     total = 0;
+    ++*order;
   }
 }
 )";
   const std::string source =
       "pipeline shared_state\ntarget sm_90\nparam n: u32 = 5003\nparam iters: i32 = 5\n"
       "buffer x: u32[n]\nbuffer y: u32[n]\nbuffer out: u64\nbuffer loop_out: u64\nbuffer c: i32\n"
-      "kernel add(n: u32, x: in u32[]) from \"shared_state.cu\"\n"
-      "kernel take(out: inout u64) from \"shared_state.cu\"\n"
+      // `order` is what orch sees of the kernels' shared state: each writes it, so they run in
+      // program order (the device variable itself is invisible to the DAG).
+      "buffer order: u32\n"
+      "kernel add(n: u32, x: in u32[], order: inout u32) from \"shared_state.cu\"\n"
+      "kernel take(out: inout u64, order: inout u32) from \"shared_state.cu\"\n"
       "graph main {\n"
-      "  add<<<ceil_div(n, 256), 256>>>(n, x)\n"
-      "  take<<<1, 32>>>(out)\n"
-      "  add<<<ceil_div(n, 128), 128>>>(n, y)\n"
-      "  take<<<1, 32>>>(out)\n"
+      "  add<<<ceil_div(n, 256), 256>>>(n, x, order)\n"
+      "  take<<<1, 32>>>(out, order)\n"
+      "  add<<<ceil_div(n, 128), 128>>>(n, y, order)\n"
+      "  take<<<1, 32>>>(out, order)\n"
       "  c = iters\n"
       "  while c > 0 {\n"
-      "    add<<<ceil_div(n, 256), 256>>>(n, x)\n"
-      "    take<<<1, 32>>>(loop_out)\n"
+      "    add<<<ceil_div(n, 256), 256>>>(n, x, order)\n"
+      "    take<<<1, 32>>>(loop_out, order)\n"
       "    c -= 1\n"
       "  }\n"
       "}\n";
   const uint32_t n = 5003;
   int config = 0;
-  for (const char* options : {"", "--no-pdl --unroll 1", "--unroll 4", "--no-pdl"}) {
+  for (const std::string options : {"", "--no-pdl --unroll 1", "--unroll 4", "--no-pdl"}) {
     CAPTURE(options);
     Shape shape;
-    auto p = compile_and_load("shared_state" + std::to_string(config++), source, options, &shape);
-    if (!*options) {
+    auto p = compile_and_load("shared_state" + std::to_string(config++), source, options.c_str(), &shape);
+    if (options.empty()) {
       CHECK(shape.programmatic > 0);
       CHECK(shape.unrolled == 1);
     }
@@ -472,6 +477,9 @@ buffer k: i32
 buffer steps: i32
 buffer h: f16
 buffer b: bf16
+buffer c16: i16
+buffer hv: f16[3]
+buffer d: f64
 graph main {
   c8 = start8
   h = 0
@@ -509,6 +517,19 @@ graph main {
     cf += 0.5
     steps += 1
   }
+  c16 = 4
+  while c16 > 0 {
+    fill hv = 0.5
+    if c16 == 2 {
+      b += 0.25
+    }
+    c16 -= 1
+  }
+  d = 1.5
+  while d > 0.0 {
+    h += 0.125
+    d -= 0.5
+  }
 }
 )";
   // The bits of an f16 or bf16 that holds `x` exactly (normal or zero).
@@ -524,9 +545,9 @@ graph main {
     return static_cast<uint16_t>(u >> 16);
   };
   int config = 0;
-  for (const char* options : {"", "--no-pdl --unroll 1", "--unroll 3", "--no-pdl", "--unroll 1"}) {
+  for (const std::string options : {"", "--no-pdl --unroll 1", "--unroll 3", "--no-pdl", "--unroll 1"}) {
     CAPTURE(options);
-    auto p = compile_and_load("condtypes" + std::to_string(config++), source, options, nullptr);
+    auto p = compile_and_load("condtypes" + std::to_string(config++), source, options.c_str(), nullptr);
     Stream s;
     auto x = instantiate(*p, orch::Bindings(), s);
     for (uint8_t start : {uint8_t{0}, uint8_t{1}, uint8_t{5}, uint8_t{17}}) {
@@ -536,8 +557,8 @@ graph main {
         ORCH_REQUIRE_OK(x->set_param("start8", start));
         ORCH_REQUIRE_OK(x->set_param("limit", limit));
         run(*x, s);
-        const float h = 1.5f * start + 0.5f * 7 + 0.25f * 3;
-        const float b = 2.0f * start + 0.5f * 5 + 1.0f * 3;
+        const float h = 1.5f * start + 0.5f * 7 + 0.25f * 3 + 0.125f * 3;
+        const float b = 2.0f * start + 0.5f * 5 + 1.0f * 3 + 0.25f;
         CHECK(read<uint16_t>(*x, "h", 1)[0] == f16_bits(h));
         CHECK(read<uint16_t>(*x, "b", 1)[0] == bf16_bits(b));
         CHECK(read<uint8_t>(*x, "c8", 1)[0] == 0);
@@ -546,6 +567,9 @@ graph main {
         CHECK(read<int32_t>(*x, "k", 1)[0] == 3);
         CHECK(read<uint64_t>(*x, "cu", 1)[0] == 5000000000ull);
         CHECK(read<int32_t>(*x, "steps", 1)[0] == static_cast<int32_t>(std::ceil(limit / 0.5f)));
+        CHECK(read<int16_t>(*x, "c16", 1)[0] == 0);
+        CHECK(read<uint16_t>(*x, "hv", 3) == std::vector<uint16_t>(3, f16_bits(0.5f)));
+        CHECK(read<double>(*x, "d", 1)[0] == 0.0);
         ORCH_CHECK_OK(x->device_status());
       }
     }

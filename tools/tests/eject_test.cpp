@@ -358,7 +358,7 @@ Bytes read_bytes(const std::string& path) {
   return Bytes(s.begin(), s.end());
 }
 
-std::string first_difference(const Bytes& a, const Bytes& b, orch::fb::ScalarType type) {
+std::string first_difference(const Bytes& a, const Bytes& b, orch::fb::ScalarType type, const std::string& a_name) {
   if (a.size() != b.size()) return std::to_string(a.size()) + " bytes against " + std::to_string(b.size());
   const size_t size = std::max<size_t>(1, orch::run::type_size(type));
   size_t differ = 0, first = 0;
@@ -368,14 +368,107 @@ std::string first_difference(const Bytes& a, const Bytes& b, orch::fb::ScalarTyp
   std::string s = std::to_string(differ) + " of " + std::to_string(a.size() / size) + " elements differ; first [" +
                   std::to_string(first) + "]";
   if (type == orch::fb::ScalarType::F32)
-    s += ": ejected " + std::to_string(element<float>(a, first)) + ", runtime " + std::to_string(element<float>(b, first));
+    s += ": " + a_name + " " + std::to_string(element<float>(a, first)) + ", runtime " +
+         std::to_string(element<float>(b, first));
   else if (size == 4)
-    s += ": ejected " + std::to_string(element<uint32_t>(a, first)) + ", runtime " +
+    s += ": " + a_name + " " + std::to_string(element<uint32_t>(a, first)) + ", runtime " +
          std::to_string(element<uint32_t>(b, first));
   return s;
 }
 
-// Runs one pipeline both ways on the inputs of every variant and compares every buffer.
+// One side of a comparison: runs the pipeline on the inputs in `in` (one file per buffer,
+// NAME.bin) and writes every buffer to `out`; returns orch-run's or the program's output, with
+// *ok telling whether it ran.
+using Side = std::function<std::string(const std::string& in, const std::string& out, bool* ok)>;
+
+// orch-run on `bin` (in-process), with `params`, `launches` launches and every buffer filled
+// from `in` and dumped to `out`.
+Side runtime_side(const std::string& bin, const std::vector<BufferInfo>& buffers, const std::vector<std::string>& params,
+                  unsigned launches) {
+  return [=](const std::string& in, const std::string& out, bool* ok) {
+    std::vector<std::string> args = {bin, "--warmup", "0", "--repeat", std::to_string(launches)};
+    for (const std::string& p : params) args.insert(args.end(), {"--param", p});
+    for (const BufferInfo& b : buffers)
+      args.insert(args.end(), {"--fill", b.name + "=file:" + in + "/" + b.name + ".bin", "--dump",
+                               b.name + "=" + out + "/" + b.name + ".bin"});
+    RunOutput r = orch_run(args);
+    *ok = r.exit_code == 0;
+    return "orch-run: " + r.out + r.err;
+  };
+}
+
+// Runs one pipeline two ways (`a` named `a_name`, `b` the runtime with orchc's defaults) on the
+// same random inputs for every variant, and compares every buffer byte for byte (but those the
+// example compares its own way, whose bytes may legitimately differ).
+void compare_sides(const std::string& name, const std::string& a_name, const std::string& bin, const Side& a) {
+  const std::map<std::string, Example> all = examples();
+  const Example ex = all.count(name) ? all.at(name) : Example{};
+  const std::vector<BufferInfo> buffers = buffers_of(bin, ex.params);
+  std::vector<std::string> params;
+  for (const auto& [p, value] : ex.params) params.push_back(p + "=" + std::to_string(value));
+  const Side b = runtime_side(bin, buffers, params, ex.launches);
+  std::mt19937_64 rng(std::random_device{}());
+  for (int v = 0; v < ex.variants; ++v) {
+    CAPTURE(v);
+    const uint64_t seed = rng();
+    const std::string dir = temp_dir() + "/run-" + name + "-" + a_name + "-" + std::to_string(v);
+    for (const char* sub : {"in", "a", "b"}) fs::create_directories(dir + "/" + sub);
+    // Random contents for every buffer: floats in [-1, 1), integers over their whole range.
+    std::map<std::string, Bytes> inputs;
+    for (const BufferInfo& buf : buffers) {
+      std::optional<orch::run::RandomRange> range;
+      if (orch::run::is_float_type(buf.type)) {
+        orch::run::RandomRange r;
+        std::string error;
+        REQUIRE(orch::run::parse_range("-1:1", buf.type, &r, &error));
+        range = r;
+      }
+      inputs[buf.name] = orch::run::random_bytes(buf.type, buf.count, seed, buf.name, range);
+    }
+    std::mt19937_64 meaning_rng(seed);
+    if (ex.meaning) ex.meaning(inputs, buffers, v, meaning_rng);
+    for (const BufferInfo& buf : buffers) write_file(dir + "/in/" + buf.name + ".bin", inputs[buf.name]);
+    bool ok = false;
+    const std::string a_log = a(dir + "/in", dir + "/a", &ok);
+    INFO(a_name << ": " << a_log);
+    REQUIRE(ok);
+    const std::string b_log = b(dir + "/in", dir + "/b", &ok);
+    INFO(b_log);
+    REQUIRE(ok);
+
+    std::map<std::string, Bytes> got_a, got_b;
+    for (const BufferInfo& buf : buffers) {
+      got_a[buf.name] = read_bytes(dir + "/a/" + buf.name + ".bin");
+      got_b[buf.name] = read_bytes(dir + "/b/" + buf.name + ".bin");
+      REQUIRE_MESSAGE(got_a[buf.name].size() == buf.count * orch::run::type_size(buf.type), buf.name);
+    }
+    size_t same_bytes = 0;
+    for (const BufferInfo& buf : buffers) {
+      CAPTURE(buf.name);
+      auto special = ex.compare.find(buf.name);
+      if (special != ex.compare.end()) {
+        const std::string why = special->second(got_a, got_b);
+        CHECK_MESSAGE(why.empty(), buf.name << ": " << why);
+        continue;
+      }
+      const std::string diff = first_difference(got_a[buf.name], got_b[buf.name], buf.type, a_name);
+      CHECK_MESSAGE(diff.empty(), buf.name << ": " << diff);
+      if (diff.empty()) same_bytes += got_a[buf.name].size();
+    }
+    MESSAGE(name << " (variant " << v << ", " << ex.launches << " launch(es)): " << buffers.size()
+                 << " buffers, " << same_bytes << " bytes of the " << a_name << " run identical to the runtime's");
+  }
+}
+
+// The runtime's result with orchc's default options, `bin`.
+std::string default_artifact(const std::string& path) {
+  std::string log;
+  const std::string bin = compiled(path, &log, "");
+  REQUIRE_MESSAGE(!bin.empty(), log);
+  return bin;
+}
+
+// The ejected CUDA program (built by nvcc) against the runtime: the same graph by hand.
 void run_both(const std::string& name) {
   const std::string path = pipeline_path(name);
   REQUIRE_MESSAGE(!path.empty(), "no pipeline " << name);
@@ -390,75 +483,34 @@ void run_both(const std::string& name) {
   std::string log;
   const std::string bin = compiled(path, &log);
   REQUIRE_MESSAGE(!bin.empty(), log);
-
   const std::map<std::string, Example> all = examples();
   const Example ex = all.count(name) ? all.at(name) : Example{};
-  const std::vector<BufferInfo> buffers = buffers_of(bin, ex.params);
-  std::mt19937_64 rng(std::random_device{}());
-  for (int v = 0; v < ex.variants; ++v) {
-    CAPTURE(v);
-    const uint64_t seed = rng();
-    const std::string dir = temp_dir() + "/run-" + name + "-" + std::to_string(v);
-    for (const char* sub : {"in", "ejected", "runtime"}) fs::create_directories(dir + "/" + sub);
-    // Random contents for every buffer: floats in [-1, 1), integers over their whole range.
-    std::map<std::string, Bytes> inputs;
-    for (const BufferInfo& b : buffers) {
-      std::optional<orch::run::RandomRange> range;
-      if (orch::run::is_float_type(b.type)) {
-        orch::run::RandomRange r;
-        std::string error;
-        REQUIRE(orch::run::parse_range("-1:1", b.type, &r, &error));
-        range = r;
-      }
-      inputs[b.name] = orch::run::random_bytes(b.type, b.count, seed, b.name, range);
-    }
-    std::mt19937_64 meaning_rng(seed);
-    if (ex.meaning) ex.meaning(inputs, buffers, v, meaning_rng);
-    std::vector<std::string> params;
-    for (const auto& [p, value] : ex.params) params.push_back(p + "=" + std::to_string(value));
+  const std::string exe = ej.exe;
+  compare_sides(name, "ejected", bin, [=](const std::string& in, const std::string& out, bool* ok) {
+    std::string cmd = quote(exe) + " --in " + quote(in) + " --out " + quote(out) + " --launches " +
+                      std::to_string(ex.launches);
+    for (const auto& [p, value] : ex.params) cmd += " --param " + quote(p + "=" + std::to_string(value));
+    Shell run = shell(cmd, out + "-run");
+    *ok = run.rc == 0;
+    return run.output;
+  });
+}
 
-    std::string cmd = quote(ej.exe) + " --in " + quote(dir + "/in") + " --out " + quote(dir + "/ejected") +
-                      " --launches " + std::to_string(ex.launches);
-    std::vector<std::string> args = {bin, "--warmup", "0", "--repeat", std::to_string(ex.launches)};
-    for (const std::string& p : params) {
-      cmd += " --param " + quote(p);
-      args.insert(args.end(), {"--param", p});
-    }
-    for (const BufferInfo& b : buffers) {
-      const std::string file = dir + "/in/" + b.name + ".bin";
-      write_file(file, inputs[b.name]);
-      args.insert(args.end(), {"--fill", b.name + "=file:" + file, "--dump",
-                               b.name + "=" + dir + "/runtime/" + b.name + ".bin"});
-    }
-    Shell run = shell(cmd, dir + "/ejected-run");
-    INFO(run.output);
-    REQUIRE(run.rc == 0);
-    RunOutput r = orch_run(args);
-    INFO("orch-run: " << r.out << r.err);
-    REQUIRE(r.exit_code == 0);
-
-    std::map<std::string, Bytes> a, b;
-    for (const BufferInfo& buf : buffers) {
-      a[buf.name] = read_bytes(dir + "/ejected/" + buf.name + ".bin");
-      b[buf.name] = read_bytes(dir + "/runtime/" + buf.name + ".bin");
-      REQUIRE_MESSAGE(a[buf.name].size() == buf.count * orch::run::type_size(buf.type), buf.name);
-    }
-    size_t same_bytes = 0;
-    for (const BufferInfo& buf : buffers) {
-      CAPTURE(buf.name);
-      auto special = ex.compare.find(buf.name);
-      if (special != ex.compare.end()) {
-        const std::string why = special->second(a, b);
-        CHECK_MESSAGE(why.empty(), buf.name << ": " << why);
-        continue;
-      }
-      const std::string diff = first_difference(a[buf.name], b[buf.name], buf.type);
-      CHECK_MESSAGE(diff.empty(), buf.name << ": " << diff);
-      if (diff.empty()) same_bytes += a[buf.name].size();
-    }
-    MESSAGE(name << " (variant " << v << ", " << ex.launches << " launch(es)): " << buffers.size()
-                 << " buffers, " << same_bytes << " bytes identical to the runtime's");
-  }
+// The differential test of the speed passes (issue 20): the same pipeline compiled with
+// `--no-pdl --unroll 1` (no programmatic edges, no unrolling, no patched kernels) and with
+// orchc's defaults, run by the runtime on the same inputs: every buffer the same bytes.
+void run_plain_and_default(const std::string& name) {
+  const std::string path = pipeline_path(name);
+  REQUIRE_MESSAGE(!path.empty(), "no pipeline " << name);
+  const std::string bin = default_artifact(path);
+  std::string log;
+  const std::string plain = compiled(path, &log, "--no-pdl --unroll 1");
+  REQUIRE_MESSAGE(!plain.empty(), log);
+  const std::map<std::string, Example> all = examples();
+  const Example ex = all.count(name) ? all.at(name) : Example{};
+  std::vector<std::string> params;
+  for (const auto& [p, value] : ex.params) params.push_back(p + "=" + std::to_string(value));
+  compare_sides(name, "--no-pdl --unroll 1", bin, runtime_side(plain, buffers_of(plain, ex.params), params, ex.launches));
 }
 
 }  // namespace
@@ -518,5 +570,13 @@ TEST_CASE("eject: bucket_dispatch runs on the GPU and equals the runtime") { run
 TEST_CASE("eject: guarded_step runs on the GPU and equals the runtime (NCCL, one rank)") { run_both("guarded_step"); }
 TEST_CASE("eject: heat_diffusion runs on the GPU and equals the runtime") { run_both("heat_diffusion"); }
 TEST_CASE("eject: work_queue runs on the GPU and equals the runtime") { run_both("work_queue"); }
+
+// Every example and bundled pipeline with and without the speed passes (issue 20).
+TEST_CASE("speed passes differential: every example and pipeline gives the same bytes with and without them") {
+  for (const std::string& f : all_pipelines()) {
+    const std::string name = fs::path(f).stem().string();
+    SUBCASE(name.c_str()) { run_plain_and_default(name); }
+  }
+}
 
 }  // TEST_SUITE("gpu")
