@@ -41,6 +41,13 @@ struct TargetProfile {
   uint64_t max_grid_dim[3] = {2147483647, 65535, 65535};  // maxGridSize
   uint64_t max_shared_bytes_per_block = 49152;   // sharedMemPerBlock (without opt-in)
   uint64_t max_shared_bytes_per_block_optin = 232448;  // sharedMemPerBlockOptin
+  // What is resident at once, for the compiler's launch-shape decisions (lowering/launch_shape.h):
+  // the most SMs of any device of this architecture (an upper bound, so that "more blocks than
+  // ever fit at once" holds on every one), and per SM the threads, blocks and shared memory.
+  uint32_t max_sm_count = 132;                   // multiProcessorCount, the largest of the arch
+  uint32_t max_threads_per_sm = 2048;            // maxThreadsPerMultiProcessor
+  uint32_t max_blocks_per_sm = 32;               // maxBlocksPerMultiProcessor
+  uint64_t max_shared_bytes_per_sm = 233472;     // sharedMemPerMultiprocessor
   // Device graph launch limits (CUDA programming guide, "Device Graph Launch").
   uint32_t max_fire_and_forget_launches = 120;
   uint32_t max_tail_launches = 255;

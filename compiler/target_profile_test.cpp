@@ -22,6 +22,10 @@ max_block_dim: [1024, 1024, 64]
 max_grid_dim: [2147483647, 65535, 65535]
 max_shared_bytes_per_block: 49152
 max_shared_bytes_per_block_optin: 232448
+max_sm_count: 132
+max_threads_per_sm: 2048
+max_blocks_per_sm: 32
+max_shared_bytes_per_sm: 233472
 max_fire_and_forget_launches: 120
 max_tail_launches: 255
 max_self_tail_launches: 1
@@ -43,6 +47,10 @@ const char* const kAllKeys[] = {
     "max_grid_dim",
     "max_shared_bytes_per_block",
     "max_shared_bytes_per_block_optin",
+    "max_sm_count",
+    "max_threads_per_sm",
+    "max_blocks_per_sm",
+    "max_shared_bytes_per_sm",
     "max_fire_and_forget_launches",
     "max_tail_launches",
     "max_self_tail_launches",
@@ -178,6 +186,10 @@ max_block_dim: [512, 256, 32]
 max_grid_dim: [4294967296, 1000, 7]
 max_shared_bytes_per_block: 1000
 max_shared_bytes_per_block_optin: 5000000000
+max_sm_count: 3
+max_threads_per_sm: 1536
+max_blocks_per_sm: 16
+max_shared_bytes_per_sm: 100000
 max_fire_and_forget_launches: 7
 max_tail_launches: 9
 max_self_tail_launches: 0
@@ -197,6 +209,10 @@ programmatic_dependent_launch: false
     CHECK(p->arch == "sm_87");
     CHECK(p->compute_capability == 87);
     CHECK(p->max_threads_per_block == 512);
+    CHECK(p->max_sm_count == 3);
+    CHECK(p->max_threads_per_sm == 1536);
+    CHECK(p->max_blocks_per_sm == 16);
+    CHECK(p->max_shared_bytes_per_sm == 100000);
     CHECK(p->max_block_dim[0] == 512);
     CHECK(p->max_block_dim[1] == 256);
     CHECK(p->max_block_dim[2] == 32);

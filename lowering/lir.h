@@ -205,6 +205,9 @@ struct Node {
   // What it reads and writes (a conditional: its condition and all its bodies), for the
   // ordering verifier.
   std::vector<BufferAccess> accesses;
+  // Why kernel -> kernel edges into it are full where they could have been programmatic
+  // (programmatic_edges.cpp), for --emit=ir; empty otherwise.
+  std::string edge_note;
 };
 
 // ---- graphs and the program ---------------------------------------------------------------

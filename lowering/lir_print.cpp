@@ -216,6 +216,7 @@ class Printer {
     ++indent_;
     line("  # " + n.what + "  at " + at(n.loc) + (reads.empty() ? "" : "; reads " + reads) +
          (writes.empty() ? "" : "; writes " + writes));
+    if (!n.edge_note.empty()) line("  # " + n.edge_note);
     if (conditional) {
       for (size_t b = 0; b < conditional->bodies.size(); ++b) {
         std::string label = "body " + std::to_string(b);

@@ -75,6 +75,7 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   x.pdl = o.pdl && p.targets_have_pdl && archs_have_pdl;
   x.patch_user_kernels = o.patch_user_kernels;
   x.unroll = o.unroll;
+  x.residency = lowering::residency_of(p.profile);
   return x;
 }
 

@@ -11,6 +11,7 @@
 
 #include "compiler/program.h"
 #include "lowering/kernel_compiler.h"
+#include "lowering/launch_shape.h"
 #include "lowering/lir.h"
 #include "support/diagnostics.h"
 
@@ -32,8 +33,12 @@ struct PassOptions {
   bool pdl_in_bodies = true;
   bool pdl_in_device_graphs = true;
   // Copies of a `while` body per WHILE iteration (lowering/unroll_loops.cpp); 1: none; 0: the
-  // compiler's choice per loop (auto_unroll).
+  // compiler's choice per loop (auto_unroll, and none where a launch of the body runs in several
+  // waves).
   uint32_t unroll = 0;
+  // What the target holds at once (lowering/launch_shape.h): programmatic edges only join
+  // launches that fit in one wave, and the compiler unrolls only loops whose launches do.
+  Residency residency;
 };
 
 // Calls `f` on every region of every graph, outer regions before the bodies they hold.

@@ -301,6 +301,7 @@ graph main {
   o.pdl = true;
   o.pdl_in_bodies = false;
   o.pdl_in_device_graphs = false;
+  o.residency = lowering::residency_of(l->checked.program->profile);
   q = p;
   lowering::programmatic_edges(q, o, false);
   check_edges(q, true);
@@ -416,6 +417,7 @@ std::vector<std::string> unroll_notes(const std::string& text, const LowerOption
   lowering::PassOptions o;
   o.unroll = options.unroll;
   o.patch_user_kernels = options.patch_user_kernels;
+  o.residency = lowering::residency_of(r.program->profile);
   lowering::drop_helper_graphs(*r.program);
   lowering::split_segments(*r.program);
   lowering::lower_conditions(*r.program);
@@ -658,7 +660,8 @@ TEST_CASE("unroll: the guard code of each role") {
         "{ const unsigned orch_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); const unsigned orch_n = blockDim.x * blockDim.y * blockDim.z - (orch_t & ~31u); __syncwarp(orch_n >= 32u ? 0xffffffffu : (1u << orch_n) - 1u); } if (!__syncthreads_or(orch_go)) return; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Race, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
-        "unsigned* const orch_slot = (S + 2u); unsigned orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { "
+        "unsigned* const orch_slot = (S + 2u); unsigned orch_s = *(volatile unsigned*)orch_slot; "
+        "if (orch_s == 0u) orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
         "orch_s = (!orch_c.e && orch_c.v) ? 2u : 3u; __threadfence(); atomicExch(orch_slot, orch_s); } else { "
         "while (orch_s == 1u) orch_s = *(volatile unsigned*)orch_slot; __threadfence(); } "
@@ -875,6 +878,94 @@ graph main {
     renamed_guard |= ptx.find(".func  (.param .b32 func_retval0) orch_guard_1(") != std::string::npos;
   }
   CHECK(renamed_guard);
+}
+
+// Launch shapes (issue 19): programmatic edges join launches that fit in one wave, and the
+// compiler unrolls a loop only where its launches do; --emit=ir and --print-passes say why.
+TEST_CASE("launch shapes: programmatic edges and unrolling only where every launch fits in one wave") {
+  auto chain = [](uint64_t n) {
+    return "pipeline c\ntarget sm_90\nparam n: u32 = " + std::to_string(n) +
+           "\nbuffer x: f32[n]\nbuffer c: i32\nbuffer s: u32\n"
+           "kernel axpb(n: u32, x: inout f32[]) source \"\"\"extern \"C\" __global__ void axpb(unsigned n, float* x) "
+           "{ unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 0.5f * x[i] + 1.0f; }\"\"\"\n"
+           "kernel big_smem(x: inout f32[]) source \"\"\"extern \"C\" __global__ void big_smem(float* x) {}\"\"\"\n"
+           "graph main {\n"
+           "  axpb<<<ceil_div(n, 256), 256>>>(n, x)\n"
+           "  axpb<<<ceil_div(n, 256), 256>>>(n, x)\n"
+           "  c = 10\n"
+           "  while c > 0 {\n"
+           "    axpb<<<ceil_div(n, 256), 256>>>(n, x)\n"
+           "    c -= 1\n"
+           "  }\n"
+           "}\n";
+  };
+  auto programmatic = [](const lir::Program& p) {
+    size_t n = 0;
+    for (const lir::Node& node : main_body(p).nodes)
+      for (const lir::Dep& d : node.deps) n += d.kind == lir::DepKind::Programmatic;
+    return n;
+  };
+  // 1056 blocks of 256 threads fit at once on an sm_90 (132 SMs x 8): one wave.
+  auto small = lower_text(chain(1056 * 256));
+  CHECK(programmatic(small->program) == 1);
+  CHECK(small->program.unrolled_loops.size() == 1);
+  // One block more is a second wave: full edges, no unrolling, and the reasons.
+  auto big = lower_text(chain(1056 * 256 + 1));
+  CHECK(programmatic(big->program) == 0);
+  CHECK(big->program.unrolled_loops.empty());
+  const std::string ir = lir::print(big->program, big->sources);
+  CHECK(ir.find("# full edge from kernels: this launch has 1057 blocks of 256 threads, more than the 1056 such "
+                "blocks an sm_90 holds at once (132 SMs x 8) (programmatic edges join one-wave launches only)") !=
+        std::string::npos);
+  const std::vector<std::string> notes = unroll_notes(chain(1056 * 256 + 1));
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "`while c > 0` at line 13:3: not unrolled: a launch of its body has 1057 blocks of 256 threads, "
+                    "more than the 1056 such blocks an sm_90 holds at once (132 SMs x 8), so its run time, not the "
+                    "loop's turn-around, dominates (--unroll N unrolls it anyway)");
+  // --unroll N is the user's word.
+  LowerOptions four;
+  four.unroll = 4;
+  CHECK(lower_text(chain(1 << 24), four)->program.unrolled_loops.size() == 1);
+}
+
+TEST_CASE("launch shapes: residency by threads, blocks and shared memory; unknown sizes are not one wave") {
+  auto l = lower_text(R"(pipeline s
+target sm_90
+param n: u32 = 100
+param m: u32
+buffer x: f32[n]
+kernel k(x: inout f32[]) source """extern "C" __global__ void k(float* x) {}"""
+graph main {
+  k<<<2000, 1024>>>(x)
+  k<<<1, 1>>>(x)
+  k<<<300, 33, 100000>>>(x)
+  k<<<m, 32>>>(x)
+  k<<<dim3(10, 10, 3), dim3(16, 16)>>>(x)
+}
+)");
+  const lowering::Residency r = lowering::residency_of(l->checked.program->profile);
+  CHECK(r.sms == 132);
+  std::vector<lowering::LaunchShape> shapes;
+  for (const lir::Node& n : main_body(l->program).nodes)
+    if (const auto* k = std::get_if<lir::KernelNode>(&n.op)) shapes.push_back(lowering::launch_shape(l->program, *k, r));
+  REQUIRE(shapes.size() == 5);
+  // 1024 threads: 2 per SM (2048 threads), 264 at once.
+  CHECK(shapes[0].resident == 264);
+  CHECK_FALSE(shapes[0].one_wave());
+  // One thread: 32 blocks per SM at most.
+  CHECK(shapes[1].resident == 32 * 132);
+  CHECK(shapes[1].one_wave());
+  // 33 threads take two warps; 100000 bytes of shared memory leave room for 2 per SM.
+  CHECK(shapes[2].resident == 2 * 132);
+  CHECK_FALSE(shapes[2].one_wave());
+  // A grid from a param without a default is not known before the launch.
+  CHECK_FALSE(shapes[3].blocks.has_value());
+  CHECK_FALSE(shapes[3].one_wave());
+  CHECK(shapes[3].describe(r) == "a grid known only when it runs, of blocks of 32 threads (at most 4224 such blocks "
+                                 "an sm_90 holds at once (132 SMs x 32))");
+  CHECK(*shapes[4].blocks == 300);
+  CHECK(*shapes[4].threads == 256);
+  CHECK(shapes[4].one_wave());
 }
 
 }  // namespace orch

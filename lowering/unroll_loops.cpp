@@ -98,8 +98,12 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
              (role == ir::GuardRole::Decide ? "*(volatile unsigned*)" + slot + " = orch_go ? 2u : 3u; " : "") +
              "} " + (function ? std::string("return orch_go; }") : any);
     case ir::GuardRole::Race:
+      // A plain read first: once the first block has decided, every later block takes the
+      // decision without an atomic. (Thousands of blocks each doing atomicCAS on the one slot
+      // serialized: a guarded copy of a 4096-block kernel ran 9.2 us where the kernel ran 3.5.)
       return "{ unsigned orch_go = 0u; if (" + thread0 + ") { unsigned* const orch_slot = " + slot +
-             "; unsigned orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { " + eval +
+             "; unsigned orch_s = *(volatile unsigned*)orch_slot; if (orch_s == 0u) orch_s = atomicCAS(orch_slot, 0u, 1u); "
+             "if (orch_s == 0u) { " + eval +
              "orch_s = (!orch_c.e && orch_c.v) ? 2u : 3u; __threadfence(); atomicExch(orch_slot, orch_s); } "
              "else { while (orch_s == 1u) orch_s = *(volatile unsigned*)orch_slot; __threadfence(); } "
              "orch_go = orch_s == 2u ? 1u : 0u; } " + (function ? std::string("return orch_go; }") : any);
@@ -234,6 +238,20 @@ class Unroller {
       if (!why.empty()) {
         notes_.push_back(where(w) + ": not unrolled: " + why);
         return;
+      }
+    }
+    if (!o_.unroll) {
+      // The compiler's choice: copies hide the WHILE node's turn-around, which matters only while
+      // the body's launches are short. One that runs in several waves (or whose size is not known
+      // before it runs) spends its time running: there guarded copies measured slower than the
+      // plain loop (H200, bench/real_bench.py: 1.4x at 1 M elements, 1.8x at 16 M).
+      for (size_t j = 0; j < m; ++j) {
+        const LaunchShape shape = launch_shape(p_, body.nodes[j], o_.residency);
+        if (!shape.one_wave()) {
+          notes_.push_back(where(w) + ": not unrolled: a launch of its body has " + shape.describe(o_.residency) +
+                           ", so its run time, not the loop's turn-around, dominates (--unroll N unrolls it anyway)");
+          return;
+        }
       }
     }
     const uint32_t wanted = o_.unroll ? o_.unroll : auto_unroll(m);
