@@ -83,6 +83,7 @@ std::unique_ptr<ir::Program> Checker::run() {
   check_loop_conditions();
   check_budgets();
   check_launches();
+  check_bind_checks_possible();
   return std::move(program_);
 }
 

@@ -235,6 +235,37 @@ void Checker::check_loop_conditions() {
   }
 }
 
+// A bind check that reads nothing but constants and `world_size` is decided by the size of the
+// communicator alone (a broadcast root of `world_size`, an allgather into a buffer no multiple
+// of its source fills): one that holds for no size from 1 to kMaxWorldSize is an error now, at
+// its statement, not on every rank at bind time.
+void Checker::check_bind_checks_possible() {
+  constexpr uint64_t kMaxWorldSize = 65536;
+  for (const ir::BindCheck& bc : program_->bind_checks) {
+    if (bc.family_size) continue;
+    const std::vector<expr::Instr> code = ir::to_postfix(bc.condition);
+    bool world_only = !code.empty(), uses_world = false;
+    for (const expr::Instr& in : code) {
+      uses_world |= in.kind == expr::InstrKind::WorldSize;
+      world_only &= in.kind == expr::InstrKind::Const || in.kind == expr::InstrKind::Operator ||
+                    in.kind == expr::InstrKind::WorldSize;
+    }
+    if (!world_only || !uses_world) continue;
+    bool possible = false;
+    for (uint64_t ws = 1; ws <= kMaxWorldSize && !possible; ++ws) {
+      expr::Evaluation v = expr::evaluate(code, [&](const expr::Instr& in) -> std::optional<expr::Value> {
+        if (in.kind == expr::InstrKind::WorldSize) return expr::Value::of_uint(in.type, ws);
+        return std::nullopt;
+      });
+      possible = v.known() && v.value.u64() != 0;
+    }
+    if (possible) continue;
+    diags_.error(bc.code, bc.loc,
+                 "this needs " + bc.message + ", which holds for no world size from 1 to " +
+                     std::to_string(kMaxWorldSize) + " (`" + ir::to_string(bc.condition, *program_) + "`)");
+  }
+}
+
 // "The graph cannot be empty and must contain at least one kernel, memcpy, or memset node"
 // (doc comment of cudaGraphInstantiate). Every statement a device graph may hold becomes one of
 // those (a kernel, a copy, a fill, or a generated kernel), and the ones it may not are errors of

@@ -122,6 +122,7 @@ class Checker {
   void check_budgets();
   // check_launches.cpp: ordering of device-launched work, pending launches per graph.
   void check_launches();
+  void check_bind_checks_possible();
   void check_device_graphs();
   void check_loop_conditions();
 

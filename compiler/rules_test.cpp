@@ -2480,6 +2480,29 @@ graph main {
                                      {"allgather g -> g", "allgather g -> all"}})) == "");
 }
 
+TEST_CASE("E0702: collective arguments no world size allows are refused when checked") {
+  const std::string program = R"orch(pipeline p
+comm world
+buffer g: f32[1024]
+buffer all: f32[1000]
+buffer b: f32[64]
+graph main {
+  allgather g -> all on world
+  broadcast b from world_size on world
+}
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:7:3: error[E0702]: this needs `allgather` destination `all` holds world_size times `g`, which holds for no world size from 1 to 65536 (`1000 == 1024 * world_size`)
+  allgather g -> all on world
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~
+t.orch:8:20: error[E0702]: this needs `broadcast` root is a rank of the communicator, which holds for no world size from 1 to 65536 (`world_size >= 0 && world_size < world_size`)
+  broadcast b from world_size on world
+                   ^~~~~~~~~~
+2 errors generated.
+)txt");
+  // Closest valid: sizes and a root some world size allows (checked again at bind time).
+  CHECK(diagnostics_of(fix(program, {{"all: f32[1000]", "all: f32[4096]"}, {"from world_size", "from 0"}})) == "");
+}
+
 TEST_CASE("E0703: an allreduce in a device graph") {
   const std::string program = R"orch(pipeline p
 comm world
