@@ -1576,9 +1576,15 @@ Status Executable::device_status() const {
     case fb::DeviceError::MemberOutOfRange:
       message = what + ": family index " + std::to_string(detail) + " is outside the family; nothing was launched";
       break;
-    case fb::DeviceError::Expression:
-      message = what + ": the expression could not be evaluated on the GPU (error " + std::to_string(detail) + ")";
+    case fb::DeviceError::Expression: {
+      // The device reports expr::ErrorKind (orch_error_code in expr/ops.h, asserted equal).
+      const bool known = detail > 0 && detail <= static_cast<uint32_t>(expr::ErrorKind::Invalid);
+      message = what + ": the expression could not be evaluated on the GPU: " +
+                (known ? std::string(expr::to_string(static_cast<expr::ErrorKind>(detail)))
+                       : "error " + std::to_string(detail)) +
+                " (the loop, branch or update it decides did not run)";
       break;
+    }
     default:
       message = what + ": device error " + std::to_string(code) + " (detail " + std::to_string(detail) + ")";
       break;

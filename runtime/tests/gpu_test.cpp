@@ -606,7 +606,7 @@ graph main {
           REQUIRE_FALSE(st.ok());
           INFO(st.error().to_string());
           CHECK(st.error().code() == orch::ErrorCode::DeviceError);
-          CHECK(st.error().message().find("the expression could not be evaluated on the GPU") != std::string::npos);
+          CHECK(st.error().message().find("the expression could not be evaluated on the GPU: division by zero") != std::string::npos);
           CHECK(st.error().where().find("generated_module.orch:") != std::string::npos);
           CHECK(read<int32_t>(*x, "q", 1)[0] == -7);
           ORCH_REQUIRE_OK(x->clear_device_status());
