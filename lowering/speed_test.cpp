@@ -968,4 +968,52 @@ graph main {
   CHECK(shapes[4].one_wave());
 }
 
+// The exact forms the GPU alone used to pin (issue 20, item 8): a grid that is one block only at
+// the params' defaults races like any multi-block kernel (a set_param can grow it); each guarded
+// copy passes its own slot index; the guard function takes an f32 or f64 param as its bits.
+TEST_CASE("unroll: roles by the grid as written, each copy's slot index, params reach the guard as bits") {
+  auto l = lower_text(R"(pipeline g
+target sm_90
+param n: u32 = 256
+param limit: f32 = 2.5
+param scale: f64 = 0.5
+buffer x: f32[n]
+buffer c: f32
+buffer d: f64
+kernel grow(n: u32, c: inout f32) source """
+extern "C" __global__ void grow(unsigned n, float* c) { if (blockIdx.x == 0 && threadIdx.x == 0) *c += 0.5f; }
+"""
+graph main {
+  c = 0.0
+  d = 0.0
+  while c < limit && d < scale {
+    grow<<<ceil_div(n, 256), 256>>>(n, c)
+  }
+}
+)");
+  const lir::Program& p = l->program;
+  const lir::ConditionalNode& loop = first_loop(p);
+  // ceil_div(n, 256) is one block at n's default, but not as written: the copies race.
+  std::string expected = "grow ";
+  for (int k = 2; k <= 16; ++k) expected += "grow[" + std::to_string(k) + "/race] ";
+  CHECK(copies(p, loop.bodies[0]) == expected + "condition");
+  // Copy k passes slot k - 2 as the guard's first argument (after grow's own two).
+  for (const lir::Node& n : loop.bodies[0].nodes) {
+    if (!n.guard) continue;
+    const auto& k = std::get<lir::KernelNode>(n.op);
+    REQUIRE(k.args.size() > 2);
+    CHECK(k.args[2].value.text == std::to_string(n.guard->copy - 2));
+  }
+  bool checked = false;
+  for (const lir::Kernel& k : p.kernels) {
+    if (k.guard_of < 0) continue;
+    checked = true;
+    // The guard takes every argument as 64 bits and the floats back as their bits.
+    CHECK(k.guard_code.find("__uint_as_float((unsigned)orch_a") != std::string::npos);
+    CHECK(k.guard_code.find("__longlong_as_double((long long)orch_a") != std::string::npos);
+    CHECK(k.guard_code.find("atomicCAS(orch_slot, 0u, 1u)") != std::string::npos);
+  }
+  CHECK(checked);
+}
+
 }  // namespace orch

@@ -161,6 +161,33 @@ TEST_CASE("the thread contract: one Pipeline instantiated and launched on four f
   }
 }
 
+// A param that only a launch's grid reads: set_param must patch the grid (issue 20, item 8: a
+// kernel-call comparison that ignored the grid kept the old one, and no test noticed).
+TEST_CASE("set_param of a param only the grid reads patches the grid") {
+  auto p = load_source("grid_only", R"(pipeline grid_only
+target sm_90
+param blocks: u32 = 2
+buffer x: u32[16384]
+kernel mark(x: out u32[]) source """
+extern "C" __global__ void mark(unsigned* x) { x[blockIdx.x * blockDim.x + threadIdx.x] = blockIdx.x + 1u; }
+"""
+graph main {
+  mark<<<blocks, 256>>>(x)
+}
+)");
+  Stream s;
+  auto x = instantiate(*p, orch::Bindings(), s);
+  for (uint32_t blocks : {2u, 7u, 64u, 1u}) {
+    CAPTURE(blocks);
+    ORCH_REQUIRE_OK(x->set_param("blocks", blocks));
+    write(*x, "x", std::vector<uint32_t>(16384, 0u));
+    run(*x, s);
+    std::vector<uint32_t> want(16384, 0u);
+    for (uint32_t i = 0; i < blocks * 256; ++i) want[i] = i / 256 + 1;
+    CHECK(read<uint32_t>(*x, "x", 16384) == want);
+  }
+}
+
 TEST_CASE("saxpy equals the CPU reference; set_param and rebind patch it in place") {
   auto p = load("saxpy");
   Stream s;
