@@ -1,6 +1,7 @@
 #include "lowering/kernel_cache.h"
 
 #include "support/file_observer.h"
+#include "support/input_file.h"
 
 #include <unistd.h>
 #include <xxhash.h>
@@ -35,20 +36,19 @@ void put_le(std::string& out, uint64_t v, int width) {
   for (int i = 0; i < width; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
+// A regular file only, opened without blocking (support/input_file.h): a cache entry or a header
+// that is a FIFO or a device is a miss, never a hang.
 bool read_file(const fs::path& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  if (size < 0 || uint64_t(size) > kMaxFileSize) return false;
-  in.seekg(0, std::ios::beg);
-  out.resize(static_cast<size_t>(size));
-  if (size > 0 && !in.read(out.data(), size)) return false;
+  InputFile in = read_regular_file(path.string(), kMaxFileSize);
+  if (in.status != InputFile::Status::Ok) return false;
+  out = std::move(in.text);
   return true;
 }
 
 // The names in `#include "x"` and `#include <x>` lines; `quoted` tells which form each was.
-void scan_includes(const std::string& code, std::vector<std::pair<std::string, bool>>& out) {
+// The `#include`s of `code` (name, quoted); *computed set when one names no file literally
+// (`#include MACRO`, `#include_next`), which the fingerprint cannot follow.
+void scan_includes(const std::string& code, std::vector<std::pair<std::string, bool>>& out, bool* computed) {
   size_t pos = 0;
   while (pos < code.size()) {
     size_t end = code.find('\n', pos);
@@ -61,12 +61,17 @@ void scan_includes(const std::string& code, std::vector<std::pair<std::string, b
       while (blank(i)) ++i;
       if (code.compare(i, 7, "include") == 0) {
         i += 7;
+        if (code.compare(i, 5, "_next") == 0) *computed = true;
         while (blank(i)) ++i;
         if (i < end && (code[i] == '"' || code[i] == '<')) {
           char close = code[i] == '"' ? '"' : '>';
           size_t name_end = code.find(close, i + 1);
           if (name_end != std::string::npos && name_end < end)
             out.emplace_back(code.substr(i + 1, name_end - i - 1), close == '"');
+          else
+            *computed = true;
+        } else if (i < end) {
+          *computed = true;  // a macro that expands to the name
         }
       }
     }
@@ -205,7 +210,8 @@ bool write_cache_entry(const std::string& dir, const std::string& key, const Cac
 
 std::string include_fingerprint(const std::string& code, const std::string& file_name,
                                 const std::vector<std::string>& include_dirs,
-                                const std::string& toolkit_include_dir) {
+                                const std::string& toolkit_include_dir, std::string* incomplete) {
+  incomplete->clear();
   KeyBuilder key;
   std::set<std::string> seen;
   std::error_code ec;
@@ -219,9 +225,16 @@ std::string include_fingerprint(const std::string& code, const std::string& file
   // Depth-first over the include graph; bounded so a pathological tree cannot stall us.
   std::function<void(const std::string&, const fs::path&, int)> visit =
       [&](const std::string& text, const fs::path& dir, int depth) {
-        if (depth > 32 || seen.size() > 4096) return;
+        if (depth > 32 || seen.size() > 4096) {
+          if (incomplete->empty())
+            *incomplete = depth > 32 ? "includes nested deeper than 32 levels" : "more than 4096 included files";
+          return;
+        }
         std::vector<std::pair<std::string, bool>> names;
-        scan_includes(text, names);
+        bool computed = false;
+        scan_includes(text, names, &computed);
+        if (computed && incomplete->empty())
+          *incomplete = "an #include whose file only the preprocessor knows (`#include MACRO`, `#include_next`)";
         for (const auto& [name, quoted] : names) {
           std::vector<fs::path> candidates;
           if (quoted) candidates.push_back(dir / name);

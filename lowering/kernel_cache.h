@@ -61,9 +61,11 @@ bool write_cache_entry(const std::string& dir, const std::string& key, const Cac
 // hash of its contents. Quoted names resolve against the including file's folder, then
 // `include_dirs`; angle names against `include_dirs`. Files under `toolkit_include_dir` are
 // left out (the NVRTC version in the key pins them), as are names that resolve nowhere
-// (NVRTC's built-in headers) and `#include MACRO`, which only the preprocessor can expand.
+// (NVRTC's built-in headers). Where the files read cannot all be known (`#include MACRO` or
+// `#include_next`, which only the preprocessor resolves; includes nested past 32 levels or past
+// 4096 files), *incomplete says why: then nothing that depends on those files may be cached.
 std::string include_fingerprint(const std::string& code, const std::string& file_name,
                                 const std::vector<std::string>& include_dirs,
-                                const std::string& toolkit_include_dir);
+                                const std::string& toolkit_include_dir, std::string* incomplete);
 
 }  // namespace orch

@@ -18,6 +18,7 @@
 #include "lowering/kernel_cache.h"
 #include "lowering/nvrtc_log.h"
 #include "support/file_observer.h"
+#include "transform_hash.h"
 
 #ifndef ORCH_CUDA_TOOLKIT_ROOT
 #define ORCH_CUDA_TOOLKIT_ROOT "/usr/local/cuda"
@@ -31,6 +32,9 @@ namespace {
 
 // Bumped whenever what we pass NVRTC or store changes in a way the other key fields miss.
 constexpr const char* kKeySalt = "orch-kernel-cache-v2";  // v2: a module of several entries
+// A hash of orchc's own sources that turn a kernel's code into its image (this file, the PTX
+// patcher): a changed orchc never takes an image an older one cached (cmake/orch_source_hash.cmake).
+constexpr const char* kTransformHash = ORCH_KERNEL_TRANSFORM_HASH;
 
 // ---- owners for the C handles ---------------------------------------------------------------
 
@@ -665,16 +669,25 @@ std::optional<CompiledKernel> KernelJob::run() {
   result.name = src_.name;
   result.device_runtime = device_runtime_;
 
+  // The headers it reads, always (orchc's artifact cache learns of them through the file
+  // observer even when this compile uses no kernel cache). Where they cannot all be known, the
+  // kernel is compiled every time and the artifact cache stores nothing (FileFact::Incomplete).
+  std::string incomplete;
+  const std::string includes =
+      include_fingerprint(src_.code, src_.file_name, src_.include_dirs, toolkit_.include_dir, &incomplete);
+  if (!incomplete.empty()) {
+    use_cache_ = false;
+    observe_file(FileFact::Incomplete, src_.file_name, incomplete);
+  }
   // Everything an image depends on except its arch; each target adds its own.
   std::string common_key;
   if (use_cache_) {
     KeyBuilder key;
-    key.add(kKeySalt).add(src_.code).add(src_.file_name).add(device_runtime_ ? 1 : 0);
+    key.add(kKeySalt).add(kTransformHash).add(src_.code).add(src_.file_name).add(device_runtime_ ? 1 : 0);
     key.add(uint64_t(toolkit_.nvrtc_major)).add(uint64_t(toolkit_.nvrtc_minor));
     key.add(uint64_t(toolkit_.link_major)).add(uint64_t(toolkit_.link_minor));
     for (const std::string& o : nvrtc_options("<arch>")) key.add(o);
-    key.add(
-        include_fingerprint(src_.code, src_.file_name, src_.include_dirs, toolkit_.include_dir));
+    key.add(includes);
     // Every kernel the module holds, with what orchc puts at its entry and the guard's code.
     key.add(uint64_t(entries_.size()));
     for (const KernelEntry& e : entries_)

@@ -19,6 +19,10 @@ enum class FileFact : unsigned char {
   Exists,       // "1" or "0": std::filesystem::exists(path)
   Canonical,    // std::filesystem::weakly_canonical(path), or the path itself where that fails
   SizeAndTime,  // "<size> <mtime ticks>" of a file (file_size, last_write_time), "" when absent
+  // Not a fact about one file: the compile read something it cannot name (an `#include` of a
+  // macro, includes nested past what is followed); the value says what. Nothing that depends
+  // on the files read may be cached.
+  Incomplete,
 };
 
 class FileObserver {

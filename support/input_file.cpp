@@ -24,6 +24,12 @@ std::string describe_file_type(unsigned mode) {
 }
 
 InputFile read_input_file(const std::string& path, size_t max_bytes) {
+  InputFile out = read_regular_file(path, max_bytes);
+  if (out.status == InputFile::Status::Ok) observe_file(FileFact::Contents, path, out.text);
+  return out;
+}
+
+InputFile read_regular_file(const std::string& path, size_t max_bytes) {
   InputFile out;
   // Not even opened unless it is a regular file: opening a device can act on it (a watchdog,
   // a tape), and opening a FIFO wakes its writer.
@@ -88,7 +94,6 @@ InputFile read_input_file(const std::string& path, size_t max_bytes) {
   }
   out.text.resize(have);
   out.status = InputFile::Status::Ok;
-  observe_file(FileFact::Contents, path, out.text);
   return out;
 }
 

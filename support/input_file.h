@@ -25,7 +25,10 @@ struct InputFile {
 // Refuses anything but a regular file (after following symbolic links) without opening it,
 // opens without blocking, and reads at most `max_bytes`, even from a file whose size the file
 // system does not know in advance (/proc).
+// An input of the compile: what it read is told to the file observer (support/file_observer.h).
 InputFile read_input_file(const std::string& path, size_t max_bytes = kMaxInputBytes);
+// The same checks and reading for a file that is not an input (a cache entry): not observed.
+InputFile read_regular_file(const std::string& path, size_t max_bytes = kMaxInputBytes);
 
 // "a directory", "a FIFO (named pipe)", "a character device", ... for an st_mode.
 std::string describe_file_type(unsigned mode);

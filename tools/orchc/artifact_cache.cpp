@@ -181,6 +181,7 @@ std::string current_value(FileFact fact, const std::string& path) {
       fs::path c = fs::weakly_canonical(path, ec);
       return ec ? path : c.string();
     }
+    case FileFact::Incomplete: return "?";  // never stored (Recording::observe)
     case FileFact::SizeAndTime: {
       const uint64_t size = fs::file_size(path, ec);
       std::error_code ec2;
@@ -200,6 +201,10 @@ Recording::~Recording() {
 void Recording::observe(FileFact fact, const std::string& path, std::string_view value) {
   std::string v = fact == FileFact::Contents ? hash128_hex(value) : std::string(value);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (fact == FileFact::Incomplete) {  // what the compile read is not all known: store nothing
+    consistent_ = false;
+    return;
+  }
   for (const FileRecord& r : records_)
     if (r.fact == fact && r.path == path) {
       if (r.value != v) consistent_ = false;

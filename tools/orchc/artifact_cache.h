@@ -53,7 +53,8 @@ class Recording : public FileObserver {
   Recording& operator=(const Recording&) = delete;
   void observe(FileFact fact, const std::string& path, std::string_view value) override;
   // The facts, each once, sorted by path; false when one fact was seen with two values (a file
-  // changed while it was compiled): such a compile is not stored.
+  // changed while it was compiled) or the compile read what it cannot name (FileFact::
+  // Incomplete): such a compile is not stored.
   bool records(std::vector<FileRecord>* out) const;
 
  private:

@@ -4,6 +4,7 @@
 // stays under its size limit. A hit is told from a miss by the kernel cache: a compile that
 // runs writes kernel images there, a hit does not touch it.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -40,10 +41,12 @@ struct Workspace {
     return p.string();
   }
   // orchc ARGS with this workspace's caches (and `env`, "NAME=value ..."), from this folder.
-  Compile orchc(const std::string& args, const std::string& env = "") const {
+  // `seconds` > 0: killed after that long (exit 124), so a hang fails the test.
+  Compile orchc(const std::string& args, const std::string& env = "", int seconds = 0) const {
     const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
     const std::string cmd = "cd '" + dir.string() + "' && env ORCH_CACHE_DIR='" + kernels().string() +
-                            "' ORCH_ARTIFACT_CACHE_DIR='" + artifacts().string() + "' " + env + " '" +
+                            "' ORCH_ARTIFACT_CACHE_DIR='" + artifacts().string() + "' " + env + " " +
+                            (seconds > 0 ? "timeout -k 5 " + std::to_string(seconds) + " " : std::string()) + "'" +
                             orchc_path() + "' " + args + " >'" + out + "' 2>'" + err + "'";
     const int status = std::system(cmd.c_str());
     Compile c;
@@ -168,6 +171,63 @@ TEST_CASE("artifact cache: any change to what the compile read or was told is a 
   std::string profile = read_all((w.dir / "targets/sm_90.yaml").string());
   w.write("targets/sm_90.yaml", profile + "\n# changed\n");
   expect_miss("the target profile", "--targets-dir targets p.orch -o a.bin");
+}
+
+// What a compile reads but cannot name (issue 21): a header included through a macro, or past
+// the depth the fingerprint follows. Such a compile is never answered from a cache: the
+// artifact cache stores nothing for it and the kernel cache is not used, so a changed header
+// always gives the new pipeline.bin.
+TEST_CASE("artifact cache: a header reached through #include MACRO or 40 includes deep is never stale") {
+  Workspace w("unnamed");
+  w.write("p.orch", kPipeline);
+  w.write("k.cu", "#define FACTOR_HEADER \"inc/factor.cuh\"\n#include FACTOR_HEADER\n" +
+                      std::string(kKernel).substr(std::string(kKernel).find('\n') + 1));
+  w.write("inc/factor.cuh", "#pragma once\nconstexpr float kFactor = 2.0f;\n");
+  REQUIRE(w.orchc("p.orch -o a.bin").exit_code == 0);
+  CHECK(w.entries() == 0);  // nothing stored
+  const std::string before = read_all((w.dir / "a.bin").string());
+  w.write("inc/factor.cuh", "#pragma once\nconstexpr float kFactor = 3.0f;\n");
+  REQUIRE(w.orchc("p.orch -o a.bin").exit_code == 0);
+  CHECK_FALSE(w.compiled_kernels());  // the kernel cache is not used either
+  REQUIRE(w.orchc("--no-cache p.orch -o fresh.bin").exit_code == 0);
+  CHECK(read_all((w.dir / "a.bin").string()) == read_all((w.dir / "fresh.bin").string()));
+  CHECK(read_all((w.dir / "a.bin").string()) != before);
+
+  // A chain of 40 headers, the factor in the last.
+  Workspace deep("deep");
+  deep.write("p.orch", kPipeline);
+  deep.write("k.cu", "#include \"h0.cuh\"\n" + std::string(kKernel).substr(std::string(kKernel).find('\n') + 1));
+  for (int i = 0; i < 40; ++i)
+    deep.write("h" + std::to_string(i) + ".cuh", "#pragma once\n#include \"h" + std::to_string(i + 1) + ".cuh\"\n");
+  deep.write("h40.cuh", "#pragma once\nconstexpr float kFactor = 2.0f;\n");
+  REQUIRE(deep.orchc("p.orch -o a.bin").exit_code == 0);
+  CHECK(deep.entries() == 0);
+  const std::string first = read_all((deep.dir / "a.bin").string());
+  deep.write("h40.cuh", "#pragma once\nconstexpr float kFactor = 5.0f;\n");
+  REQUIRE(deep.orchc("p.orch -o a.bin").exit_code == 0);
+  CHECK(read_all((deep.dir / "a.bin").string()) != first);
+}
+
+// A cache entry that is a FIFO (or any file but a regular one) is a miss, not a hang.
+TEST_CASE("artifact cache: kernel-cache entries that are FIFOs are misses, not hangs") {
+  Workspace w("fifo");
+  write_pipeline(w);
+  REQUIRE(w.orchc("--no-cache p.orch -o fresh.bin").exit_code == 0);
+  REQUIRE(w.orchc("p.orch -o a.bin").exit_code == 0);
+  size_t fifos = 0;
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::recursive_directory_iterator(w.kernels()))
+    if (e.is_regular_file()) entries.push_back(e.path());
+  for (const fs::path& e : entries) {
+    fs::remove(e);
+    fifos += ::mkfifo(e.c_str(), 0600) == 0;
+  }
+  REQUIRE(fifos > 0);
+  fs::remove_all(w.artifacts());
+  // Bounded: a hang fails the test instead of stalling it.
+  Compile c = w.orchc("p.orch -o b.bin", "", 120);
+  CHECK_MESSAGE(c.exit_code == 0, c.err);
+  CHECK(read_all((w.dir / "b.bin").string()) == read_all((w.dir / "fresh.bin").string()));
 }
 
 TEST_CASE("artifact cache: a damaged or truncated entry is a miss, and is replaced") {
