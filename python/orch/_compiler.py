@@ -9,6 +9,7 @@ import warnings
 from typing import List, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._checks import UINT32_MAX, c_int, c_name, c_path
 from ._errors import CompileError, CompileWarning, Diagnostic, Error, ErrorCode, diagnostics_from_json
 
 Source = Union[str, bytes, "os.PathLike[str]"]
@@ -17,10 +18,10 @@ Source = Union[str, bytes, "os.PathLike[str]"]
 TEXT_PATH = "<string>"
 
 
-def _encode(value: Union[str, "os.PathLike[str]", None]) -> Optional[bytes]:
+def _encode(value: Union[str, "os.PathLike[str]", None], what: str) -> Optional[bytes]:
     if value is None:
         return None
-    return os.fsencode(value)
+    return c_path(value, what)
 
 
 def _options(
@@ -37,39 +38,42 @@ def _options(
     keep: list = []  # the buffers the struct points into
     o = _native.CompileOptions()
     if isinstance(source, os.PathLike):
-        o.path = os.fsencode(source)
+        o.path = c_path(source, "the pipeline's path")
         o.source = None
         o.source_size = 0
     elif isinstance(source, (str, bytes, bytearray)):
         text = source.encode("utf-8") if isinstance(source, str) else bytes(source)
         keep.append(text)
-        o.path = _encode(path) if path is not None else TEXT_PATH.encode()
+        o.path = _encode(path, "`path`") if path is not None else TEXT_PATH.encode()
         o.source = text
         o.source_size = len(text)
     else:
         raise TypeError(f"orch: a pipeline is a pathlib.Path or its text (str), not {type(source).__name__}")
     if path is not None and isinstance(source, os.PathLike):
         raise TypeError("orch: `path` names a pipeline given as text; a pathlib.Path names itself")
-    o.target = _encode(target)
+    o.target = _encode(target, "`target`")
     if targets_dir is None and not os.environ.get("ORCH_TARGETS_DIR"):
         targets_dir = _native.targets_dir()  # the profiles shipped in the wheel
-    o.targets_dir = _encode(targets_dir)
+    o.targets_dir = _encode(targets_dir, "`targets_dir`")
     if arch is not None:
-        archs = [arch] if isinstance(arch, str) else list(arch)
+        if isinstance(arch, str):
+            archs = [arch]
+        else:
+            try:
+                archs = list(arch)
+            except TypeError:
+                raise TypeError(f"orch: `arch` is a name like 'sm_90' or a list of them, not {type(arch).__name__}") from None
         for a in archs:
-            if not isinstance(a, str) or not a or "," in a:
+            c_name(a, "an `arch`")
+            if not a or "," in a:
                 raise ValueError(f"orch: an arch is one name like 'sm_90', not {a!r}")
         o.archs = ",".join(archs).encode()
-    o.cache_dir = _encode(cache_dir)
-    if not isinstance(jobs, int) or jobs < 0:
-        raise ValueError(f"orch: jobs is a count of threads (0 for all cores), not {jobs!r}")
-    o.jobs = jobs
+    o.cache_dir = _encode(cache_dir, "`cache_dir`")
+    o.jobs = c_int(jobs, "`jobs` (a count of threads, 0 for all cores)", 0, UINT32_MAX, "unsigned")
     if not isinstance(pdl, bool):
         raise TypeError(f"orch: pdl is True or False, not {pdl!r}")
     o.no_pdl = 0 if pdl else 1
-    if not isinstance(unroll, int) or isinstance(unroll, bool) or not 0 <= unroll <= 64:
-        raise ValueError(f"orch: unroll is a count of loop body copies from 1 to 64 (0: the compiler's choice), not {unroll!r}")
-    o.unroll = unroll
+    o.unroll = c_int(unroll, "`unroll` (loop body copies, 1 to 64; 0: the compiler's choice)", 0, 64, "`unroll`")
     keep += [o.path, o.target, o.targets_dir, o.archs, o.cache_dir]
     return o, keep
 

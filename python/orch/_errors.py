@@ -57,6 +57,17 @@ class Error(Exception):
     def __repr__(self) -> str:
         return f"orch.Error({self.code.name}, {self.message!r}, where={self.where!r})"
 
+    def __reduce__(self) -> tuple:
+        # Pickled by its fields (an error raised in a multiprocessing worker reaches the
+        # parent as the same error); the default would call __init__ with the text alone.
+        return (type(self), (int(self.code), self.message, self.where, self.cuda_error), self.__dict__)
+
+
+class BindingTypeError(Error, TypeError):
+    """A binding given an object of the wrong Python type (a list for a buffer): an
+    :class:`Error` (code ``InvalidArgument``, naming the buffer and its declaration) that is
+    also a ``TypeError``."""
+
 
 @dataclass(frozen=True)
 class Location:
@@ -110,6 +121,9 @@ class CompileError(Exception):
 
     def __str__(self) -> str:
         return self.text
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.text, self.diagnostics), self.__dict__)
 
 
 class CompileWarning(UserWarning):

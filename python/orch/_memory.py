@@ -4,8 +4,11 @@ directions, parsed and built with ctypes (no Python-version-specific code).
 Import (binding a buffer): :func:`import_memory` reads any object that speaks DLPack
 (``__dlpack__``/``__dlpack_device__``: torch tensors, CuPy arrays, cuda.core buffers, JAX
 arrays) or the CUDA Array Interface (v2/v3: CuPy, Numba, PyTorch) and checks it against the
-buffer's declaration: the kind of device, the element type, that it is contiguous; the size is
-checked by the runtime (orch_artifact_check), which names the declaration.
+buffer's declaration: the kind of device, the element type, that it is contiguous, that every
+integer fits its C type (sizes, offsets, addresses, streams), that the address is aligned to the
+element size, and that read-only memory is not bound to a buffer the pipeline writes; the size
+is checked by the runtime (orch_artifact_check), which names the declaration. A torch tensor's
+storage is kept alive with the binding, not just the tensor object.
 
 Export (a buffer the runtime allocated): :class:`Buffer` implements ``__dlpack__``,
 ``__dlpack_device__``, ``__cuda_array_interface__`` (v3) and, for ``host`` buffers,
@@ -15,12 +18,14 @@ Export (a buffer the runtime allocated): :class:`Buffer` implements ``__dlpack__
 from __future__ import annotations
 
 import ctypes
+import operator
 import threading
 from ctypes import POINTER, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from ._errors import Error, ErrorCode
+from ._checks import OutOfRange, UINT64_MAX, c_address
+from ._errors import BindingTypeError, Error, ErrorCode
 
 # ---- element types -------------------------------------------------------------------------
 
@@ -216,6 +221,31 @@ def _fail(code: ErrorCode, what: str, where: str) -> Error:
     return Error(code, what, where)
 
 
+def _type_fail(what: str, where: str) -> Error:
+    """The object is of the wrong Python type: an orch.Error that is also a TypeError."""
+    return BindingTypeError(ErrorCode.InvalidArgument, what, where)
+
+
+def _integer(value: Any, what: str, where: str) -> int:
+    """An integer of an interface dict (a shape's extent, a stride, an address): Python ints and
+    integer-like objects, never floats (int(2.5) would quietly be 2) or bools."""
+    if isinstance(value, bool):
+        raise _type_fail(f"{what} is an integer, not bool {value!r}", where)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise _type_fail(f"{what} is an integer, not {type(value).__name__} {value!r}", where) from None
+
+
+def _nbytes(count: int, element: ElementType, label: str) -> int:
+    """The byte size of `count` elements, refused when it does not fit size_t (ctypes would wrap
+    it: 2**64 bytes would be bound as 0)."""
+    nbytes = count * element.size
+    if nbytes > UINT64_MAX:
+        raise OutOfRange(f"orch: {label} is given {count} {element.name} elements ({nbytes} bytes), which does not fit size_t")
+    return nbytes
+
+
 def _contiguous(shape, strides_elems) -> bool:
     """Row-major and compact (strides of size-1 dimensions do not matter)."""
     if strides_elems is None:
@@ -293,13 +323,15 @@ def _from_dlpack(obj: Any, label: str, where: str, element: ElementType, host: b
         if extent < 0:
             raise _fail(ErrorCode.InvalidArgument, f"{label}: DLPack tensor with a negative extent {extent}", where)
         count *= extent
+    nbytes = _nbytes(count, element, label)
     ptr = (int(tensor.data or 0) + int(tensor.byte_offset)) if count else int(tensor.data or 0)
-    return Memory(ptr, count * element.size, count, device_type, device_id, (obj, capsule), "DLPack", None, read_only)
+    ptr = c_address(ptr, f"{label}: the DLPack tensor's data + byte_offset")
+    return Memory(ptr, nbytes, count, device_type, device_id, (obj, capsule), "DLPack", None, read_only)
 
 
 def _from_cuda_array_interface(obj: Any, cai: Any, label: str, where: str, element: ElementType) -> Memory:
     if not isinstance(cai, dict):
-        raise _fail(ErrorCode.InvalidArgument, f"{label}: __cuda_array_interface__ is {_describe(cai)}, not a dict", where)
+        raise _type_fail(f"{label}: __cuda_array_interface__ is {_describe(cai)}, not a dict", where)
     version = cai.get("version", 0)
     if not isinstance(version, int) or version < 2:
         raise _fail(ErrorCode.InvalidArgument, f"{label}: __cuda_array_interface__ version {version!r}; orch reads versions 2 and 3", where)
@@ -319,15 +351,15 @@ def _from_cuda_array_interface(obj: Any, cai: Any, label: str, where: str, eleme
             + ("; bf16 has no typestr: pass an object that speaks DLPack" if element.typestr is None else ""),
             where,
         )
-    try:
-        shape = [int(x) for x in shape]
-    except (TypeError, ValueError):
-        raise _fail(ErrorCode.InvalidArgument, f"{label}: __cuda_array_interface__ shape {cai.get('shape')!r}", where) from None
+    shape = [_integer(x, f"{label}: an extent of __cuda_array_interface__ shape {cai.get('shape')!r}", where) for x in shape]
     strides = cai.get("strides")
     if strides is not None:
-        if any(int(s) % element.size for s in strides):
+        if not isinstance(strides, tuple):
+            raise _type_fail(f"{label}: __cuda_array_interface__ strides are a tuple or None, not {_describe(strides)}", where)
+        strides = tuple(_integer(x, f"{label}: a stride of __cuda_array_interface__", where) for x in strides)
+        if any(s % element.size for s in strides):
             raise _fail(ErrorCode.InvalidArgument, f"{label} needs contiguous memory; it is given strides {tuple(strides)} (in bytes)", where)
-        strides_elems = [int(s) // element.size for s in strides]
+        strides_elems = [s // element.size for s in strides]
         if not _contiguous(shape, strides_elems):
             raise _fail(
                 ErrorCode.InvalidArgument,
@@ -339,29 +371,70 @@ def _from_cuda_array_interface(obj: Any, cai: Any, label: str, where: str, eleme
         if extent < 0:
             raise _fail(ErrorCode.InvalidArgument, f"{label}: negative extent {extent}", where)
         count *= extent
-    ptr = int(data[0] or 0)
+    nbytes = _nbytes(count, element, label)
+    what = f"{label}: the address in __cuda_array_interface__ data"
+    ptr = c_address(_integer(data[0] or 0, what, where), what)
     stream = cai.get("stream") if version >= 3 else None
     if stream is not None:
-        if not isinstance(stream, int) or stream == 0:
+        if not isinstance(stream, int) or isinstance(stream, bool) or stream == 0:
             raise _fail(ErrorCode.InvalidArgument, f"{label}: __cuda_array_interface__ stream {stream!r} (0 is not allowed)", where)
-    return Memory(ptr, count * element.size, count, kDLCUDA, None, (obj,), "__cuda_array_interface__", stream, bool(data[1]))
+        stream = c_address(stream, f"{label}: the __cuda_array_interface__ stream")
+    # data = (address, read-only flag)
+    return Memory(ptr, nbytes, count, kDLCUDA, None, (obj,), "__cuda_array_interface__", stream, bool(data[1]))
 
 
-def import_memory(obj: Any, label: str, where: str, element: ElementType, host: bool, stream: Optional[int]) -> Memory:
-    """The memory `obj` lends to a buffer declared with `element` (`host`: a `host` buffer),
-    checked before CUDA is involved. `label` names the buffer in messages ("buffer 'x' (f32[n])"),
-    `where` is its declaration's place."""
-    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        return _from_dlpack(obj, label, where, element, host, stream)
+def _torch_storage(obj: Any) -> Any:
+    """A torch tensor's storage (``untyped_storage()``), or None for other objects. The tensor
+    object alone does not keep the memory: ``x.set_(...)`` or ``x.data = ...`` points it at
+    other storage and torch frees the old one (its caching allocator hands it out again) while
+    the graph still writes there. Duck-typed, so torch need not be imported here."""
+    get = getattr(obj, "untyped_storage", None)
+    if not callable(get):
+        return None
     try:
-        cai = obj.__cuda_array_interface__
-    except AttributeError:
-        cai = None
-    if cai is not None:
-        return _from_cuda_array_interface(obj, cai, label, where, element)
-    raise _fail(
-        ErrorCode.InvalidArgument,
-        f"{label} is given {_describe(obj)}, which speaks neither DLPack (__dlpack__) nor the CUDA Array Interface "
-        "(torch tensors, CuPy arrays and cuda.core buffers do)",
-        where,
-    )
+        return get()
+    except Exception:  # noqa: BLE001: a tensor subclass without storage (fake, meta): nothing more to keep
+        return None
+
+
+def import_memory(
+    obj: Any, label: str, where: str, element: ElementType, host: bool, stream: Optional[int], written: bool = True
+) -> Memory:
+    """The memory `obj` lends to a buffer declared with `element` (`host`: a `host` buffer;
+    `written`: the pipeline writes it), checked before CUDA is involved. `label` names the
+    buffer in messages ("buffer 'x' (f32[n])"), `where` is its declaration's place."""
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        m = _from_dlpack(obj, label, where, element, host, stream)
+    else:
+        try:
+            cai = obj.__cuda_array_interface__
+        except AttributeError:
+            cai = None
+        if cai is None:
+            raise _type_fail(
+                f"{label} is given {_describe(obj)}, which speaks neither DLPack (__dlpack__) nor the CUDA Array Interface "
+                "(torch tensors, CuPy arrays and cuda.core buffers do)",
+                where,
+            )
+        m = _from_cuda_array_interface(obj, cai, label, where, element)
+    if m.nbytes and m.ptr % element.size:
+        # Kernels read and write whole elements: a misaligned f32 pointer faults or, worse, is
+        # rounded down by the hardware.
+        raise _fail(
+            ErrorCode.InvalidArgument,
+            f"{label} is given memory at {m.ptr:#x}, which is not aligned to its elements: {element.name} needs an "
+            f"address that is a multiple of {element.size} bytes ({_describe(obj)})",
+            where,
+        )
+    if m.read_only and written:
+        flag = "DLPack's read-only flag" if m.source == "DLPack" else "__cuda_array_interface__ data's read-only flag"
+        raise _fail(
+            ErrorCode.InvalidArgument,
+            f"{label} is written by the pipeline, and it is given read-only memory ({_describe(obj)}, {flag} is set); "
+            "bind writable memory (a copy)",
+            where,
+        )
+    storage = _torch_storage(obj)
+    if storage is not None:
+        m.keep = m.keep + (storage,)
+    return m

@@ -7,10 +7,12 @@ import json
 import numbers
 import os
 import threading
+from collections.abc import Iterable as _Iterable
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _memory, _native
+from ._checks import c_address, c_int32, c_name, c_path, mapping
 from ._errors import Error, ErrorCode
 from ._memory import ELEMENT_TYPES, ElementType, Memory, kDLCPU, kDLCUDA
 from ._streams import StreamLike, default_stream, stream_handle
@@ -144,6 +146,22 @@ class _ExecHandle:
         if h and _rt is not None:
             _rt.orch_executable_destroy(h)  # waits for the last launch to finish
 
+    # A copy would own the same orch_executable* and destroy it a second time.
+    def __copy__(self) -> "_ExecHandle":
+        raise TypeError(_NO_EXECUTABLE_COPY)
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "_ExecHandle":
+        raise TypeError(_NO_EXECUTABLE_COPY)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(_NO_EXECUTABLE_COPY)
+
+
+_NO_EXECUTABLE_COPY = (
+    "orch.Executable cannot be copied or pickled: it owns CUDA graphs, the buffers the runtime allocated and "
+    "its bindings; call pipeline.instantiate(...) again for another one (a Pipeline can be copied and pickled)"
+)
+
 
 def _label(info: BufferInfo) -> str:
     return f"buffer '{info.name}' ({info.declaration})"
@@ -152,6 +170,23 @@ def _label(info: BufferInfo) -> str:
 def _names(items: Iterable[str]) -> str:
     items = list(items)
     return ", ".join(items) if items else "none"
+
+
+def _overlap_pairs(allow_overlap: Any) -> List[Tuple[str, str]]:
+    """allow_overlap as a list of (name, name): pairs (tuples or lists of two names); a str is
+    refused, where iterating it would read "xy" as ("x", "y")."""
+    message = "orch: allow_overlap takes pairs of buffer names, as [('x', 'y')]"
+    if isinstance(allow_overlap, (str, bytes, bytearray)) or not isinstance(allow_overlap, _Iterable):
+        raise TypeError(f"{message}, not {type(allow_overlap).__name__} {allow_overlap!r}")
+    pairs = []
+    for pair in allow_overlap:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"{message}; {pair!r} is not a pair")
+        a, b = pair
+        c_name(a, "a name in `allow_overlap`")  # before the names are looked up: a NUL is a ValueError
+        c_name(b, "a name in `allow_overlap`")
+        pairs.append((a, b))
+    return pairs
 
 
 # ---- Pipeline -------------------------------------------------------------------------------
@@ -163,7 +198,10 @@ class Pipeline:
     (see :meth:`instantiate`)."""
 
     def __init__(self, data: bytes) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"orch.Pipeline takes the artifact's bytes, not {type(data).__name__}")
         self._data = bytes(data)
+        self._written: Optional[FrozenSet[str]] = None
         self._lock = threading.Lock()
         self._loaded: Optional[int] = None  # orch_pipeline*, once kernels are loaded
         h = ctypes.c_void_p()
@@ -199,6 +237,18 @@ class Pipeline:
             if p:
                 _rt.orch_pipeline_destroy(p)
 
+    # A copy is loaded again from the bytes: its own artifact handle (and kernels, once it is
+    # instantiated), never this one's, which the copy's __del__ would destroy.
+    def __copy__(self) -> "Pipeline":
+        return Pipeline(self._data)
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Pipeline":
+        copy = memo[id(self)] = Pipeline(self._data)
+        return copy
+
+    def __reduce__(self) -> tuple:
+        return (Pipeline, (self._data,))
+
     def __repr__(self) -> str:
         return (
             f"<orch.Pipeline {self.name}: params {_names(self.params)}; buffers {_names(self.buffers)}; "
@@ -209,6 +259,15 @@ class Pipeline:
     def artifact(self) -> bytes:
         """The artifact's bytes (what ``orch.compile`` returned, or the file)."""
         return self._data
+
+    @property
+    def written_buffers(self) -> FrozenSet[str]:
+        """The buffers the pipeline writes (a kernel argument not declared ``in``, the
+        destination of a copy, fill or collective), as the runtime describes them (the rule its
+        overlap check uses); read-only memory is refused for these."""
+        if self._written is None:
+            self._written = frozenset(b["name"] for b in self._doc.get("buffers", []) if b.get("written", True))
+        return self._written
 
     @property
     def device(self) -> Optional[int]:
@@ -246,49 +305,54 @@ class Pipeline:
         stream: Optional[int],
     ) -> Tuple[int, Dict[str, Memory]]:
         """An orch_bindings* with everything bound (the caller destroys it) and the memory of
-        each bound buffer. Raises for what can be seen without CUDA: unknown names, element
-        types, devices kinds, contiguity, and (through orch_artifact_check) param values,
-        bind checks and sizes."""
+        each bound buffer. Raises for what can be seen without CUDA: Python types, names (str,
+        no NUL), integers that do not fit their C type, unknown names, element types, device
+        kinds, contiguity, alignment, read-only memory for a buffer the pipeline writes, and
+        (through orch_artifact_check) param values, bind checks and sizes."""
+        params = mapping(params, "params", "numbers")
+        buffers = mapping(buffers, "buffers", "objects that speak DLPack or the CUDA Array Interface")
+        comms = mapping(comms, "comms", "communicators")
+        pairs = _overlap_pairs(allow_overlap)
         b = _rt.orch_bindings_create()
         if not b:
             raise Error(ErrorCode.OutOfMemory, "out of memory")
         try:
-            for name, value in (params or {}).items():
+            for name, value in params.items():
                 _bind_param(b, name, value)
             memory: Dict[str, Memory] = {}
-            for name, obj in (buffers or {}).items():
-                if not isinstance(name, str):
-                    raise TypeError(f"orch: buffer names are strings, not {name!r}")
-                info = self.buffers.get(name)
-                if info is None:
-                    raise Error(
-                        ErrorCode.UnknownName, f"pipeline {self.name} has no buffer `{name}` (its buffers: {_names(self.buffers)})"
-                    )
-                m = _memory.import_memory(obj, _label(info), info.where, ELEMENT_TYPES[info.type], info.host, stream)
+            for name, obj in buffers.items():
+                cname = c_name(name, "a key of `buffers`")
+                info = self._buffer_info(name)
+                m = self._import(info, obj, stream)
                 memory[name] = m
-                _check(_rt.orch_bindings_buffer(b, name.encode(), m.ptr or None, m.nbytes))
-            for name, comm in (comms or {}).items():
-                if isinstance(comm, UniqueIdComm):
-                    if len(comm.unique_id) != 128:
-                        raise Error(ErrorCode.InvalidArgument, f"comm '{name}': an NCCL unique id is 128 bytes, not {len(comm.unique_id)}")
-                    _check(_rt.orch_bindings_comm_from_unique_id(b, name.encode(), comm.unique_id, comm.rank, comm.world_size))
-                elif isinstance(comm, tuple) and len(comm) == 3:
-                    handle, rank, world = comm
-                    _check(_rt.orch_bindings_comm(b, name.encode(), int(handle) or None, int(rank), int(world)))
-                elif isinstance(comm, int):
-                    _check(_rt.orch_bindings_comm(b, name.encode(), comm or None, -1, -1))
-                else:
-                    raise TypeError(
-                        f"orch: comm '{name}' is bound to an ncclComm_t (int), (ncclComm_t, rank, world_size) or "
-                        f"orch.UniqueIdComm, not {type(comm).__name__}"
-                    )
-            for a, c in allow_overlap:
-                _check(_rt.orch_bindings_allow_overlap(b, a.encode(), c.encode()))
+                _check(_rt.orch_bindings_buffer(b, cname, m.ptr or None, m.nbytes))
+            for name, comm in comms.items():
+                _bind_comm(b, name, comm)
+            for a, c in pairs:
+                # orch_artifact_check does not look at these (the runtime does at instantiate,
+                # with the memory): refused here with the runtime's error, so check() says it too.
+                for n in (a, c):
+                    if n not in self.buffers:
+                        raise Error(
+                            ErrorCode.UnknownName, f'allow_overlap("{a}", "{c}"): pipeline \'{self.name}\' has no buffer \'{n}\''
+                        )
+                _check(_rt.orch_bindings_allow_overlap(b, a.encode(), c.encode()))  # checked by _overlap_pairs
             _check(_rt.orch_artifact_check(self._artifact, b))
             return b, memory
         except BaseException:
             _rt.orch_bindings_destroy(b)
             raise
+
+    def _buffer_info(self, name: str) -> BufferInfo:
+        info = self.buffers.get(name)
+        if info is None:
+            raise Error(ErrorCode.UnknownName, f"pipeline {self.name} has no buffer `{name}` (its buffers: {_names(self.buffers)})")
+        return info
+
+    def _import(self, info: BufferInfo, obj: Any, stream: Optional[int]) -> Memory:
+        """The memory `obj` lends to buffer `info`, checked (see _memory.import_memory)."""
+        written = info.name in self.written_buffers
+        return _memory.import_memory(obj, _label(info), info.where, ELEMENT_TYPES[info.type], info.host, stream, written)
 
     def check(
         self,
@@ -298,8 +362,10 @@ class Pipeline:
         allow_overlap: Sequence[Tuple[str, str]] = (),
     ) -> None:
         """Checks bindings as :meth:`instantiate` does before it touches CUDA (names, values,
-        bind checks, element types, contiguity, sizes) and raises :class:`orch.Error` naming
-        the buffer or param and its ``.orch`` line. Needs no GPU."""
+        bind checks, element types, contiguity, alignment, read-only memory, sizes) and raises
+        :class:`orch.Error` naming the buffer or param and its ``.orch`` line (``TypeError``,
+        ``ValueError`` or ``OverflowError`` for a Python value that cannot cross into C).
+        Needs no GPU."""
         b, _ = self._bindings(params, buffers, comms, allow_overlap, None)
         _rt.orch_bindings_destroy(b)
 
@@ -326,7 +392,8 @@ class Pipeline:
         (see :func:`orch.stream_handle`; default: torch's current stream if torch is imported,
         else the legacy default stream). ``comms``: ``{"world": orch.UniqueIdComm(...)}``, an
         ``ncclComm_t`` as int, or ``(ncclComm_t, rank, world_size)``.
-        ``allow_overlap``: pairs of buffer names whose memory may overlap.
+        ``allow_overlap``: pairs of buffer names whose memory may overlap
+        (``[("x", "y")]``).
 
         The kernels are loaded on the current CUDA device the first time; every later
         instantiate must run on that device too. Errors are :class:`orch.Error`, naming the
@@ -374,7 +441,10 @@ def _param_value(name: str, value: Any) -> Tuple[str, Union[int, float]]:
     The runtime converts to the declared type exactly or refuses."""
     item = getattr(value, "item", None)
     if callable(item) and not isinstance(value, (int, float)):  # a numpy scalar or 0-d tensor
-        value = item()
+        try:
+            value = item()
+        except (TypeError, ValueError):  # an array of several elements
+            raise TypeError(f"orch: param '{name}' is a number, not {type(value).__name__} {value!r}") from None
     if isinstance(value, bool):
         return "u64", int(value)
     if isinstance(value, numbers.Integral):
@@ -390,11 +460,36 @@ def _param_value(name: str, value: Any) -> Tuple[str, Union[int, float]]:
 
 
 def _bind_param(b: int, name: str, value: Any) -> None:
-    if not isinstance(name, str):
-        raise TypeError(f"orch: param names are strings, not {name!r}")
+    cname = c_name(name, "a key of `params`")
     kind, v = _param_value(name, value)
     setter = {"i64": _rt.orch_bindings_param_i64, "u64": _rt.orch_bindings_param_u64, "f64": _rt.orch_bindings_param_f64}[kind]
-    _check(setter(b, name.encode(), v))
+    _check(setter(b, cname, v))
+
+
+def _bind_comm(b: int, name: str, comm: Any) -> None:
+    cname = c_name(name, "a key of `comms`")
+    if isinstance(comm, UniqueIdComm):
+        unique_id = comm.unique_id
+        if not isinstance(unique_id, (bytes, bytearray, memoryview)):
+            raise TypeError(f"orch: comm '{name}': an NCCL unique id is bytes, not {type(unique_id).__name__}")
+        unique_id = bytes(unique_id)
+        if len(unique_id) != 128:
+            raise Error(ErrorCode.InvalidArgument, f"comm '{name}': an NCCL unique id is 128 bytes, not {len(unique_id)}")
+        rank = c_int32(comm.rank, f"comm '{name}': the rank")
+        world = c_int32(comm.world_size, f"comm '{name}': the world size")
+        _check(_rt.orch_bindings_comm_from_unique_id(b, cname, unique_id, rank, world))
+    elif isinstance(comm, tuple) and len(comm) == 3:
+        handle = c_address(comm[0], f"comm '{name}': the ncclComm_t")
+        rank = c_int32(comm[1], f"comm '{name}': the rank")
+        world = c_int32(comm[2], f"comm '{name}': the world size")
+        _check(_rt.orch_bindings_comm(b, cname, handle or None, rank, world))
+    elif isinstance(comm, int) and not isinstance(comm, bool):
+        _check(_rt.orch_bindings_comm(b, cname, c_address(comm, f"comm '{name}': the ncclComm_t") or None, -1, -1))
+    else:
+        raise TypeError(
+            f"orch: comm '{name}' is bound to an ncclComm_t (int), (ncclComm_t, rank, world_size) or "
+            f"orch.UniqueIdComm, not {type(comm).__name__}"
+        )
 
 
 # ---- Executable -----------------------------------------------------------------------------
@@ -417,6 +512,17 @@ class Executable:
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else f"on cuda:{self.device}"
         return f"<orch.Executable {self.pipeline.name} {state}>"
+
+    # One orch_executable* per Executable: a copy would share it (and its CUDA graphs, which
+    # one thread at a time may launch), so copies and pickles are refused.
+    def __copy__(self) -> "Executable":
+        raise TypeError(_NO_EXECUTABLE_COPY)
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Executable":
+        raise TypeError(_NO_EXECUTABLE_COPY)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(_NO_EXECUTABLE_COPY)
 
     def __enter__(self) -> "Executable":
         return self
@@ -444,7 +550,8 @@ class Executable:
         h = self._h
         if h is None:
             self._live()
-        s = stream if (type(stream) is int and stream >= 0) else stream_handle(stream)
+        # The fast path for an int handle; 0xFFFF_FFFF_FFFF_FFFF is UINT64_MAX, as a constant.
+        s = stream if (type(stream) is int and 0 <= stream <= 0xFFFF_FFFF_FFFF_FFFF) else stream_handle(stream)
         err = _rt.orch_launch(h, s)
         if err:
             _check(err)
@@ -454,24 +561,24 @@ class Executable:
         """Changes a param; the nodes that depend on it are patched in place (bind checks and
         sizes re-evaluated first; on error nothing changes). Takes effect at the next launch."""
         self._live()
+        cname = c_name(name, "`name`")
         kind, v = _param_value(name, value)
         setter = {"i64": _rt.orch_set_param_i64, "u64": _rt.orch_set_param_u64, "f64": _rt.orch_set_param_f64}[kind]
-        _check(setter(self._h, name.encode(), v))
+        _check(setter(self._h, cname, v))
 
     def rebind(self, name: str, obj: Any, stream: StreamLike = None) -> None:
         """Points buffer `name` at the memory of `obj` (checked as at instantiate) and patches
         every node that uses it; on error nothing changes. A buffer the runtime had allocated is
         freed (Buffers exported from it must no longer be used)."""
         handle = self._live()
-        info = self.pipeline.buffers.get(name)
-        if info is None:
-            raise Error(ErrorCode.UnknownName, f"pipeline {self.pipeline.name} has no buffer `{name}` (its buffers: {_names(self.pipeline.buffers)})")
+        cname = c_name(name, "`name`")
+        info = self.pipeline._buffer_info(name)
         s = stream_handle(stream)
-        m = _memory.import_memory(obj, _label(info), info.where, ELEMENT_TYPES[info.type], info.host, s)
+        m = self.pipeline._import(info, obj, s)
         _check_device(info, m, self.device)
         if m.producer_stream is not None:
             _check(_rt.orch_stream_wait(s or None, m.producer_stream))
-        _check(_rt.orch_rebind(self._h, name.encode(), m.ptr or None, m.nbytes))
+        _check(_rt.orch_rebind(self._h, cname, m.ptr or None, m.nbytes))
         handle.keep[name] = m.keep
         self._buffers.pop(name, None)
 
@@ -479,13 +586,12 @@ class Executable:
         """Buffer `name` (runtime-allocated or bound) as an object that speaks DLPack and the
         CUDA Array Interface: ``torch.from_dlpack(x.buffer("y"))`` is zero-copy."""
         handle = self._live()
+        cname = c_name(name, "`name`")
         b = self._buffers.get(name)
         if b is None:
-            info = self.pipeline.buffers.get(name)
-            if info is None:
-                raise Error(ErrorCode.UnknownName, f"pipeline {self.pipeline.name} has no buffer `{name}` (its buffers: {_names(self.pipeline.buffers)})")
-            ptr = _rt.orch_executable_buffer(self._h, name.encode()) or 0
-            nbytes = _rt.orch_executable_buffer_bytes(self._h, name.encode())
+            info = self.pipeline._buffer_info(name)
+            ptr = _rt.orch_executable_buffer(self._h, cname) or 0
+            nbytes = _rt.orch_executable_buffer_bytes(self._h, cname)
             b = Buffer(info, ptr, nbytes, self.device, handle)
             self._buffers[name] = b
         return b
@@ -527,7 +633,7 @@ class Executable:
     def comm(self, name: str) -> int:
         """The ncclComm_t in use for comm `name` (0 for an unknown or unbound name)."""
         self._live()
-        return _rt.orch_executable_comm(self._h, name.encode()) or 0
+        return _rt.orch_executable_comm(self._h, c_name(name, "`name`")) or 0
 
 
 # ---- Buffer: memory orch owns, exported -----------------------------------------------------
@@ -558,6 +664,19 @@ class Buffer:
 
     def __len__(self) -> int:
         return self.count
+
+    def __copy__(self) -> "Buffer":
+        # Another view of the same memory, sharing (and keeping alive) the same executable.
+        return Buffer(self.info, self.ptr, self.nbytes, self.device, self._handle)
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Buffer":
+        raise TypeError(
+            f"orch.Buffer '{self.name}' is a view of the executable's memory and cannot be deep-copied or pickled; "
+            "copy its data (torch.from_dlpack(buf).clone(), numpy.array(buf))"
+        )
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self.__deepcopy__({})
 
     def _sync_to(self, consumer: Optional[int]) -> None:
         """Orders the executable's last launch before work on the consumer's stream."""
@@ -625,7 +744,7 @@ def load(source: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]) -
         return Pipeline(bytes(source))
     if isinstance(source, (str, os.PathLike)):
         h = ctypes.c_void_p()
-        _check(_rt.orch_artifact_read(os.fsencode(source), ctypes.byref(h)))
+        _check(_rt.orch_artifact_read(c_path(source, "the artifact's path"), ctypes.byref(h)))
         _rt.orch_artifact_destroy(h.value)  # the C side read and verified it; read the bytes for the Pipeline
         with open(source, "rb") as f:
             return Pipeline(f.read())

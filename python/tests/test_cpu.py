@@ -4,12 +4,15 @@ Interface), bad artifacts, DLPack export on host memory, streams."""
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import gc
 import pathlib
+import pickle
 import re
 import subprocess
 import warnings
+import weakref
 
 import pytest
 
@@ -70,11 +73,11 @@ FAKE_PTR = 0x7F00_0000_0000  # never dereferenced: the checks here happen before
 class FakeCAI:
     """An object with only __cuda_array_interface__."""
 
-    def __init__(self, shape, typestr="<f4", strides=None, version=3, stream=None, mask=None, ptr=FAKE_PTR):
+    def __init__(self, shape, typestr="<f4", strides=None, version=3, stream=None, mask=None, ptr=FAKE_PTR, readonly=False):
         self.__cuda_array_interface__ = {
             "shape": tuple(shape),
             "typestr": typestr,
-            "data": (ptr, False),
+            "data": (ptr, readonly),
             "version": version,
             "strides": strides,
         }
@@ -88,13 +91,15 @@ class FakeDLPack:
     """An object that speaks DLPack, with a hand-built DLManagedTensor (legacy or versioned)
     whose deleter counts its calls."""
 
-    def __init__(self, shape, code=2, bits=32, device=(2, 0), strides=None, versioned=True, ptr=FAKE_PTR):
+    def __init__(self, shape, code=2, bits=32, device=(2, 0), strides=None, versioned=True, ptr=FAKE_PTR, read_only=False, byte_offset=0):
         self.shape = tuple(shape)
         self.code, self.bits = code, bits
         self.device = device
         self.strides = strides
         self.versioned = versioned
         self.ptr = ptr
+        self.read_only = read_only  # DLPack 1.0's DLPACK_FLAG_BITMASK_READ_ONLY (versioned capsules only)
+        self.byte_offset = byte_offset
         self.calls = []
         self.deleted = 0  # deleter calls for this object's capsules
 
@@ -110,8 +115,10 @@ class FakeDLPack:
         m = _memory.DLManagedTensorVersioned() if versioned else _memory.DLManagedTensor()
         if versioned:
             m.version = _memory.DLPackVersion(1, 0)
+            m.flags = _memory.DLPACK_FLAG_BITMASK_READ_ONLY if self.read_only else 0
         t = m.dl_tensor
         t.data = self.ptr
+        t.byte_offset = self.byte_offset
         t.device = _memory.DLDevice(*self.device)
         t.ndim = ndim
         t.dtype = _memory.DLDataType(self.code, self.bits, 1)
@@ -614,3 +621,290 @@ def test_streams():
 
     if "torch" not in sys.modules:
         assert orch.stream_handle(None) == 0  # the legacy default stream
+
+
+# ---- the Python boundary: what crosses into C is checked, never truncated or wrapped --------
+
+
+def _fake_executable(pipeline):
+    """An Executable around no native executable: a call that reaches C fails there ("`exec` is
+    NULL", an orch.Error), so an error of another kind shows that Python refused it first."""
+    return orch.Executable(pipeline, _ExecHandle(None, {}), 0)
+
+
+def test_a_nul_in_a_name_is_refused_never_truncated(saxpy, compiled):
+    exe = _fake_executable(saxpy)
+    with pytest.raises(ValueError, match="`name` contains a NUL character"):
+        exe.set_param("a\x00junk", 5)  # c_char_p would cut it at the NUL and set `a`
+    for call in (lambda: exe.rebind("x\x00", FakeCAI((4,))), lambda: exe.buffer("x\x00y"), lambda: exe.comm("world\x00")):
+        with pytest.raises(ValueError, match="`name` contains a NUL character"):
+            call()
+    with pytest.raises(ValueError, match="a key of `params` contains a NUL character"):
+        saxpy.check(params={"a\x00junk": 5})
+    with pytest.raises(ValueError, match="a key of `buffers` contains a NUL character"):
+        saxpy.check(buffers={"x\x00": FakeCAI((4,))})
+    with pytest.raises(ValueError, match="a name in `allow_overlap` contains a NUL character"):
+        saxpy.check(allow_overlap=[("x", "y\x00junk")])
+    dp = orch.load(compiled("dp_step"))
+    with pytest.raises(ValueError, match="a key of `comms` contains a NUL character"):
+        dp.check(comms={"world\x00": orch.UniqueIdComm(bytes(128), 0, 1)})
+    with pytest.raises(ValueError, match="NUL character"):
+        orch.load("saxpy.bin\x00junk")
+    with pytest.raises(ValueError, match="`path` contains a NUL character"):
+        orch.compile(SAXPY_TEXT, path="p.orch\x00junk", cache_dir="")
+
+
+def test_names_that_are_not_str_are_type_errors(saxpy):
+    exe = _fake_executable(saxpy)
+    calls = [
+        lambda: exe.set_param(1.5, 1),
+        lambda: exe.buffer(3),
+        lambda: exe.rebind(b"x", FakeCAI((4,))),
+        lambda: exe.comm(None),
+        lambda: saxpy.check(params={1.5: 1}),
+        lambda: saxpy.check(buffers={3: FakeCAI((4,))}),
+        lambda: saxpy.check(allow_overlap=[("x", 2)]),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match="is a name \\(str\\)"):
+            call()
+
+
+def test_integers_are_range_checked_never_wrapped(saxpy, compiled):
+    n = 16
+    # Sizes that do not fit size_t: ctypes would wrap 2**64 bytes to 0.
+    for shape in [(1 << 62,), (1 << 64,), (1 << 80,), (1 << 40, 1 << 40)]:
+        with pytest.raises(OverflowError, match="buffer 'x' \\(f32\\[n\\]\\).*size_t"):
+            saxpy.check(params={"n": n}, buffers={"x": FakeCAI(shape)})
+    for shape in [(1 << 62,), (1 << 40, 1 << 40)]:
+        with pytest.raises(OverflowError, match="buffer 'y'"):
+            saxpy.check(params={"n": n}, buffers={"y": FakeDLPack(shape)})
+    # Addresses outside [0, 2**64), from the interface or data + byte_offset.
+    for ptr in (1 << 64, -4):
+        with pytest.raises(OverflowError, match="buffer 'x'.*address"):
+            saxpy.check(params={"n": n}, buffers={"x": FakeCAI((n,), ptr=ptr)})
+    with pytest.raises(OverflowError, match="buffer 'y'.*byte_offset"):
+        saxpy.check(params={"n": n}, buffers={"y": FakeDLPack((n,), ptr=(1 << 64) - 64, byte_offset=128)})
+    for stream in (1 << 64, -2):
+        with pytest.raises(OverflowError, match="buffer 'x'.*stream"):
+            saxpy.check(params={"n": n}, buffers={"x": FakeCAI((n,), stream=stream)})
+    # Stream handles: 2**64 would be the legacy default stream (0) after ctypes.
+    with pytest.raises(OverflowError, match="`stream`"):
+        orch.stream_handle(1 << 64)
+    with pytest.raises(ValueError):  # an OverflowError that is a ValueError too, as before for negatives
+        orch.stream_handle(-1)
+
+    class TorchLike:
+        cuda_stream = 1 << 64
+
+    class CudaCoreLike:
+        def __cuda_stream__(self):
+            return (0, -1)
+
+    for stream in (TorchLike(), CudaCoreLike()):
+        with pytest.raises(OverflowError):
+            orch.stream_handle(stream)
+    with pytest.raises(OverflowError, match="`stream`"):
+        _fake_executable(saxpy).launch(1 << 64)
+    with pytest.raises(OverflowError, match="`stream`"):
+        saxpy.instantiate(params={"n": n}, stream=1 << 64)
+    # Communicators, ranks and world sizes (int32).
+    dp = orch.load(compiled("dp_step"))
+    for comm, what in [
+        ((1 << 64, 0, 1), "ncclComm_t"),
+        (-1, "ncclComm_t"),
+        ((0x1000, 1 << 31, 2), "rank"),
+        ((0x1000, 0, -(1 << 31) - 1), "world size"),
+        (orch.UniqueIdComm(bytes(128), 0, 1 << 32), "world size"),
+        (orch.UniqueIdComm(bytes(128), -(1 << 40), 1), "rank"),
+    ]:
+        with pytest.raises(OverflowError, match=f"comm 'world': the {what}"):
+            dp.check(comms={"world": comm})
+    # orchc's jobs is an unsigned int.
+    with pytest.raises(OverflowError, match="`jobs`"):
+        orch.compile(SAXPY_TEXT, jobs=1 << 32, cache_dir="")
+
+
+def test_written_buffers_follow_the_runtimes_rule(saxpy, compiled):
+    # saxpy copies x_host -> x and y_host -> y, runs saxpy(x: in, y: inout), copies y -> y_host.
+    assert saxpy.written_buffers == {"y_host", "x", "y"}
+    assert orch.load(orch.compile(SAXPY_TEXT, cache_dir="")).written_buffers == {"y"}
+    moe = orch.load(compiled("moe"))
+    assert {"x", "expert_of"}.isdisjoint(moe.written_buffers) and "y" in moe.written_buffers
+    assert orch.load(compiled("countdown")).written_buffers == {"counter", "trace"}  # fills and kernels
+    dp = orch.load(compiled("dp_step"))
+    assert "g" in dp.written_buffers and "data" not in dp.written_buffers  # the all-reduce writes g
+    # The runtime's describe says it per buffer, in the pipeline's order.
+    assert [b["written"] for b in saxpy._doc["buffers"]] == [False, True, True, True]
+
+
+def test_read_only_memory_is_refused_for_a_buffer_the_pipeline_writes(saxpy):
+    n = 16
+    for obj in (FakeCAI((n,), readonly=True), FakeDLPack((n,), read_only=True)):
+        e = _raises(orch.ErrorCode.InvalidArgument, saxpy.check, params={"n": n}, buffers={"y": obj})
+        assert e.message.startswith("buffer 'y' (f32[n]) is written by the pipeline, and it is given read-only memory"), e.message
+        assert e.where.endswith("saxpy.orch:11:1")
+    e = _raises(orch.ErrorCode.InvalidArgument, saxpy.check, params={"n": n}, buffers={"y_host": FakeDLPack((n,), device=(1, 0), read_only=True)})
+    assert "buffer 'y_host'" in e.message and "DLPack's read-only flag" in e.message
+    # Read-only memory for a buffer the pipeline only reads is fine.
+    saxpy.check(params={"n": n}, buffers={"x_host": FakeDLPack((n,), device=(1, 0), read_only=True)})
+    text = orch.load(orch.compile(SAXPY_TEXT, cache_dir=""))
+    text.check(params={"n": n}, buffers={"x": FakeCAI((n,), readonly=True), "y": FakeDLPack((n,))})
+    # A legacy capsule has no flag: nothing to refuse.
+    saxpy.check(params={"n": n}, buffers={"y": FakeDLPack((n,), read_only=True, versioned=False)})
+    # numpy marks a read-only array's DLPack 1.0 capsule so.
+    np = pytest.importorskip("numpy")
+    frozen = np.zeros(n, dtype=np.float32)
+    frozen.flags.writeable = False
+    saxpy.check(params={"n": n}, buffers={"x_host": frozen})
+    e = _raises(orch.ErrorCode.InvalidArgument, saxpy.check, params={"n": n}, buffers={"y_host": frozen})
+    assert "numpy.ndarray" in e.message
+
+
+def test_misaligned_memory_is_refused_at_bind(saxpy, types_pipeline):
+    n = 16
+    e = _raises(orch.ErrorCode.InvalidArgument, saxpy.check, params={"n": n}, buffers={"x": FakeCAI((n,), ptr=FAKE_PTR + 2)})
+    assert e.message.startswith(f"buffer 'x' (f32[n]) is given memory at {FAKE_PTR + 2:#x}, which is not aligned"), e.message
+    assert "multiple of 4 bytes" in e.message and e.where.endswith("saxpy.orch:10:1")
+    e = _raises(orch.ErrorCode.InvalidArgument, saxpy.check, params={"n": n}, buffers={"y": FakeDLPack((n,), byte_offset=2)})
+    assert f"{FAKE_PTR + 2:#x}" in e.message  # the byte offset counts
+    saxpy.check(params={"n": n}, buffers={"y": FakeDLPack((n,), byte_offset=64)})
+    types_pipeline.check(params={"n": n}, buffers={"a": FakeDLPack((n,), 1, 8, ptr=FAKE_PTR + 1)})  # u8: any address
+    e = _raises(orch.ErrorCode.InvalidArgument, types_pipeline.check, params={"n": n}, buffers={"g": FakeCAI((2 * n,), "<i8", ptr=FAKE_PTR + 4)})
+    assert "multiple of 8 bytes" in e.message
+
+
+def test_copies_of_a_pipeline_are_independent(compiled):
+    p = orch.load(compiled("saxpy"))
+    for make in (copy.copy, copy.deepcopy, lambda q: pickle.loads(pickle.dumps(q))):
+        c = make(p)
+        assert c is not p and c._artifact != p._artifact  # its own native handle
+        assert c.artifact == p.artifact and c.buffers == p.buffers and c.params == p.params
+        c.check(params={"n": 16})
+        del c
+        gc.collect()
+        p.check(params={"n": 16})  # was: "`artifact` is not a live orch_artifact"
+    a, b = copy.deepcopy([p, p])
+    assert a is b and a is not p
+
+
+def test_an_executable_cannot_be_copied_or_pickled(saxpy):
+    exe = _fake_executable(saxpy)
+    for make in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="orch.Executable cannot be copied or pickled"):
+            make(exe)
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            make(exe._handle)  # the owner of the orch_executable*
+    pytest.importorskip("numpy")
+    buf, _ = _host_buffer([1.0, 2.0])
+    view = copy.copy(buf)  # another view, sharing the executable
+    assert view is not buf and view.ptr == buf.ptr and view._handle is buf._handle
+    for make in (copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="cannot be deep-copied or pickled"):
+            make(buf)
+
+
+def test_errors_survive_pickle(saxpy):
+    errors = [
+        _raises(orch.ErrorCode.BufferTooSmall, saxpy.check, params={"n": 100}, buffers={"x": FakeCAI((99,))}),
+        orch.Error(orch.ErrorCode.Cuda, "cudaGraphLaunch failed", "", 700),
+    ]
+    with pytest.raises(orch.Error) as e:
+        saxpy.check(buffers={"x": [1.0]})
+    errors.append(e.value)
+    for err in errors:
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err)
+        assert (back.code, back.message, back.where, back.cuda_error) == (err.code, err.message, err.where, err.cuda_error)
+        assert str(back) == str(err) and back.args == err.args and repr(back) == repr(err)
+    assert isinstance(pickle.loads(pickle.dumps(errors[-1])), TypeError)
+    path = sorted(ERRORS.glob("*.orch"))[0]
+    with pytest.raises(orch.CompileError) as c:
+        orch.compile(path)
+    back = pickle.loads(pickle.dumps(c.value))
+    assert type(back) is orch.CompileError and str(back) == str(c.value) and back.args == c.value.args
+    assert back.diagnostics == c.value.diagnostics and back.diagnostics
+
+
+def test_wrong_python_types_are_type_errors(saxpy, compiled):
+    n = 16
+    exe = _fake_executable(saxpy)
+    dp = orch.load(compiled("dp_step"))
+    calls = [
+        lambda: saxpy.check(params=[("n", n)]),
+        lambda: saxpy.check(buffers=[FakeCAI((n,))]),
+        lambda: dp.check(comms=["world"]),
+        lambda: saxpy.check(buffers={"x": object()}),
+        lambda: saxpy.check(buffers={"x": FakeCAI((n, 2.0))}),  # int(2.0) would quietly be 2
+        lambda: exe.rebind("x", [1.0] * n),
+        lambda: dp.check(comms={"world": orch.UniqueIdComm("x" * 128, 0, 1)}),  # type: ignore[arg-type]
+        lambda: dp.check(comms={"world": (0x1000, 0.0, 1)}),
+        lambda: orch.compile(SAXPY_TEXT, jobs="4", cache_dir=""),  # type: ignore[arg-type]
+        lambda: orch.compile(SAXPY_TEXT, arch=[90], cache_dir=""),  # type: ignore[list-item]
+        lambda: orch.Pipeline(5),  # type: ignore[arg-type]
+        lambda: orch.stream_handle(1.0),
+        lambda: orch.stream_handle(True),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError):
+            call()
+    # A buffer given the wrong kind of object stays an orch.Error naming the buffer, and is a TypeError.
+    with pytest.raises(TypeError) as e:
+        saxpy.check(buffers={"x": [1.0] * n})
+    assert isinstance(e.value, orch.Error) and e.value.code == orch.ErrorCode.InvalidArgument
+    assert "buffer 'x' (f32[n])" in e.value.message and e.value.where.endswith("saxpy.orch:10:1")
+    np = pytest.importorskip("numpy")
+    with pytest.raises(TypeError, match="param 'n'"):
+        saxpy.check(params={"n": np.arange(3)})
+
+
+def test_allow_overlap_takes_pairs_of_known_buffer_names(saxpy):
+    for bad in ("xy", ["xy"], [("x",)], [("x", "y", "x_host")], 5, [None]):
+        with pytest.raises(TypeError, match="allow_overlap takes pairs of buffer names"):
+            saxpy.check(allow_overlap=bad)
+    # The runtime's own error (it checks these at instantiate, with the memory).
+    e = _raises(orch.ErrorCode.UnknownName, saxpy.check, allow_overlap=[("x", "nope")])
+    assert e.message == "allow_overlap(\"x\", \"nope\"): pipeline 'saxpy' has no buffer 'nope'"
+    saxpy.check(allow_overlap=[("x", "y"), ["x_host", "y_host"]])
+
+
+class FakeStorage:
+    pass
+
+
+class FakeTensor(FakeDLPack):
+    """torch-like: DLPack, untyped_storage(), and set_() that points it at other storage (torch
+    then frees the old storage unless something else holds it)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.storage = FakeStorage()
+
+    def untyped_storage(self):
+        return self.storage
+
+    def set_(self, storage):
+        self.storage = storage
+
+
+def test_a_binding_keeps_a_tensors_storage_alive():
+    t = FakeTensor((16,))
+    old = weakref.ref(t.untyped_storage())
+    m = _memory.import_memory(t, "buffer 'y' (f32[n])", "", _memory.ELEMENT_TYPES["f32"], False, None)
+    t.set_(FakeStorage())
+    gc.collect()
+    assert old() is not None and any(k is old() for k in m.keep)  # held by the binding, not only the tensor
+    del m
+    gc.collect()
+    assert old() is None
+
+
+def test_a_binding_keeps_a_torch_tensors_storage_alive():
+    torch = pytest.importorskip("torch", reason="torch is not installed (the fake-tensor test covers the logic)")
+    t = torch.arange(16, dtype=torch.float32)  # CPU memory: a host buffer's, checked without a GPU
+    m = _memory.import_memory(t, "buffer 'h' (f32[n] host)", "", _memory.ELEMENT_TYPES["f32"], True, None)
+    (storage,) = [k for k in m.keep if isinstance(k, torch.UntypedStorage)]
+    assert storage.data_ptr() == m.ptr
+    t.set_(torch.empty(0))
+    gc.collect()
+    assert storage.data_ptr() == m.ptr and storage.nbytes() == 64

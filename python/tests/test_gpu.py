@@ -477,3 +477,23 @@ def test_the_documented_example_runs(capsys):
 
     runpy.run_path(str(ROOT / "python" / "examples" / "saxpy_torch.py"), run_name="__main__")
     assert "saxpy: ok" in capsys.readouterr().out
+
+
+def test_a_bound_tensors_storage_outlives_set_(axpy):
+    # The executable holds the bound tensor's storage, not only the tensor object: after
+    # y.set_() points the tensor elsewhere, torch must not hand the old memory out again while
+    # the graph still writes it.
+    n = 1 << 20
+    x = torch.ones(n, device="cuda")
+    y = torch.zeros(n, device="cuda")
+    ptr = y.data_ptr()
+    exe = axpy.instantiate(params={"n": n, "a": 2.0}, buffers={"x": x, "y": y}, stream=0)
+    y.set_(torch.empty(0, device="cuda"))
+    gc.collect()
+    others = [torch.full((n,), 7.0, device="cuda") for _ in range(4)]  # what the allocator has free
+    assert all(o.data_ptr() != ptr for o in others)
+    exe.launch(0)
+    torch.cuda.synchronize()
+    assert all(bool((o == 7.0).all()) for o in others)
+    out = torch.from_dlpack(exe.buffer("y"))
+    assert out.data_ptr() == ptr and bool((out == 2.0).all())

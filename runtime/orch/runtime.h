@@ -81,6 +81,7 @@ enum class ErrorCode {
 // The name of a code ("BindCheckFailed").
 const char* error_code_name(ErrorCode code);
 
+
 class Error {
  public:
   Error() = default;  // no error
@@ -107,6 +108,12 @@ class Error {
   std::string where_;
   int cuda_error_ = 0;
 };
+
+// An error of a CUDA call the application made itself (a cudaError_t value), as orch reports
+// its own: ContextLost with what that means (a kernel faulted; no later CUDA call in this process
+// succeeds) for the sticky errors, else Cuda; `what` says which call.
+Error cuda_error(int cuda_error, const std::string& what);
+
 
 // Success, or an Error.
 class [[nodiscard]] Status {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "artifact/expr_code.h"
 #include "runtime/src/driver.h"
 #include "runtime/src/internal.h"
 
@@ -133,17 +134,29 @@ Status check_bound_memory(const fb::Pipeline& p, uint32_t index, void* ptr, size
   const fb::Buffer& b = *p.buffers()->Get(index);
   const std::string name = "buffer '" + name_of(b) + "'";
   const std::string w = where(p, b.loc());
+  // CUDA requires every access aligned to its size: memory off by a few bytes faults in the
+  // first kernel that touches it (and loses the context), so it is refused here.
+  const uint64_t align = expr::valid(artifact::to_expr(b.type())) ? expr::size_of(artifact::to_expr(b.type())) : 1;
+  if (align > 1 && reinterpret_cast<uintptr_t>(ptr) % align != 0)
+    return Error(ErrorCode::InvalidArgument,
+                 name + " is bound at " + hex(reinterpret_cast<uint64_t>(ptr)) + ", which is not a multiple of " +
+                     std::to_string(align) + " bytes, its element size: the kernels' accesses would be misaligned; "
+                     "bind memory aligned to at least " + std::to_string(align) + " bytes",
+                 w);
   cudaPointerAttributes attr = {};
   cudaError_t e = cudaPointerGetAttributes(&attr, ptr);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return cuda_error(e, name + ": cannot query the bound pointer", w);
   }
-  if (attr.type == cudaMemoryTypeUnregistered)
+  if (attr.type == cudaMemoryTypeUnregistered) {
+    // After a kernel fault CUDA knows no memory at all: say that, not that the memory is wrong.
+    if (Status lost = context_status(); !lost.ok()) return lost.error();
     return Error(ErrorCode::InvalidArgument,
                  name + " is bound to memory CUDA does not know (pageable host memory?); "
                         "bind device memory, or pinned memory from cudaHostAlloc(cudaHostAllocMapped)",
                  w);
+  }
   if (!attr.devicePointer)
     return Error(ErrorCode::InvalidArgument,
                  name + " is bound to host memory the device cannot address; map it "

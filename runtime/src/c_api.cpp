@@ -19,6 +19,7 @@
 #include "artifact/artifact.h"
 #include "artifact/expr_code.h"
 #include "orch/runtime.h"
+#include "runtime/src/binding_checks.h"
 #include "runtime/src/internal.h"
 #include "runtime/src/plan.h"
 
@@ -279,6 +280,9 @@ std::string describe_json(const orch::fb::Pipeline& p) {
     o += '}';
   }
   o += "],\n \"buffers\": [";
+  // Which buffers the graphs write: the rule the overlap check uses (binding_checks.h), so a
+  // binding layer refuses read-only memory for exactly these.
+  const std::vector<bool> written = orch::rt::written_buffers(p);
   for (uint32_t i = 0; i < count_of(p.buffers()); ++i) {
     const fb::Buffer* b = p.buffers()->Get(i);
     o += i ? ",\n  " : "\n  ";
@@ -291,6 +295,7 @@ std::string describe_json(const orch::fb::Pipeline& p) {
     json_string(o, b->count() ? orch::artifact::expr_to_string(b->count(), p) : std::string("1"));
     o += std::string(", \"scalar\": ") + (b->count() ? "false" : "true");
     o += std::string(", \"host\": ") + (b->host() ? "true" : "false");
+    o += std::string(", \"written\": ") + (i < written.size() && written[i] ? "true" : "false");
     o += ", \"where\": ";
     json_string(o, orch::rt::where(p, b->loc()));
     o += '}';

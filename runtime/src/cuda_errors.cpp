@@ -32,6 +32,14 @@ bool is_sticky(cudaError_t e) {
   }
 }
 
+Status context_status() {
+  const cudaError_t e = cudaStreamQuery(cudaStreamLegacy);
+  if (e == cudaSuccess || e == cudaErrorNotReady) return {};
+  (void)cudaGetLastError();
+  if (is_sticky(e)) return cuda_error(e, "checking the CUDA context");
+  return {};
+}
+
 Error cuda_error(cudaError_t e, const std::string& what, std::string where) {
   const std::string name = std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
   if (is_sticky(e))
@@ -57,3 +65,9 @@ Error no_device_error(cudaError_t e) {
 Error out_of_memory() { return Error(ErrorCode::OutOfMemory, "out of memory"); }
 
 }  // namespace orch::rt
+
+namespace orch {
+
+Error cuda_error(int e, const std::string& what) { return rt::cuda_error(static_cast<cudaError_t>(e), what); }
+
+}  // namespace orch

@@ -1550,7 +1550,8 @@ Executable::InstantiateTimes Executable::instantiate_times() const { return impl
 Status Executable::device_status() const {
   const Impl& x = *impl_;
   uint32_t r[4] = {0, 0, 0, 0};
-  if (!x.status) return {};  // no kernel of this pipeline can report anything
+  // No kernel of this pipeline can report anything; a fault that lost the context still shows.
+  if (!x.status) return rt::context_status();
   cudaError_t e = cudaMemcpy(r, x.status.get(), sizeof r, cudaMemcpyDeviceToHost);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

@@ -45,6 +45,10 @@ bool is_sticky(cudaError_t e);
 // An error for a failed CUDA call: "<what>: cudaErrorX (text)", at `where`. A sticky error is
 // ContextLost instead, with no `where`: the call that notices a fault is not its cause.
 Error cuda_error(cudaError_t e, const std::string& what, std::string where = {});
+// OK, or ContextLost when a kernel faulted earlier in this process: asked without waiting for the
+// GPU (cudaStreamQuery on the legacy stream returns the sticky error, and nothing else it might
+// say is taken as a failure).
+Status context_status();
 
 // "no CUDA device: ..." when cudaGetDevice fails.
 Error no_device_error(cudaError_t e);

@@ -99,6 +99,10 @@ std::string encode_scalar(const Value& v, fb::ScalarType type, uint64_t* bits) {
 
 std::string convert_binding(const ScalarValue& v, fb::ScalarType type, Value* out) {
   if (!expr::valid(artifact::to_expr(type))) return "has an unknown type";
+  // A ScalarValue made by hand (or of memory gone bad) with a kind outside the three.
+  if (v.kind != ScalarValue::Kind::Int && v.kind != ScalarValue::Kind::Uint && v.kind != ScalarValue::Kind::Float)
+    return "is given a ScalarValue of unknown kind " + std::to_string(static_cast<unsigned>(v.kind)) +
+           " (ScalarValue::of makes valid ones)";
   const Value in = v.kind == ScalarValue::Kind::Float ? Value::of_double(expr::ScalarType::F64, v.f)
                    : v.kind == ScalarValue::Kind::Int ? Value::of_int(expr::ScalarType::I64, v.i)
                                                       : Value::of_uint(expr::ScalarType::U64, v.u);

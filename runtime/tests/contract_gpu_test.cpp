@@ -687,6 +687,18 @@ int scenario_sticky_fault(const std::vector<std::string>& args) {
   said("load", reload.error());
   STICKY_CHECK(reload.ok() || reload.error().code() == orch::ErrorCode::ContextLost);
 
+  // Binding memory the application had allocated before the fault: CUDA knows no memory now, and
+  // orch says the context is lost rather than that the memory is unknown (issue 21).
+  orch::Bindings bound = b;
+  bound.buffer("x", exec.buffer("x"), 1024);
+  auto with_memory = (*p)->instantiate(bound, s);
+  if (!with_memory.ok()) said("instantiate with bound memory", with_memory.error());
+  STICKY_CHECK(!with_memory.ok() && with_memory.error().code() == orch::ErrorCode::ContextLost);
+  // And the device status says so too, where the pipeline has no status record.
+  orch::Status status = exec.device_status();
+  if (!status.ok()) said("device_status", status.error());
+  STICKY_CHECK(!status.ok() && status.error().code() == orch::ErrorCode::ContextLost);
+
   x.value().reset();  // does not hang: nothing is left running
   std::printf("sticky_fault: the executable was destroyed\n");
   return g_sticky_failures == 0 ? 0 : 1;

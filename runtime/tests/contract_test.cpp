@@ -225,6 +225,32 @@ TEST_CASE("written buffers come from every node's declared access") {
     // branch.orch: `mode` is only read (by the condition kernels); the rest is written in a body.
     CHECK(w[i] == (name != "mode"));
   }
+  // The C API's describe says the same per buffer, for the language bindings (issue 21).
+  orch_artifact* a = nullptr;
+  REQUIRE(orch_artifact_open(staged.storage.data(), staged.size, &a) == nullptr);
+  const std::string json = orch_artifact_describe(a);
+  CHECK(json.find("\"name\": \"x_host\", \"type\": \"f32\", \"element_size\": 4, \"count\": \"n\", "
+                  "\"scalar\": false, \"host\": true, \"written\": false") != std::string::npos);
+  CHECK(json.find("\"name\": \"y\", \"type\": \"f32\", \"element_size\": 4, \"count\": \"n\", "
+                  "\"scalar\": false, \"host\": false, \"written\": true") != std::string::npos);
+  orch_artifact_destroy(a);
+}
+
+TEST_CASE("bound memory: an address not aligned to the element size is refused before CUDA is asked") {
+  Opened staged = open_example("saxpy");
+  alignas(16) static unsigned char memory[64];
+  for (uint32_t index : {2u, 3u}) {  // x and y, f32
+    for (size_t off : {size_t{1}, size_t{2}, size_t{6}}) {
+      CAPTURE(index);
+      CAPTURE(off);
+      orch::rt::BoundMemory out;
+      orch::Status s = orch::rt::check_bound_memory(*staged.p, index, memory + off, 16, &out);
+      REQUIRE_FALSE(s.ok());
+      CHECK(s.error().code() == orch::ErrorCode::InvalidArgument);
+      CHECK(s.error().message().find("which is not a multiple of 4 bytes, its element size") != std::string::npos);
+      CHECK(s.error().where().find("saxpy.orch:") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("overlapping buffers are refused where one is written, unless allowed") {

@@ -184,6 +184,11 @@ TEST_CASE("scalars: kernel arguments are converted exactly, or refused") {
 TEST_CASE("scalars: bound values must fit the param's type exactly (issue 9)") {
   using orch::ScalarValue;
   Value v;
+  // A ScalarValue made by hand with a kind that is none of the three is refused, not bound as 0
+  // (issue 21).
+  ScalarValue odd = ScalarValue::of(7);
+  odd.kind = static_cast<ScalarValue::Kind>(9);
+  CHECK(orch::rt::convert_binding(odd, T::U32, &v).find("unknown kind 9") != std::string::npos);
   CHECK(orch::rt::convert_binding(ScalarValue::of(4096u), T::U32, &v).empty());
   CHECK(v == Value::of_uint(ScalarType::U32, 4096));
   CHECK(orch::rt::convert_binding(ScalarValue::of(-1), T::U32, &v).find("does not fit u32") != std::string::npos);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <sys/stat.h>
 #include <cstdlib>
 #include <ostream>
 #include <set>
@@ -170,6 +171,9 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
             const double d = std::strtod(v.c_str(), &end);
             if (end == v.c_str() || *end != '\0' || !(d > 0) || !std::isfinite(d))
               return "expected a positive number of seconds, not '" + v + "'";
+            // The deadline is kept in the steady clock's nanoseconds (about 292 years): a longer
+            // one would overflow and fire at once.
+            if (d > 1e9) return "--timeout " + v + ": at most 1e9 seconds (about 31 years)";
             return std::string();
           },
           ""));
@@ -246,6 +250,36 @@ std::string names_of(const Vec* v) {
 
 }  // namespace
 
+// The bytes of buffer `b` with the params given (else their defaults), where nothing else (the
+// rank, the world size, a param without a value) sizes it.
+std::optional<uint64_t> buffer_bytes(const Options& o, const orch::fb::Pipeline& pipeline, const orch::fb::Buffer& b) {
+  const uint64_t element = expr::size_of(orch::artifact::to_expr(b.type()));
+  if (!b.count()) return element;
+  const auto leaf = [&](const expr::Instr& in) -> std::optional<expr::Value> {
+    if (in.kind != expr::InstrKind::Param || !pipeline.params() || in.ref < 0 ||
+        static_cast<uint32_t>(in.ref) >= pipeline.params()->size())
+      return std::nullopt;
+    const orch::fb::Param& q = *pipeline.params()->Get(static_cast<uint32_t>(in.ref));
+    for (const ParamArg& given : o.params)
+      if (given.name == q.name()->str()) {
+        const ScalarValue& g = given.parsed;
+        const expr::Value in = g.kind == ScalarValue::Kind::Float ? expr::Value::of_double(expr::ScalarType::F64, g.f)
+                               : g.kind == ScalarValue::Kind::Int ? expr::Value::of_int(expr::ScalarType::I64, g.i)
+                                                                  : expr::Value::of_uint(expr::ScalarType::U64, g.u);
+        const expr::Outcome c = expr::convert(in, orch::artifact::to_expr(q.type()));
+        if (!c.ok()) return std::nullopt;
+        return c.value;
+      }
+    if (!q.has_default()) return std::nullopt;
+    return orch::artifact::default_of(q);
+  };
+  const expr::Evaluation v = expr::evaluate(orch::artifact::to_expr(b.count()), leaf);
+  if (!v.known() || expr::is_float(v.type)) return std::nullopt;
+  const unsigned __int128 bytes = static_cast<unsigned __int128>(v.value.u64()) * element;
+  if (bytes > UINT64_MAX) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
+
 std::string check_against_pipeline(Options* o, const orch::fb::Pipeline& pipeline) {
   const std::string pname = pipeline.name()->str();
   std::string why;
@@ -277,6 +311,14 @@ std::string check_against_pipeline(Options* o, const orch::fb::Pipeline& pipelin
       RandomRange range;
       if (!parse_range(f.text, f.type, &range, &why)) return where + why;
       f.range = range;
+    }
+    if (f.kind == FillArg::Kind::File) {
+      f.bytes = buffer_bytes(*o, pipeline, *decl);
+      struct stat st {};
+      if (f.bytes && ::stat(f.text.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+          static_cast<uint64_t>(st.st_size) != *f.bytes)
+        return "--fill " + f.name + "=" + f.spec + ": the file has " + std::to_string(st.st_size) + " bytes; `" +
+               f.name + "` has " + std::to_string(*f.bytes) + " bytes with these params";
     }
   }
   for (const DumpArg& d : o->dumps)

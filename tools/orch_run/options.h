@@ -37,6 +37,9 @@ struct FillArg {
   ScalarType type = ScalarType::U8;
   std::vector<uint8_t> element;        // Constant: one element
   std::optional<RandomRange> range;    // Random with bounds
+  // File: the bytes the buffer has, where the params alone size it (not world_size): the file's
+  // size is compared with it before anything is read or any GPU is looked for.
+  std::optional<uint64_t> bytes;
 };
 
 struct DumpArg {

@@ -138,7 +138,10 @@ class Runner {
     for (const FillArg& f : o_.fills)
       if (f.kind == FillArg::Kind::File) {
         orch::artifact::FileBytes data;
-        if (!orch::artifact::read_file(f.text, SIZE_MAX / 2, &data, &error))
+        // At most the buffer's size (check_against_pipeline compared the file's size already
+        // where the params alone size the buffer): a huge file is refused, not read.
+        const size_t most = f.bytes ? static_cast<size_t>(std::min<uint64_t>(*f.bytes, SIZE_MAX / 2)) : SIZE_MAX / 2;
+        if (!orch::artifact::read_file(f.text, most, &data, &error))
           return fail("--fill " + f.name + "=" + f.spec + ": " + error);
         file_data_[f.name] = std::move(data);
       }
@@ -272,7 +275,7 @@ class Runner {
       if (!s) return fail(s.error());
     }
     if ((e = cudaStreamSynchronize(stream.s)) != cudaSuccess)
-      return fail("a warm-up launch failed on the GPU: " + cuda_text(e));
+      return fail(orch::cuda_error(e, "one of the " + std::to_string(o_.warmup) + " warm-up launches failed on the GPU"));
     if (orch::Status d = x.device_status(); !d) return fail(d.error());
     warmup_phase.reset();
 
@@ -297,7 +300,8 @@ class Runner {
         cudaEventRecord(stops[i].e, stream.s);
       }
       if ((e = cudaStreamSynchronize(stream.s)) != cudaSuccess)
-        return fail("a launch failed on the GPU: " + cuda_text(e));
+        return fail(orch::cuda_error(e, "one of timed launches " + std::to_string(done + 1) + " to " +
+                                            std::to_string(done + n) + " failed on the GPU"));
       // Work launched from the GPU reports its failures only in the device status.
       if (orch::Status d = x.device_status(); !d) return fail(d.error());
       for (unsigned i = 0; i < n; ++i) {
@@ -500,7 +504,7 @@ class Runner {
       }
       cudaError_t e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) {
-        *why = "a launch failed on the GPU: " + cuda_text(e);
+        *why = orch::cuda_error(e, "a launch failed on the GPU").to_string();
         return false;
       }
       if (orch::Status d = x.device_status(); !d) {

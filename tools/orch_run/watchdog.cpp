@@ -9,7 +9,9 @@
 namespace orch::run {
 
 Watchdog::Watchdog(double seconds, std::function<void()> on_expiry) {
-  if (!(seconds > 0)) return;
+  // Past 1e9 s (orch-run refuses more) the duration would overflow the clock's nanoseconds and
+  // the deadline would lie in the past.
+  if (!(seconds > 0) || !(seconds <= 1e9)) return;
   thread_ = std::thread([this, seconds, on_expiry = std::move(on_expiry)] {
     std::unique_lock<std::mutex> lock(mutex_);
     const auto deadline = std::chrono::steady_clock::now() +

@@ -149,6 +149,9 @@ TEST_CASE("usage errors are one line and exit 2") {
       {{"p.bin", "--timeout", "-2"}, "orch-run: --timeout: expected a positive number of seconds, not '-2'"},
       {{"p.bin", "--timeout", "soon"}, "orch-run: --timeout: expected a positive number of seconds, not 'soon'"},
       {{"p.bin", "--timeout", "inf"}, "orch-run: --timeout: expected a positive number of seconds, not 'inf'"},
+      // Past what the deadline's clock holds: refused, never a deadline in the past (issue 21).
+      {{"p.bin", "--timeout", "1e10"}, "orch-run: --timeout: --timeout 1e10: at most 1e9 seconds"},
+      {{"p.bin", "--timeout", "1e300"}, "orch-run: --timeout: --timeout 1e300: at most 1e9 seconds"},
       {{"p.bin", "--frobnicate"}, "orch-run: The following argument was not expected: --frobnicate (see orch-run --help)\n"},
       {{"a.bin", "b.bin"}, "orch-run: The following argument was not expected: b.bin (see orch-run --help)\n"},
   };

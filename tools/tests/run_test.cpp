@@ -116,6 +116,18 @@ TEST_CASE("mistakes found in the artifact come before the GPU, with exit 1") {
   CHECK(r.exit_code == 1);
   CHECK(r.err == "orch-run: --fill x=file:" + temp_dir() +
                      "/absent.bin: cannot open: No such file or directory\n");
+  // A file of the wrong size: refused from its size alone, before it is read or a GPU is looked
+  // for (a sparse file of 3 GiB is not read into memory; issue 21).
+  const std::string big = temp_dir() + "/sparse.bin";
+  {
+    std::ofstream f(big, std::ios::binary);
+    f.seekp((std::streamoff{3} << 30) - 1);
+    f.put('\0');
+  }
+  r = orch_run({saxpy, "--param", "n=1024", "--fill", "x=file:" + big});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "orch-run: --fill x=file:" + big + ": the file has 3221225472 bytes; `x` has 4096 bytes with these params\n");
+  std::remove(big.c_str());
 
   // Several ranks: what can be found without a GPU is found first.
   r = orch_run({saxpy, "--ranks", "2"});
@@ -158,7 +170,7 @@ TEST_CASE("--dump onto a device, a FIFO, a directory or an input, and special in
                         Case{saxpy, "it is the input " + saxpy},
                         Case{fill, "it is the input " + fill}}) {
     CAPTURE(c.path);
-    RunOutput r = orch_run({saxpy, "--fill", "x=file:" + fill, "--dump", "y=" + c.path});
+    RunOutput r = orch_run({saxpy, "--param", "n=4", "--fill", "x=file:" + fill, "--dump", "y=" + c.path});
     CHECK(r.exit_code == 1);
     CHECK(r.err == "orch-run: --dump y=" + c.path + ": refusing to write " + c.path + ": " + c.why + "\n");
   }
