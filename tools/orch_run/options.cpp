@@ -318,7 +318,9 @@ std::string check_against_pipeline(Options* o, const orch::fb::Pipeline& pipelin
       if (f.bytes && ::stat(f.text.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
           static_cast<uint64_t>(st.st_size) != *f.bytes)
         return "--fill " + f.name + "=" + f.spec + ": the file has " + std::to_string(st.st_size) + " bytes; `" +
-               f.name + "` has " + std::to_string(*f.bytes) + " bytes with these params";
+               f.name + "` is " + type_name(f.type) + "[" +
+               std::to_string(*f.bytes / expr::size_of(orch::artifact::to_expr(f.type))) + "] = " +
+               std::to_string(*f.bytes) + " bytes";
     }
   }
   for (const DumpArg& d : o->dumps)

@@ -126,7 +126,7 @@ TEST_CASE("mistakes found in the artifact come before the GPU, with exit 1") {
   }
   r = orch_run({saxpy, "--param", "n=1024", "--fill", "x=file:" + big});
   CHECK(r.exit_code == 1);
-  CHECK(r.err == "orch-run: --fill x=file:" + big + ": the file has 3221225472 bytes; `x` has 4096 bytes with these params\n");
+  CHECK(r.err == "orch-run: --fill x=file:" + big + ": the file has 3221225472 bytes; `x` is f32[1024] = 4096 bytes\n");
   std::remove(big.c_str());
 
   // Several ranks: what can be found without a GPU is found first.
