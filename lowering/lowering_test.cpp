@@ -666,5 +666,51 @@ graph main { k<<<1, 16>>>(x) }
   fs::remove_all(dir);
 }
 
+// `orchc --check`, the CI gate, sees what the compiler sees (issue 20): a kernel that does not
+// compile and a declaration its compiled code does not match are errors there, not only at -o;
+// `--check --no-kernels` is the checker's rules alone; nothing is written either way.
+TEST_CASE("orchc --check compiles the kernels; --check --no-kernels does not") {
+  fs::path dir = fs::temp_directory_path() / ("orch-check-kernels-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string syntax = R"(pipeline bad
+buffer x: f32[256]
+kernel k(x: inout f32[]) source """
+extern "C" __global__ void k(float* x) { x[threadIdx.x] = this is not cuda; }
+"""
+graph main { k<<<1, 256>>>(x) }
+)";
+  const std::string params = R"(pipeline mismatch
+buffer x: f32[256]
+kernel m(n: u32, x: inout f32[]) source """
+extern "C" __global__ void m(float* x) { x[threadIdx.x] = 1.0f; }
+"""
+graph main { m<<<1, 256>>>(256, x) }
+)";
+  auto run = [&](const std::string& name, const std::string& text, const std::string& flags, std::string* log) {
+    std::ofstream(dir / (name + ".orch")) << text;
+    const std::string cmd = std::string(ORCHC_PATH) + " " + flags + " --color=never " + (dir / (name + ".orch")).string() +
+                            " > " + (dir / "log").string() + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    std::ifstream in(dir / "log");
+    log->assign((std::istreambuf_iterator<char>(in)), {});
+    return WEXITSTATUS(status);
+  };
+  std::string log;
+  CHECK(run("syntax", syntax, "--check", &log) == 1);
+  CHECK(log.find("syntax.orch:4:59: error[E0901]") != std::string::npos);
+  CHECK(run("syntax", syntax, "--check --no-kernels", &log) == 0);
+  CHECK(log.empty());
+  CHECK(run("mismatch", params, "--check", &log) == 1);
+  CHECK(log.find("error[E0120]: kernel `m` declares 2 parameters, but its compiled code takes 1") != std::string::npos);
+  CHECK(run("mismatch", params, "--check --no-kernels", &log) == 0);
+  CHECK(run("mismatch", params, "--no-kernels", &log) == 2);
+  CHECK(log == "orchc: --no-kernels goes with --check (a compile always compiles its kernels)\n");
+  // Nothing written beside the inputs and the log.
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) (void)e, ++files;
+  CHECK(files == 3);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace orch

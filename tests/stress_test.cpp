@@ -105,7 +105,7 @@ Outcome check_case(const std::string& name, const std::string& text, int exit_co
   test::TempDir dir("stress");
   const std::string path = dir.file("case.orch");
   test::write_file(path, text);
-  Outcome o = run_orchc({"--check", "--color=never", path}, dir);
+  Outcome o = run_orchc({"--check", "--no-kernels", "--color=never", path}, dir);
   MESSAGE(name << ": " << text.size() << " bytes, exit " << o.exit_code << ", "
                << o.seconds << " s, " << o.max_rss_kb / 1024 << " MiB peak, "
                << o.err.size() << " bytes of diagnostics");
@@ -347,7 +347,7 @@ TEST_CASE("inputs that are not regular files are refused without reading them") 
   // end; a directory has no text.
   for (const std::string& path : {fifo, std::string("/dev/zero"), std::string("/dev/urandom"), dir.path()}) {
     CAPTURE(path);
-    Outcome o = run_orchc({"--check", path}, dir);
+    Outcome o = run_orchc({"--check", "--no-kernels", path}, dir);
     CHECK(o.exit_code == 1);
     CHECK(o.err.find("error[E0004]: cannot read `" + path + "`: it is ") != std::string::npos);
     CHECK(o.max_rss_kb < 256 * 1024);

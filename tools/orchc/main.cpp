@@ -23,7 +23,7 @@ namespace {
 
 struct Flags {
   std::string input, emit, target, targets_dir, format = "text", color = "auto", output;
-  bool check_only = false, no_cache = false, print_passes = false, no_pdl = false;
+  bool check_only = false, no_kernels = false, no_cache = false, print_passes = false, no_pdl = false;
   std::vector<std::string> archs;
   unsigned jobs = 0;
   uint32_t unroll = 0;  // 0: the compiler's choice
@@ -65,7 +65,14 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program, lower_options(f)), sources);
   if (f.emit == "cuda")
     std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program, lower_options(f)), sources);
-  if (f.check_only || !f.emit.empty()) return 0;
+  if (!f.emit.empty()) return 0;
+  if (f.check_only) {
+    if (f.no_kernels) return 0;
+    // The CI gate sees what the compiler sees: the kernels compile (cached; no GPU needed), and
+    // what their compiled code shows is checked (E0120, E0508, ...). Nothing is written.
+    const bool ok = orch::lower_to_artifact(*result.program, sources, lower_options(f), diags).has_value();
+    return ok && !diags.has_errors() ? 0 : 1;
+  }
   if (f.output.empty()) {
     std::cerr << "orchc: nothing to do: give -o pipeline.bin, --check or --emit\n";
     return 2;
@@ -122,7 +129,9 @@ int run(int argc, char** argv) {
   CLI::App app{"orchc: compile orch pipelines to CUDA graphs", "orchc"};
   Flags f;
   app.add_option("input", f.input, "the .orch file")->required();
-  app.add_flag("--check", f.check_only, "check the pipeline and exit (no GPU needed)");
+  app.add_flag("--check", f.check_only,
+               "check the pipeline, compile its kernels (cached) and check them, write nothing (no GPU needed)");
+  app.add_flag("--no-kernels", f.no_kernels, "with --check: the checker's rules only, no kernel compiled (faster)");
   app.add_option("-o,--output", f.output, "write the compiled pipeline here (pipeline.bin)");
   app.add_option("--emit", f.emit,
                  "print a view instead of compiling: ast, dot, yaml (the checked DAG), ir "
@@ -155,6 +164,10 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+  if (f.no_kernels && !f.check_only) {
+    std::cerr << "orchc: --no-kernels goes with --check (a compile always compiles its kernels)\n";
+    return 2;
   }
 
   orch::DiagnosticFormat fmt = f.format == "json"    ? orch::DiagnosticFormat::Json
