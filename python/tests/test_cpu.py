@@ -908,3 +908,52 @@ def test_a_binding_keeps_a_torch_tensors_storage_alive():
     t.set_(torch.empty(0))
     gc.collect()
     assert storage.data_ptr() == m.ptr and storage.nbytes() == 64
+
+
+# ---- a fuzzer of the boundary (issue 21) ------------------------------------------------------
+
+_FUZZ_NAMES = ["n", "a", "x", "y", "", "a\x00b", "x\x00", "\udcff", "é", "n" * 300, "x y", "\n", "%s"]
+_FUZZ_INTS = [0, 1, -1, 7, 1 << 31, -(1 << 31) - 1, (1 << 32), (1 << 63), (1 << 64) - 1, 1 << 64, -(1 << 64), 1 << 80]
+
+
+def _fuzz_value(rng):
+    pick = rng.randrange(8)
+    if pick == 0:
+        return rng.choice(_FUZZ_INTS)
+    if pick == 1:
+        return rng.choice([0.5, -0.0, float("inf"), float("nan"), 1e300])
+    if pick == 2:
+        return rng.choice(_FUZZ_NAMES)
+    if pick == 3:
+        return FakeCAI((rng.choice([0, 1, 16, 1 << 20]),), ptr=rng.choice([FAKE_PTR, FAKE_PTR + 2, 0, (1 << 64) - 4]),
+                       readonly=rng.random() < 0.3, stream=rng.choice([None, 2, (1 << 64) + 2]))
+    if pick == 4:
+        return FakeDLPack((rng.choice([0, 4, 1 << 20]),), ptr=rng.choice([FAKE_PTR, FAKE_PTR + 1]),
+                          read_only=rng.random() < 0.3, byte_offset=rng.choice([0, 2, 1 << 66]))
+    if pick == 5:
+        return [rng.choice(_FUZZ_INTS)]
+    if pick == 6:
+        return None
+    return object()
+
+
+def test_fuzz_the_python_boundary_never_crashes_and_refuses_with_python_errors(saxpy):
+    """Random names (NULs, surrogates, empty, long), integers around every C type's range, floats and
+    memory objects (misaligned, read-only, huge offsets, bad streams) through check() and the
+    binding helpers: every refusal is an orch.Error, TypeError, ValueError or OverflowError, never
+    another exception, a crash or a silent wrap. Seeded, 2000 calls."""
+    import random
+
+    rng = random.Random(20261128)
+    allowed = (orch.Error, TypeError, ValueError, OverflowError)
+    outcomes = {"ok": 0, "refused": 0}
+    for _ in range(2000):
+        params = {rng.choice(_FUZZ_NAMES + [1, None]): _fuzz_value(rng) for _ in range(rng.randrange(3))}
+        buffers = {rng.choice(_FUZZ_NAMES + [3]): _fuzz_value(rng) for _ in range(rng.randrange(3))}
+        overlap = rng.choice([(), [("x", "y")], "xy", [("x",)], [("x", "a\x00")], 5])
+        try:
+            saxpy.check(params=params, buffers=buffers, allow_overlap=overlap)
+            outcomes["ok"] += 1
+        except allowed:
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 1000 and outcomes["ok"] >= 0

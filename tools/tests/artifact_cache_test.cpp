@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "tools/orchc/artifact_cache.h"
@@ -228,6 +229,38 @@ TEST_CASE("artifact cache: kernel-cache entries that are FIFOs are misses, not h
   Compile c = w.orchc("p.orch -o b.bin", "", 120);
   CHECK_MESSAGE(c.exit_code == 0, c.err);
   CHECK(read_all((w.dir / "b.bin").string()) == read_all((w.dir / "fresh.bin").string()));
+}
+
+// The property behind the cases above, on random edits (issue 21): after any change to any file
+// the compile read, the next compile is not answered by the old entry (it compiles, or stores
+// an entry under a new key) and writes what a compile without caches writes.
+TEST_CASE("artifact cache: property: a random edit of any file the compile read is never answered stale") {
+  Workspace w("property");
+  write_pipeline(w);
+  REQUIRE(w.orchc("p.orch -o a.bin").exit_code == 0);
+  const std::vector<std::string> inputs = {"p.orch", "k.cu", "inc/factor.cuh", "common.cuh"};
+  std::mt19937 rng(20261128u);
+  for (int round = 0; round < 12; ++round) {
+    const std::string& file = inputs[rng() % inputs.size()];
+    std::string text = read_all((w.dir / file).string());
+    // A comment, a blank, or (in a header) a changed value: some change the artifact, some not.
+    const int kind = static_cast<int>(rng() % 3);
+    if (kind == 0) text += "// edit " + std::to_string(rng()) + "\n";
+    else if (kind == 1) text += "\n";
+    else if (file == "common.cuh") text = "#pragma once\nconstexpr float kBase = " + std::to_string(rng() % 9 + 1) + ".0f;\n";
+    else text += "// value " + std::to_string(rng() % 5) + "\n";
+    CAPTURE(round);
+    CAPTURE(file);
+    CAPTURE(kind);
+    w.write(file, text);
+    const size_t before = w.entries();
+    w.forget_kernels();
+    Compile c = w.orchc("p.orch -o a.bin");
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    CHECK((w.compiled_kernels() || w.entries() > before));  // not the old entry
+    REQUIRE(w.orchc("--no-cache p.orch -o fresh.bin").exit_code == 0);
+    CHECK(read_all((w.dir / "a.bin").string()) == read_all((w.dir / "fresh.bin").string()));
+  }
 }
 
 TEST_CASE("artifact cache: a damaged or truncated entry is a miss, and is replaced") {
