@@ -26,6 +26,10 @@ max_sm_count: 132
 max_threads_per_sm: 2048
 max_blocks_per_sm: 32
 max_shared_bytes_per_sm: 233472
+max_registers_per_block: 65536
+register_allocation_unit: 256
+register_file_partitions: 4
+max_cluster_size: 8
 max_fire_and_forget_launches: 120
 max_tail_launches: 255
 max_self_tail_launches: 1
@@ -51,6 +55,10 @@ const char* const kAllKeys[] = {
     "max_threads_per_sm",
     "max_blocks_per_sm",
     "max_shared_bytes_per_sm",
+    "max_registers_per_block",
+    "register_allocation_unit",
+    "register_file_partitions",
+    "max_cluster_size",
     "max_fire_and_forget_launches",
     "max_tail_launches",
     "max_self_tail_launches",
@@ -190,6 +198,10 @@ max_sm_count: 3
 max_threads_per_sm: 1536
 max_blocks_per_sm: 16
 max_shared_bytes_per_sm: 100000
+max_registers_per_block: 32768
+register_allocation_unit: 128
+register_file_partitions: 2
+max_cluster_size: 16
 max_fire_and_forget_launches: 7
 max_tail_launches: 9
 max_self_tail_launches: 0
@@ -213,6 +225,10 @@ programmatic_dependent_launch: false
     CHECK(p->max_threads_per_sm == 1536);
     CHECK(p->max_blocks_per_sm == 16);
     CHECK(p->max_shared_bytes_per_sm == 100000);
+    CHECK(p->max_registers_per_block == 32768);
+    CHECK(p->register_allocation_unit == 128);
+    CHECK(p->register_file_partitions == 2);
+    CHECK(p->max_cluster_size == 16);
     CHECK(p->max_block_dim[0] == 512);
     CHECK(p->max_block_dim[1] == 256);
     CHECK(p->max_block_dim[2] == 32);

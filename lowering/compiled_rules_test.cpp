@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "artifact/artifact.h"
+#include "lowering/cubin_resources.h"
 #include "compiler/check.h"
 #include "lowering/inspect_ptx.h"
 #include "lowering/lower.h"
@@ -297,6 +298,206 @@ extern "C" __global__ void again(float* x) {
                                "kernel again(x: inout f32[], self: graph) launches self tail <= 1 source"),
                           "again(float* x) {", "again(float* x, cudaGraphExec_t self) {"),
                      "again<<<1, 1>>>(x)", "again<<<1, 1>>>(x, self)")) == "");
+}
+
+// The lowered program of `text`, compiled (nullopt after errors).
+std::optional<lir::Program> lowered(const std::string& text) {
+  static const std::string cache = default_kernel_cache_dir();
+  SourceManager sources;
+  DiagnosticEngine diags;
+  CheckResult r = check_text("t.orch", text, sources, {}, diags);
+  if (diags.has_errors()) return std::nullopt;
+  LowerOptions options;
+  options.compile.cache_dir = cache;
+  lir::Program out;
+  if (!lower_to_artifact(*r.program, sources, options, diags, &out) || diags.has_errors()) return std::nullopt;
+  return out;
+}
+
+// Whether the program's bind checks of `code` all hold with the params at `values` (by index;
+// the rest at their defaults), and how many there are.
+std::pair<bool, int> bind_checks_hold(const lir::Program& p, const std::string& code,
+                                      const std::map<int, uint64_t>& values) {
+  bool holds = true;
+  int count = 0;
+  for (const lir::BindCheck& b : p.bind_checks) {
+    if (b.code != code) continue;
+    ++count;
+    REQUIRE(expr::verify(b.condition.code.data(), b.condition.code.size()) == "");
+    expr::Evaluation v = expr::evaluate(b.condition.code, [&](const expr::Instr& in) -> std::optional<expr::Value> {
+      if (in.kind != expr::InstrKind::Param) return std::nullopt;
+      auto it = values.find(in.ref);
+      if (it != values.end()) return expr::Value::of_uint(in.type, it->second);
+      return p.params[static_cast<size_t>(in.ref)].default_value;
+    });
+    REQUIRE(v.known());
+    holds &= v.value.truthy();
+  }
+  return {holds, count};
+}
+
+const char* const kBoundsProgram = R"orch(pipeline p
+param n: u32 = 4096
+param threads: u32 = 256
+buffer x: f32[n]
+kernel scale(n: u32, x: inout f32[]) source """
+extern "C" __global__ void __launch_bounds__(256) scale(unsigned n, float* x) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f;
+}
+"""
+graph main {
+  scale<<<ceil_div(n, 512), 512>>>(n, x)
+}
+)orch";
+
+TEST_CASE("E0206: a block larger than the kernel's __launch_bounds__") {
+  CHECK(compile(kBoundsProgram) == R"txt(t.orch:11:3: error[E0206]: block of `scale` has 512 threads, but `scale` is compiled with __launch_bounds__(256), so a block may have at most 256 threads
+  scale<<<ceil_div(n, 512), 512>>>(n, x)
+  ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+t.orch:6:51: note: `scale` is defined here
+extern "C" __global__ void __launch_bounds__(256) scale(unsigned n, float* x) {
+                                                  ^~~~~
+1 error generated.
+)txt");
+  // At the bound it compiles, with nothing left to check at bind time.
+  const std::string at_bound = edit(kBoundsProgram, "<<<ceil_div(n, 512), 512>>>", "<<<ceil_div(n, 256), 256>>>");
+  CHECK(compile(at_bound) == "");
+  auto fixed = lowered(at_bound);
+  REQUIRE(fixed);
+  CHECK(bind_checks_hold(*fixed, "E0206", {}).second == 0);
+  // A block from a param: proven at its default, and a bind check for the values bound later.
+  auto by_param = lowered(edit(kBoundsProgram, "<<<ceil_div(n, 512), 512>>>", "<<<ceil_div(n, threads), threads>>>"));
+  REQUIRE(by_param);
+  CHECK(bind_checks_hold(*by_param, "E0206", {{1, 256}}) == std::make_pair(true, 1));
+  CHECK(bind_checks_hold(*by_param, "E0206", {{1, 128}}) == std::make_pair(true, 1));
+  CHECK(bind_checks_hold(*by_param, "E0206", {{1, 288}}) == std::make_pair(false, 1));
+  CHECK(compile(edit(edit(kBoundsProgram, "<<<ceil_div(n, 512), 512>>>", "<<<ceil_div(n, threads), threads>>>"),
+                     "threads: u32 = 256", "threads: u32 = 320"))
+            .find("error[E0206]: block of `scale` has 320 threads, but `scale` is compiled with "
+                  "__launch_bounds__(256), so a block may have at most 256 threads (with the params' default "
+                  "values)") != std::string::npos);
+}
+
+TEST_CASE("E0206: registers x threads over the register file") {
+  const std::string program = R"orch(pipeline p
+param n: u32 = 512
+buffer x: f64[n * 128]
+kernel heavy(n: u32, x: inout f64[]) source """
+extern "C" __global__ void heavy(unsigned n, double* x) {
+  double a[128];
+#pragma unroll
+  for (int j = 0; j < 128; ++j) a[j] = x[j * n + threadIdx.x];
+  double s = 0;
+#pragma unroll
+  for (int k = 0; k < 128; ++k)
+#pragma unroll
+    for (int j = 0; j < 128; ++j) s += a[j] * a[(j * 7 + k) % 128];
+  x[threadIdx.x] = s;
+}
+"""
+graph main {
+  heavy<<<1, 512>>>(n, x)
+}
+)orch";
+  auto compiled = lowered(edit(program, "<<<1, 512>>>", "<<<1, 128>>>"));
+  REQUIRE(compiled);
+  std::string error;
+  auto r = lowering::read_cubin_resources(compiled->kernels[0].images.empty()
+                                               ? compiled->modules.at(static_cast<size_t>(compiled->kernels[0].module)).images.at(0).cubin
+                                               : compiled->kernels[0].images.at(0).cubin,
+                                           &error);
+  REQUIRE(r);
+  const uint32_t registers = r->at("heavy").registers;
+  const uint32_t most = lowering::max_threads_for_registers(registers, {});
+  INFO(registers);
+  REQUIRE(most < 512);
+  CHECK(compile(program) ==
+        "t.orch:18:3: error[E0206]: block of `heavy` has 512 threads, but its sm_90 code uses " +
+            std::to_string(registers) + " registers per thread, and sm_90 has 65536 per block, so a block may have at most " +
+            std::to_string(most) + R"txt( threads
+  heavy<<<1, 512>>>(n, x)
+  ^~~~~~~~~~~~~~~~~~~~~~~
+t.orch:5:28: note: `heavy` is defined here
+extern "C" __global__ void heavy(unsigned n, double* x) {
+                           ^~~~~
+1 error generated.
+)txt");
+  CHECK(compile(edit(program, "<<<1, 512>>>", "<<<1, " + std::to_string(most) + ">>>")) == "");
+  CHECK(compile(edit(program, "<<<1, 512>>>", "<<<1, dim3(32, " + std::to_string(most / 32 + 1) + ")>>>"))
+            .find("error[E0206]") != std::string::npos);
+}
+
+TEST_CASE("E0204: static and dynamic shared memory together over the opt-in limit") {
+  const std::string program = R"orch(pipeline p
+param bytes: u64 = 184448
+buffer x: f32[1024]
+kernel big(x: inout f32[]) source """
+extern "C" __global__ void big(float* x) {
+  __shared__ float t[12000];
+  extern __shared__ float more[];
+  t[threadIdx.x] = x[threadIdx.x]; more[threadIdx.x] = 1.0f; __syncthreads();
+  x[threadIdx.x] = t[(threadIdx.x + 1) % 32] + more[(threadIdx.x + 1) % 32];
+}
+"""
+graph main {
+  big<<<1, 32, 184449>>>(x)
+}
+)orch";
+  CHECK(compile(program) == R"txt(t.orch:13:3: error[E0204]: launch of `big` asks for 184449 bytes of dynamic shared memory; with its 48000 bytes of static shared memory, sm_90 allows at most 184448 per block (232448 in all)
+  big<<<1, 32, 184449>>>(x)
+  ^~~~~~~~~~~~~~~~~~~~~~~~~
+t.orch:5:28: note: `big` is defined here
+extern "C" __global__ void big(float* x) {
+                           ^~~
+1 error generated.
+)txt");
+  // 232448 - 48000: the most the H200 let cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) set.
+  CHECK(compile(edit(program, "184449>>>", "184448>>>")) == "");
+  auto by_param = lowered(edit(program, "184449>>>", "bytes>>>"));
+  REQUIRE(by_param);
+  CHECK(bind_checks_hold(*by_param, "E0204", {{0, 184448}}).first);
+  CHECK_FALSE(bind_checks_hold(*by_param, "E0204", {{0, 184449}}).first);
+}
+
+const char* const kClusterProgram = R"orch(pipeline p
+param blocks: u32 = 4
+buffer x: f32[1024]
+kernel pairs(x: inout f32[]) source """
+extern "C" __global__ void __cluster_dims__(2, 1, 1) pairs(float* x) { x[blockIdx.x * 32 + threadIdx.x] *= 2.0f; }
+"""
+graph main {
+  pairs<<<3, 32>>>(x)
+}
+)orch";
+
+TEST_CASE("E0207: a grid that is not whole clusters") {
+  CHECK(compile(kClusterProgram) == R"txt(t.orch:8:3: error[E0207]: grid of `pairs` has 3 blocks in x, not a multiple of 2: `pairs` is compiled with __cluster_dims__(2, 1, 1), and a grid must be whole clusters
+  pairs<<<3, 32>>>(x)
+  ^~~~~~~~~~~~~~~~~~~
+t.orch:5:54: note: `pairs` is defined here
+extern "C" __global__ void __cluster_dims__(2, 1, 1) pairs(float* x) { x[blockIdx.x * 32 + threadIdx.x] *= 2.0f; }
+                                                     ^~~~~
+1 error generated.
+)txt");
+  CHECK(compile(edit(kClusterProgram, "<<<3, 32>>>", "<<<4, 32>>>")) == "");
+  auto by_param = lowered(edit(kClusterProgram, "<<<3, 32>>>", "<<<blocks, 32>>>"));
+  REQUIRE(by_param);
+  CHECK(bind_checks_hold(*by_param, "E0207", {{0, 8}}) == std::make_pair(true, 1));
+  CHECK(bind_checks_hold(*by_param, "E0207", {{0, 7}}) == std::make_pair(false, 1));
+}
+
+TEST_CASE("E0208: a cluster past the portable size") {
+  const std::string program =
+      edit(edit(kClusterProgram, "__cluster_dims__(2, 1, 1)", "__cluster_dims__(16, 1, 1)"), "<<<3, 32>>>", "<<<16, 32>>>");
+  CHECK(compile(program) == R"txt(t.orch:8:3: error[E0208]: `pairs` is compiled with __cluster_dims__(16, 1, 1), a cluster of 16 blocks; sm_90 allows at most 8 (the portable cluster size: orch does not opt in to larger, non-portable ones)
+  pairs<<<16, 32>>>(x)
+  ^~~~~~~~~~~~~~~~~~~~
+t.orch:5:55: note: `pairs` is defined here
+extern "C" __global__ void __cluster_dims__(16, 1, 1) pairs(float* x) { x[blockIdx.x * 32 + threadIdx.x] *= 2.0f; }
+                                                      ^~~~~
+1 error generated.
+)txt");
+  CHECK(compile(edit(program, "__cluster_dims__(16, 1, 1)", "__cluster_dims__(8, 1, 1)")) == "");
 }
 
 TEST_CASE("inspect_ptx: entries, parameters, calls through device functions") {

@@ -143,7 +143,8 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
              [&] { return lowering::compile_all_kernels(l, options.compile, sources, diags); }))
     return std::nullopt;
   r.show([&] { return lir::print(l, sources); });  // code sizes and symbols, not the bytes
-  if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(l, diags); }))
+  const lowering::CompiledLimits limits = lowering::compiled_limits_of(p.profile);
+  if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(l, limits, diags); }))
     return std::nullopt;
   // Again with what the PTX showed: a kernel whose launches from the device only its PTX reveals
   // loses its programmatic edges (the pass only takes edges away now), and the verifier checks

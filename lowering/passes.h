@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/program.h"
+#include "lowering/cubin_resources.h"
 #include "lowering/kernel_compiler.h"
 #include "lowering/launch_shape.h"
 #include "lowering/lir.h"
@@ -113,9 +114,24 @@ bool verify_ordering(const lir::Program& program, DiagnosticEngine& diags);
 bool compile_all_kernels(lir::Program& program, const CompileOptions& options,
                          SourceManager& sources, DiagnosticEngine& diags);
 
-// check_compiled_kernels.cpp: the rules that need the PTX (declared vs compiled parameters,
-// device-side launches the source text hid). False, with diagnostics, on a violation.
-bool check_compiled_kernels(lir::Program& program, DiagnosticEngine& diags);
+// What the target lets one block of a compiled kernel have (from its profile): the limits the
+// driver checks against the kernel's registers, static shared memory, __launch_bounds__ and
+// __cluster_dims__ when a graph is instantiated or launched.
+struct CompiledLimits {
+  std::string target;  // "sm_90", for messages
+  uint32_t max_threads_per_block = 1024;
+  RegisterFile registers;
+  uint64_t max_shared_bytes_per_block_optin = 232448;
+  uint32_t max_cluster_size = 8;
+};
+CompiledLimits compiled_limits_of(const TargetProfile& profile);
+
+// check_compiled_kernels.cpp: the rules that need the compiled code: declared vs compiled
+// parameters and device-side launches the source text hid (the PTX), and each launch against
+// what its kernel's CUBINs ask of a block (registers, static shared memory, __launch_bounds__,
+// __cluster_dims__), proven at the params' defaults and checked again at bind time where the
+// shape depends on them. False, with diagnostics, on a violation.
+bool check_compiled_kernels(lir::Program& program, const CompiledLimits& limits, DiagnosticEngine& diags);
 
 // serialize.cpp: the artifact bytes (envelope and FlatBuffers payload).
 std::string serialize(const lir::Program& program, const SourceManager& sources);

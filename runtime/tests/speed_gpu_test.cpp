@@ -577,3 +577,126 @@ graph main {
 }
 
 }  // TEST_SUITE("gpu")
+
+TEST_SUITE("gpu") {
+
+// What the compiled-kernel rules (E0204, E0206, E0207: lowering/check_compiled_kernels.cpp) allow
+// runs, exactly at each limit: a kernel of ~170 registers per thread in blocks of the most threads
+// orchc's bind check lets through (found by binding: it must be under 1024, the registers bound
+// it), 48000 bytes of static shared memory with 232448 - 48000 dynamic bytes, and a
+// __cluster_dims__(2, 1, 1) kernel in a grid of whole clusters. One step past each limit the
+// binding is refused with the rule's code, before the driver sees it.
+TEST_CASE("compiled launch limits: launches at each limit run exactly; past it the binding is refused") {
+  const std::string source = R"(pipeline limits
+target sm_90
+param n: u32 = 4096
+param threads: u32 = 128
+param dynamic: u64 = 184448
+param clusters: u32 = 8
+buffer a: u32[n * 160]
+buffer s: u32[n]
+buffer x: u32[n]
+buffer y: u32[n]
+buffer z: u32[n]
+kernel heavy(n: u32, a: in u32[], s: out u32[]) source """
+extern "C" __global__ void heavy(unsigned n, const unsigned* a, unsigned* s) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned v[160];
+#pragma unroll
+  for (int j = 0; j < 160; ++j) v[j] = a[j * n + i];
+  unsigned t = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+#pragma unroll
+    for (int j = 0; j < 160; ++j) t += v[j] * v[(j * 7 + k) % 160];
+  s[i] = t;
+}
+"""
+kernel roll(n: u32, x: in u32[], y: out u32[]) source """
+extern "C" __global__ void roll(unsigned n, const unsigned* x, unsigned* y) {
+  __shared__ unsigned t[12000];
+  extern __shared__ unsigned more[];
+  const unsigned dyn = 184448 / 4;
+  for (unsigned j = threadIdx.x; j < 12000; j += blockDim.x) t[j] = x[(blockIdx.x * 12000u + j) % n];
+  for (unsigned j = threadIdx.x; j < dyn; j += blockDim.x) more[j] = x[(blockIdx.x * 7u + j) % n] ^ j;
+  __syncthreads();
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = t[(i * 31u) % 12000] + more[(i * 17u) % dyn];
+}
+"""
+kernel pairs(n: u32, y: in u32[], z: out u32[]) source """
+extern "C" __global__ void __cluster_dims__(2, 1, 1) pairs(unsigned n, const unsigned* y, unsigned* z) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) z[i] = y[i] * 3u + blockIdx.x % 2;
+}
+"""
+graph main {
+  heavy<<<ceil_div(n, threads), threads>>>(n, a, s)
+  roll<<<ceil_div(n, 256), 256, dynamic>>>(n, x, y)
+  pairs<<<clusters * 2, ceil_div(n, clusters * 2)>>>(n, y, z)
+}
+)";
+  const uint32_t n = 4096;
+  int config = 0;
+  for (const std::string options : {"", "--no-pdl --unroll 1"}) {
+    CAPTURE(options);
+    auto p = compile_and_load("limits" + std::to_string(config++), source, options.c_str(), nullptr);
+    Stream st;
+    // The most threads the bind check lets through.
+    uint32_t most = 0;
+    for (uint32_t t = 1024; t >= 32 && most == 0; t -= 32) {
+      orch::Bindings b;
+      b.set_param("threads", orch::ScalarValue::of(t));
+      auto x = p->instantiate(b, st);
+      if (x.ok()) {
+        most = t;
+      } else {
+        INFO(x.error().to_string());
+        CHECK(x.error().message().rfind("E0206", 0) == 0);
+      }
+    }
+    INFO("most threads: ", most);
+    REQUIRE(most > 0);
+    CHECK(most < 1024);  // the registers bound it
+    orch::Bindings b;
+    b.set_param("threads", orch::ScalarValue::of(most));
+    auto x = instantiate(*p, b, st);
+    std::vector<uint32_t> a = random_u32(size_t{n} * 160);
+    const std::vector<uint32_t> xs = random_u32(n);
+    write(*x, "a", a);
+    write(*x, "x", xs);
+    run(*x, st);
+    ORCH_CHECK_OK(x->device_status());
+    std::vector<uint32_t> want_s(n), want_y(n), want_z(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t t = 0;
+      for (int k = 0; k < 4; ++k)
+        for (int j = 0; j < 160; ++j) t += a[size_t(j) * n + i] * a[size_t((j * 7 + k) % 160) * n + i];
+      want_s[i] = t;
+    }
+    same(read<uint32_t>(*x, "s", n), want_s, "the most threads the registers allow");
+    const uint32_t dyn = 184448 / 4;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t blk = i / 256, j = (i * 17u) % dyn;
+      want_y[i] = xs[(blk * 12000u + (i * 31u) % 12000) % n] + (xs[(blk * 7u + j) % n] ^ j);
+      want_z[i] = want_y[i] * 3u + (i / 256) % 2;  // 16 blocks of 256 threads
+    }
+    same(read<uint32_t>(*x, "y", n), want_y, "static + dynamic shared memory at the limit");
+    same(read<uint32_t>(*x, "z", n), want_z, "whole clusters");
+    auto refused = [&](const char* param, orch::ScalarValue v, const char* code) {
+      CAPTURE(param);
+      orch::Bindings bad_bindings;
+      bad_bindings.set_param(param, v);
+      auto bad = p->instantiate(bad_bindings, st);
+      REQUIRE_FALSE(bad.ok());
+      INFO(bad.error().to_string());
+      CHECK(bad.error().message().rfind(code, 0) == 0);
+    };
+    refused("threads", orch::ScalarValue::of(most + 32), "E0206");
+    refused("dynamic", orch::ScalarValue::of(uint64_t{184452}), "E0204");
+    refused("clusters", orch::ScalarValue::of(uint32_t{3}), "E0207");
+  }
+}
+
+}  // TEST_SUITE("gpu")
