@@ -592,7 +592,7 @@ target sm_90
 param n: u32 = 4096
 param threads: u32 = 128
 param dynamic: u64 = 184448
-param clusters: u32 = 8
+param clusters: u32 = 16
 buffer a: u32[n * 160]
 buffer s: u32[n]
 buffer x: u32[n]
@@ -634,7 +634,7 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) pairs(unsigned n, const uns
 graph main {
   heavy<<<ceil_div(n, threads), threads>>>(n, a, s)
   roll<<<ceil_div(n, 256), 256, dynamic>>>(n, x, y)
-  pairs<<<clusters * 2, ceil_div(n, clusters * 2)>>>(n, y, z)
+  pairs<<<clusters, ceil_div(n, clusters)>>>(n, y, z)
 }
 )";
   const uint32_t n = 4096;
@@ -695,7 +695,7 @@ graph main {
     };
     refused("threads", orch::ScalarValue::of(most + 32), "E0206");
     refused("dynamic", orch::ScalarValue::of(uint64_t{184452}), "E0204");
-    refused("clusters", orch::ScalarValue::of(uint32_t{3}), "E0207");
+    refused("clusters", orch::ScalarValue::of(uint32_t{15}), "E0207");
   }
 }
 
