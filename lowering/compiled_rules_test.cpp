@@ -301,13 +301,12 @@ extern "C" __global__ void again(float* x) {
 }
 
 // The lowered program of `text`, compiled (nullopt after errors).
-std::optional<lir::Program> lowered(const std::string& text) {
+std::optional<lir::Program> lowered(const std::string& text, LowerOptions options = {}) {
   static const std::string cache = default_kernel_cache_dir();
   SourceManager sources;
   DiagnosticEngine diags;
   CheckResult r = check_text("t.orch", text, sources, {}, diags);
   if (diags.has_errors()) return std::nullopt;
-  LowerOptions options;
   options.compile.cache_dir = cache;
   lir::Program out;
   if (!lower_to_artifact(*r.program, sources, options, diags, &out) || diags.has_errors()) return std::nullopt;
@@ -498,6 +497,78 @@ extern "C" __global__ void __cluster_dims__(16, 1, 1) pairs(float* x) { x[blockI
 1 error generated.
 )txt");
   CHECK(compile(edit(program, "__cluster_dims__(16, 1, 1)", "__cluster_dims__(8, 1, 1)")) == "");
+}
+
+// The compiled-limit rules judge each variant orchc makes (a kernel waiting at entry, a guarded
+// copy) by its own CUBIN. A variant that needed more registers than the kernel as written would
+// make a launch that fits without the speed passes fail with them: it must not. Kernels from 40
+// to 200 live values, each behind another kernel (it waits at entry) and in a `while` (guarded).
+TEST_CASE("variants orchc makes need no more registers than the kernel as written") {
+  for (int values : {40, 72, 104, 136, 168, 200}) {
+    CAPTURE(values);
+    const std::string v = std::to_string(values);
+    const std::string program = R"orch(pipeline p
+param n: u32 = 4096
+param iters: i32 = 5
+buffer a: u32[n * )orch" + v + R"orch(]
+buffer s: u32[n]
+buffer c: i32
+kernel heavy(n: u32, a: in u32[], s: inout u32[]) source """
+extern "C" __global__ void heavy(unsigned n, const unsigned* a, unsigned* s) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  unsigned v[)orch" + v + R"orch(];
+#pragma unroll
+  for (int j = 0; j < )orch" + v + R"orch(; ++j) v[j] = a[j * n + i];
+  unsigned t = s[i];
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+#pragma unroll
+    for (int j = 0; j < )orch" + v + R"orch(; ++j) t += v[j] * v[(j * 7 + k) % )orch" + v + R"orch(];
+  s[i] = t;
+}
+"""
+graph main {
+  heavy<<<ceil_div(n, 128), 128>>>(n, a, s)
+  heavy<<<ceil_div(n, 128), 128>>>(n, a, s)
+  c = iters
+  while c > 0 {
+    heavy<<<ceil_div(n, 128), 128>>>(n, a, s)
+    c -= 1
+  }
+}
+)orch";
+    // Registers by symbol, the most over every image of the program compiled with `options`.
+    auto registers_of = [&](const LowerOptions& options) {
+      auto l = lowered(program, options);
+      REQUIRE(l);
+      std::map<std::string, uint32_t> registers;
+      auto read_all = [&](const std::vector<lir::Image>& images) {
+        for (const lir::Image& image : images) {
+          std::string error;
+          auto r = lowering::read_cubin_resources(image.cubin, &error);
+          REQUIRE(r);
+          for (const auto& [name, k] : *r) registers[name] = std::max(registers[name], k.registers);
+        }
+      };
+      for (const lir::Module& m : l->modules) read_all(m.images);
+      for (const lir::Kernel& k : l->kernels) read_all(k.images);
+      std::vector<std::pair<std::string, uint32_t>> heavy;  // every entry orchc made of `heavy`
+      for (const lir::Kernel& k : l->kernels)
+        if (k.name == "heavy") heavy.push_back({k.lowered_name, registers.at(k.lowered_name)});
+      return heavy;
+    };
+    const auto plain = registers_of(plain_lowering());
+    REQUIRE(plain.size() == 1);
+    const uint32_t written = plain[0].second;
+    const auto fast = registers_of(LowerOptions{});
+    MESSAGE(values, " values: ", written, " registers as written, ", fast.size(), " entries with the speed passes");
+    CHECK(fast.size() >= 2);  // waiting at entry, and guarded
+    for (const auto& [symbol, registers] : fast) {
+      CAPTURE(symbol);
+      CHECK(registers <= written);
+    }
+  }
 }
 
 TEST_CASE("inspect_ptx: entries, parameters, calls through device functions") {
