@@ -301,20 +301,6 @@ class Checker {
     return d;
   }
 
-  // The value of `e` with the params at their defaults and the family index `member`; nullopt
-  // where a leaf is not known before the launch or it does not evaluate.
-  std::optional<uint64_t> at_defaults(const lir::Expr& e, std::optional<uint32_t> member) const {
-    if (e.code.empty()) return std::nullopt;
-    expr::Evaluation v = expr::evaluate(e.code, [&](const expr::Instr& in) -> std::optional<expr::Value> {
-      if (in.kind == expr::InstrKind::Param && in.ref >= 0 && static_cast<size_t>(in.ref) < p_.params.size())
-        return p_.params[static_cast<size_t>(in.ref)].default_value;
-      if (in.kind == expr::InstrKind::FamilyIndex && member) return expr::Value::of_uint(in.type, *member);
-      return std::nullopt;
-    });
-    if (!v.known() || expr::is_float(v.type) || v.value.negative()) return std::nullopt;
-    return v.value.u64();
-  }
-
   // Reports `code` at the launch `n` (with the kernel's line) if `value`, at the defaults for
   // each family member, is more than `most`; and where the value depends on the params, adds
   // the bind check `condition` with the message `again`.
@@ -381,7 +367,7 @@ class Checker {
     c.constant(expr::ScalarType::U64, d.max_threads).binary(expr::Op::Le, expr::ScalarType::U64, expr::ScalarType::U64);
     limit(n, k, "E0206", {&kn.block[0], &kn.block[1], &kn.block[2]},
           [&](std::optional<uint32_t> m) -> std::optional<uint64_t> {
-            auto x = at_defaults(kn.block[0], m), y = at_defaults(kn.block[1], m), z = at_defaults(kn.block[2], m);
+            auto x = value_at_defaults(p_, kn.block[0], m), y = value_at_defaults(p_, kn.block[1], m), z = value_at_defaults(p_, kn.block[2], m);
             if (!x || !y || !z || *x > 1024 || *y > 1024 || *z > 1024) return std::nullopt;
             return *x * *y * *z;
           },
@@ -413,7 +399,7 @@ class Checker {
     Code c;
     c.append(kn.shared_bytes).constant(expr::ScalarType::U64, most).binary(expr::Op::Le, kn.shared_bytes.type(), expr::ScalarType::U64);
     limit(n, k, "E0204", {&kn.shared_bytes},
-          [&](std::optional<uint32_t> m) { return at_defaults(kn.shared_bytes, m); },
+          [&](std::optional<uint32_t> m) { return value_at_defaults(p_, kn.shared_bytes, m); },
           [&](uint64_t v) { return v <= most; },
           [&](uint64_t v) {
             return "launch of `" + k.name + "` asks for " + std::to_string(v) + " bytes of dynamic shared memory; " + why;
@@ -448,7 +434,7 @@ class Checker {
       code.constant(grid.type(), 0).binary(expr::Op::Eq, grid.type(), grid.type());
       const std::string why = "`" + k.name + "` is compiled with " + dims + ", and a grid must be whole clusters";
       limit(n, k, "E0207", {&grid},
-            [&](std::optional<uint32_t> m) { return at_defaults(grid, m); },
+            [&](std::optional<uint32_t> m) { return value_at_defaults(p_, grid, m); },
             [&](uint64_t v) { return v % c == 0; },
             [&](uint64_t v) {
               return "grid of `" + k.name + "` has " + std::to_string(v) + " blocks in " + kDim[i] +

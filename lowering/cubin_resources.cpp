@@ -32,8 +32,6 @@ struct Section {
 
 struct Symbol {
   std::string name;
-  uint8_t type = 0;
-  uint16_t section = 0;
   uint64_t value = 0;
 };
 
@@ -65,11 +63,13 @@ class Reader {
       if (!string_at(names, name_offsets_[i], &sections_[i].name)) return fail("a section name outside its table");
     if (!read_symbols()) return false;
 
-    uint64_t reserved = 0;
-    for (const Symbol& s : symbols_)
-      if (s.name == ".nv.reservedSmem.offset0" && reserved == 0) reserved = kDefaultReservedShared;
-    for (const Symbol& s : symbols_)
-      if (s.name == ".nv.reservedSmem.cap" && reserved != 0) reserved = s.value;
+    bool addresses_reserved = false;
+    std::optional<uint64_t> reserved_cap;
+    for (const Symbol& s : symbols_) {
+      if (s.name == ".nv.reservedSmem.offset0") addresses_reserved = true;
+      if (s.name == ".nv.reservedSmem.cap") reserved_cap = s.value;
+    }
+    const uint64_t reserved = addresses_reserved ? reserved_cap.value_or(kDefaultReservedShared) : 0;
 
     // Kernels: function symbols with a .nv.info.<name> section (device functions have none).
     std::map<uint32_t, std::string> kernel_of_text;  // .text section index -> kernel
@@ -87,17 +87,13 @@ class Reader {
       const uint64_t end = s.offset + s.size;
       while (p + 4 <= end) {
         const uint8_t format = u8(p), attribute = u8(p + 1);
-        uint64_t value = p + 2, size = 0;
-        switch (format) {
-          case kEifmtNval: size = 2; break;
-          case kEifmtBval: size = 2; break;
-          case kEifmtHval: size = 2; break;
-          case kEifmtSval:
-            size = u16(p + 2);
-            value = p + 4;
-            break;
-          default:
-            return fail("an attribute of unknown format in " + s.name);
+        // Every format but SVAL keeps its value (if any) in the entry's last two bytes.
+        uint64_t value = p + 2, size = 2;
+        if (format == kEifmtSval) {
+          size = u16(p + 2);
+          value = p + 4;
+        } else if (format != kEifmtNval && format != kEifmtBval && format != kEifmtHval) {
+          return fail("an attribute of unknown format in " + s.name);
         }
         if (value + size > end) return fail("an attribute past the end of " + s.name);
         if (format == kEifmtSval) {
@@ -162,8 +158,6 @@ class Reader {
       for (uint64_t p = s.offset; p + 24 <= s.offset + s.size; p += 24) {
         Symbol sym;
         if (!string_at(names, u32(p), &sym.name)) return fail("a symbol name outside its table");
-        sym.type = u8(p + 4) & 0xf;
-        sym.section = u16(p + 6);
         sym.value = u64(p + 8);
         symbols_.push_back(std::move(sym));
       }

@@ -6,13 +6,16 @@ namespace orch::lowering {
 
 namespace {
 
-// The value of `code` with every param at its default; nullopt when a leaf is not known before
-// the launch (a device scalar, the rank, a param without a default) or it does not fit in u64.
+// The value of `code` with every param at its default (and the family index at `member`, where
+// given); nullopt when a leaf is not known before the launch (a device scalar, the rank, a param
+// without a default) or it does not fit in u64.
 template <class DefaultOf>
-std::optional<uint64_t> at_defaults(const std::vector<expr::Instr>& code, DefaultOf&& default_of) {
+std::optional<uint64_t> at_defaults(const std::vector<expr::Instr>& code, DefaultOf&& default_of,
+                                    std::optional<uint32_t> member = std::nullopt) {
   if (code.empty()) return std::nullopt;
   expr::Evaluation v = expr::evaluate(code, [&](const expr::Instr& in) -> std::optional<expr::Value> {
     if (in.kind == expr::InstrKind::Param) return default_of(in.ref);
+    if (in.kind == expr::InstrKind::FamilyIndex && member) return expr::Value::of_uint(in.type, *member);
     return std::nullopt;
   });
   if (!v.known()) return std::nullopt;
@@ -61,18 +64,20 @@ std::string LaunchShape::describe(const Residency& r) const {
   return s + (*blocks <= resident ? ", within the " : ", more than the ") + holds;
 }
 
-LaunchShape launch_shape(const lir::Program& p, const lir::KernelNode& k, const Residency& r) {
+std::optional<uint64_t> value_at_defaults(const lir::Program& p, const lir::Expr& e, std::optional<uint32_t> member) {
   auto default_of = [&](int32_t ref) -> std::optional<expr::Value> {
     if (ref < 0 || static_cast<size_t>(ref) >= p.params.size()) return std::nullopt;
     return p.params[static_cast<size_t>(ref)].default_value;
   };
+  return at_defaults(e.code, default_of, member);
+}
+
+LaunchShape launch_shape(const lir::Program& p, const lir::KernelNode& k, const Residency& r) {
+  auto at = [&](const lir::Expr& e) { return value_at_defaults(p, e); };
   LaunchShape s;
-  s.blocks = product(at_defaults(k.grid[0].code, default_of), at_defaults(k.grid[1].code, default_of),
-                     at_defaults(k.grid[2].code, default_of));
-  s.threads = product(at_defaults(k.block[0].code, default_of), at_defaults(k.block[1].code, default_of),
-                      at_defaults(k.block[2].code, default_of));
-  const std::optional<uint64_t> shared =
-      k.shared_bytes.code.empty() ? std::optional<uint64_t>(0) : at_defaults(k.shared_bytes.code, default_of);
+  s.blocks = product(at(k.grid[0]), at(k.grid[1]), at(k.grid[2]));
+  s.threads = product(at(k.block[0]), at(k.block[1]), at(k.block[2]));
+  const std::optional<uint64_t> shared = k.shared_bytes.code.empty() ? std::optional<uint64_t>(0) : at(k.shared_bytes);
   // Unknown shared memory: the threads alone bound the residency from above all the same.
   s.resident = resident_blocks(r, s.threads, shared ? shared : std::optional<uint64_t>(0));
   return s;

@@ -36,6 +36,11 @@ struct LaunchShape {
   std::string describe(const Residency& r) const;
 };
 
+// The value of `e` with the params at their defaults and a family's index at `member` (where
+// given); nullopt where a leaf is not known before the launch or it does not fit in u64.
+std::optional<uint64_t> value_at_defaults(const lir::Program& p, const lir::Expr& e,
+                                          std::optional<uint32_t> member = std::nullopt);
+
 // A kernel node's launch, its grid and block evaluated at the params' defaults.
 LaunchShape launch_shape(const lir::Program& p, const lir::KernelNode& k, const Residency& r);
 // A node of the checker's IR: a kernel's launch; a fill or copy as the kernel of 256-thread

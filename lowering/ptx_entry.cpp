@@ -367,9 +367,9 @@ bool symbol_token(const std::string& m, size_t i, size_t j) {
   return !newline || c == ',' || c == '(';
 }
 
-// Every symbol token of the code mask `m`.
-std::set<std::string> name_tokens(const std::string& m) {
-  std::set<std::string> out;
+// Calls `f(begin, end)` for every symbol token of the code mask `m`, in order.
+template <class F>
+void each_symbol_token(const std::string& m, F&& f) {
   for (size_t i = 0; i < m.size();) {
     if (!name_char(m[i])) {
       ++i;
@@ -377,9 +377,15 @@ std::set<std::string> name_tokens(const std::string& m) {
     }
     size_t j = i;
     while (j < m.size() && name_char(m[j])) ++j;
-    if (symbol_token(m, i, j)) out.insert(m.substr(i, j - i));
+    if (symbol_token(m, i, j)) f(i, j);
     i = j;
   }
+}
+
+// Every symbol token of the code mask `m`.
+std::set<std::string> name_tokens(const std::string& m) {
+  std::set<std::string> out;
+  each_symbol_token(m, [&](size_t i, size_t j) { out.insert(m.substr(i, j - i)); });
   return out;
 }
 
@@ -389,22 +395,12 @@ template <class F>
 std::string rename_tokens(const std::string& text, const std::string& m, F&& rename) {
   std::string out;
   size_t copied = 0;
-  for (size_t i = 0; i < m.size();) {
-    if (!name_char(m[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < m.size() && name_char(m[j])) ++j;
-    if (symbol_token(m, i, j)) {
-      std::string to = rename(m.substr(i, j - i));
-      if (!to.empty()) {
-        out += text.substr(copied, i - copied) + to;
-        copied = j;
-      }
-    }
-    i = j;
-  }
+  each_symbol_token(m, [&](size_t i, size_t j) {
+    std::string to = rename(m.substr(i, j - i));
+    if (to.empty()) return;
+    out += text.substr(copied, i - copied) + to;
+    copied = j;
+  });
   return out + text.substr(copied);
 }
 
