@@ -48,12 +48,17 @@ struct TargetProfile {
   uint32_t max_threads_per_sm = 2048;            // maxThreadsPerMultiProcessor
   uint32_t max_blocks_per_sm = 32;               // maxBlocksPerMultiProcessor
   uint64_t max_shared_bytes_per_sm = 233472;     // sharedMemPerMultiprocessor
+  // What a block takes of the SM's shared memory besides its own: the driver's reserve, and
+  // the unit the total is rounded up to (cuda_occupancy.h).
+  uint32_t reserved_shared_bytes_per_block = 1024;  // reservedSharedMemPerBlock
+  uint32_t shared_allocation_unit = 128;
   // What a compiled kernel may ask of one block (lowering/cubin_resources.h): registers are
   // given to warps in units of `register_allocation_unit`, and a block's warps are spread over
   // the SM's `register_file_partitions`, each with its share of `max_registers_per_block`; a
   // cluster (__cluster_dims__) may hold `max_cluster_size` blocks without the non-portable
   // opt-in, which orch does not take.
   uint32_t max_registers_per_block = 65536;      // regsPerBlock
+  uint32_t max_registers_per_sm = 65536;         // regsPerMultiprocessor
   uint32_t register_allocation_unit = 256;       // registers, per warp
   uint32_t register_file_partitions = 4;
   uint32_t max_cluster_size = 8;                 // the portable cluster size

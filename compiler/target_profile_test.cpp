@@ -26,7 +26,10 @@ max_sm_count: 132
 max_threads_per_sm: 2048
 max_blocks_per_sm: 32
 max_shared_bytes_per_sm: 233472
+reserved_shared_bytes_per_block: 1024
+shared_allocation_unit: 128
 max_registers_per_block: 65536
+max_registers_per_sm: 65536
 register_allocation_unit: 256
 register_file_partitions: 4
 max_cluster_size: 8
@@ -55,7 +58,10 @@ const char* const kAllKeys[] = {
     "max_threads_per_sm",
     "max_blocks_per_sm",
     "max_shared_bytes_per_sm",
+    "reserved_shared_bytes_per_block",
+    "shared_allocation_unit",
     "max_registers_per_block",
+    "max_registers_per_sm",
     "register_allocation_unit",
     "register_file_partitions",
     "max_cluster_size",
@@ -198,7 +204,10 @@ max_sm_count: 3
 max_threads_per_sm: 1536
 max_blocks_per_sm: 16
 max_shared_bytes_per_sm: 100000
+reserved_shared_bytes_per_block: 512
+shared_allocation_unit: 256
 max_registers_per_block: 32768
+max_registers_per_sm: 131072
 register_allocation_unit: 128
 register_file_partitions: 2
 max_cluster_size: 16
@@ -225,7 +234,10 @@ programmatic_dependent_launch: false
     CHECK(p->max_threads_per_sm == 1536);
     CHECK(p->max_blocks_per_sm == 16);
     CHECK(p->max_shared_bytes_per_sm == 100000);
+    CHECK(p->reserved_shared_bytes_per_block == 512);
+    CHECK(p->shared_allocation_unit == 256);
     CHECK(p->max_registers_per_block == 32768);
+    CHECK(p->max_registers_per_sm == 131072);
     CHECK(p->register_allocation_unit == 128);
     CHECK(p->register_file_partitions == 2);
     CHECK(p->max_cluster_size == 16);

@@ -118,6 +118,7 @@ struct Demand {
   std::string arch;               // of the image that sets max_threads
   uint32_t max_threads = UINT32_MAX;
   uint32_t registers = 0;         // of that image
+  uint32_t most_registers = 0;    // of any image
   uint32_t launch_bounds = 0;     // __launch_bounds__ threads, 0: none
   uint64_t static_shared = 0;
   uint32_t cluster[3] = {0, 0, 0};
@@ -296,8 +297,11 @@ class Checker {
         d.launch_bounds = r.max_threads;
       }
       d.static_shared = std::max(d.static_shared, r.static_shared);
+      d.most_registers = std::max(d.most_registers, r.registers);
       if (r.has_cluster()) std::copy(r.cluster, r.cluster + 3, d.cluster);
     }
+    // For the speed passes' one-wave test once compiled (launch_shape).
+    if (d.known) p_.kernels[static_cast<size_t>(kernel)].demand = {d.most_registers, d.static_shared};
     return d;
   }
 

@@ -27,6 +27,14 @@ struct KernelResources {
   }
 };
 
+// What a launch of a compiled kernel takes of an SM per block, the most of its archs' images
+// (check_compiled_kernels records it on lir::Kernel::demand; launch_shape counts it).
+// registers 0: not compiled yet, not counted.
+struct BlockDemand {
+  uint32_t registers = 0;
+  uint64_t static_shared = 0;
+};
+
 // Every kernel (entry function) of the image by symbol; nullopt and `error` when it is not a
 // 64-bit little-endian ELF image whose sections and attributes are within its bytes.
 std::optional<std::map<std::string, KernelResources>> read_cubin_resources(std::string_view elf,

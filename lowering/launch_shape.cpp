@@ -31,13 +31,31 @@ std::optional<uint64_t> product(std::optional<uint64_t> a, std::optional<uint64_
   return static_cast<uint64_t>(p);
 }
 
-// Blocks of `threads` threads and `shared` bytes one SM holds at once, times the SMs.
-uint64_t resident_blocks(const Residency& r, std::optional<uint64_t> threads, std::optional<uint64_t> shared) {
-  if (!r.sms || !threads || *threads == 0) return 0;
-  // Threads are allocated to a block in whole warps.
+// The most blocks of `threads` threads, `shared` bytes of dynamic shared memory and `demand`
+// one SM holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor's rules, cuda_occupancy.h:
+// threads in whole warps; shared memory with the driver's reserve, in allocation units;
+// registers per warp in allocation units, each of the SM's partitions holding the warps its
+// share fits), times the SMs; `limit` names the bound that decided.
+uint64_t resident_blocks(const Residency& r, std::optional<uint64_t> threads, uint64_t shared,
+                         const BlockDemand& demand, const char** limit) {
+  *limit = "";
+  if (!r.sms || !threads || *threads == 0 || !r.blocks_per_sm) return 0;
   const uint64_t warps = (*threads + 31) / 32;
-  uint64_t per_sm = std::min<uint64_t>(r.blocks_per_sm, r.threads_per_sm / (warps * 32));
-  if (shared && *shared > 0 && r.shared_per_sm) per_sm = std::min<uint64_t>(per_sm, r.shared_per_sm / *shared);
+  uint64_t per_sm = r.blocks_per_sm;
+  *limit = "blocks";
+  auto bound = [&](uint64_t n, const char* why) {
+    if (n < per_sm) per_sm = n, *limit = why;
+  };
+  bound(r.threads_per_sm / (warps * 32), "threads");
+  const uint64_t unit = std::max<uint32_t>(r.shared_allocation_unit, 1);
+  const uint64_t taken = shared + demand.static_shared + r.reserved_shared_per_block;
+  if (taken > 0 && r.shared_per_sm) bound(r.shared_per_sm / ((taken + unit - 1) / unit * unit), "shared memory");
+  if (demand.registers && r.registers_per_sm && r.registers.partitions) {
+    const uint64_t au = std::max<uint32_t>(r.registers.allocation_unit, 1);
+    const uint64_t per_warp = (uint64_t{demand.registers} * 32 + au - 1) / au * au;
+    const uint64_t warps_per_sm = (r.registers_per_sm / r.registers.partitions / per_warp) * r.registers.partitions;
+    bound(warps_per_sm / warps, "registers");
+  }
   return per_sm * r.sms;
 }
 
@@ -50,14 +68,25 @@ Residency residency_of(const TargetProfile& profile) {
   r.threads_per_sm = profile.max_threads_per_sm;
   r.blocks_per_sm = profile.max_blocks_per_sm;
   r.shared_per_sm = profile.max_shared_bytes_per_sm;
+  r.reserved_shared_per_block = profile.reserved_shared_bytes_per_block;
+  r.shared_allocation_unit = profile.shared_allocation_unit;
+  r.registers_per_sm = profile.max_registers_per_sm;
+  r.registers.per_block = profile.max_registers_per_block;
+  r.registers.allocation_unit = profile.register_allocation_unit;
+  r.registers.partitions = profile.register_file_partitions;
   return r;
 }
 
 std::string LaunchShape::describe(const Residency& r) const {
   const std::string of = threads ? " of " + std::to_string(*threads) + " thread" + (*threads == 1 ? "" : "s") : "";
   const uint64_t per_sm = r.sms ? resident / r.sms : 0;
+  const std::string l = limit;
+  std::string by;
+  if (l == "registers") by = ": its " + std::to_string(demand.registers) + " registers per thread";
+  if (l == "shared memory")
+    by = ": its " + std::to_string(demand.static_shared + shared) + " bytes of shared memory per block";
   const std::string holds = std::to_string(resident) + " such blocks an " + r.arch + " holds at once (" +
-                            std::to_string(r.sms) + " SMs x " + std::to_string(per_sm) + ")";
+                            std::to_string(r.sms) + " SMs x " + std::to_string(per_sm) + by + ")";
   if (!blocks) return "a grid known only when it runs, of blocks" + of + (resident ? " (at most " + holds + ")" : "");
   std::string s = std::to_string(*blocks) + " block" + (*blocks == 1 ? "" : "s") + of;
   if (!resident) return s + " (the target's residency is not known)";
@@ -78,8 +107,13 @@ LaunchShape launch_shape(const lir::Program& p, const lir::KernelNode& k, const 
   s.blocks = product(at(k.grid[0]), at(k.grid[1]), at(k.grid[2]));
   s.threads = product(at(k.block[0]), at(k.block[1]), at(k.block[2]));
   const std::optional<uint64_t> shared = k.shared_bytes.code.empty() ? std::optional<uint64_t>(0) : at(k.shared_bytes);
-  // Unknown shared memory: the threads alone bound the residency from above all the same.
-  s.resident = resident_blocks(r, s.threads, shared ? shared : std::optional<uint64_t>(0));
+  const BlockDemand demand = k.kernel >= 0 && static_cast<size_t>(k.kernel) < p.kernels.size()
+                                 ? p.kernels[static_cast<size_t>(k.kernel)].demand
+                                 : BlockDemand{};
+  // Unknown dynamic shared memory: the rest bounds the residency from above all the same.
+  s.demand = demand;
+  s.shared = shared.value_or(0);
+  s.resident = resident_blocks(r, s.threads, s.shared, demand, &s.limit);
   return s;
 }
 
@@ -95,7 +129,8 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
       s.blocks = product(eval(n.grid[0]), eval(n.grid[1]), eval(n.grid[2]));
       s.threads = product(eval(n.block[0]), eval(n.block[1]), eval(n.block[2]));
       std::optional<uint64_t> shared = eval(n.shared_bytes);
-      s.resident = resident_blocks(r, s.threads, shared ? shared : std::optional<uint64_t>(0));
+      s.shared = shared.value_or(0);
+      s.resident = resident_blocks(r, s.threads, s.shared, {}, &s.limit);
       return s;
     }
     case ir::NodeKind::Fill:
@@ -104,13 +139,13 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
       std::optional<uint64_t> elements = b.count ? eval(*b.count) : std::optional<uint64_t>(1);
       s.threads = 256;
       if (elements) s.blocks = (*elements + 255) / 256;
-      s.resident = resident_blocks(r, s.threads, 0);
+      s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
       return s;
     }
     default:
       s.blocks = 1;
       s.threads = 1;
-      s.resident = resident_blocks(r, s.threads, 0);
+      s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
       return s;
   }
 }

@@ -1,11 +1,11 @@
 // What orchc knows of a launch before it runs, for the speed passes' choices: how many blocks of
 // how many threads it has at the params' defaults, and how many of them can be resident at once
 // on the target (an upper bound: the most SMs of any device of the architecture times the blocks
-// an SM holds by its threads, blocks and shared memory; registers are known only once the kernel
-// compiles, and can only lower it). A launch with more blocks than that runs in several waves:
-// its own run time, not the launch latency the speed passes hide, dominates, and there
-// programmatic edges and guarded unrolling measured slower than a plain graph (bench/
-// real_bench.py, docs/performance.md "On real kernels").
+// an SM holds by its threads, blocks, shared memory and, once the kernel is compiled, registers,
+// counted as cudaOccupancyMaxActiveBlocksPerMultiprocessor counts them). A launch with more
+// blocks than that runs in several waves: its own run time, not the launch latency the speed
+// passes hide, dominates, and there programmatic edges and guarded unrolling measured slower
+// than a plain graph (bench/real_bench.py, docs/performance.md "On real kernels").
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "compiler/program.h"
+#include "lowering/cubin_resources.h"
 #include "lowering/lir.h"
 
 namespace orch::lowering {
@@ -23,13 +24,20 @@ struct Residency {
   uint32_t sms = 0;  // 0: unknown (no decision can rely on it)
   uint32_t threads_per_sm = 0, blocks_per_sm = 0;
   uint64_t shared_per_sm = 0;
+  uint32_t reserved_shared_per_block = 0, shared_allocation_unit = 1;
+  uint32_t registers_per_sm = 0;  // 0: registers are not counted
+  RegisterFile registers;
 };
+
 Residency residency_of(const TargetProfile& profile);
 
 struct LaunchShape {
   std::optional<uint64_t> blocks;   // unknown: it depends on the GPU's data, the rank, or a param without a default
   std::optional<uint64_t> threads;  // per block
   uint64_t resident = 0;            // the most blocks of this launch resident at once (0: unknown)
+  const char* limit = "";           // what bounds the blocks per SM: "threads", "registers", ...
+  BlockDemand demand;               // its compiled kernel's, where known
+  uint64_t shared = 0;              // dynamic shared memory per block at the defaults
   // Known to fit in one wave (every block resident at once) on every device of the target.
   bool one_wave() const { return blocks && resident && *blocks <= resident; }
   // "4096 blocks of 256 threads, more than the 1056 an sm_90 holds at once (132 SMs x 8)".
@@ -41,7 +49,8 @@ struct LaunchShape {
 std::optional<uint64_t> value_at_defaults(const lir::Program& p, const lir::Expr& e,
                                           std::optional<uint32_t> member = std::nullopt);
 
-// A kernel node's launch, its grid and block evaluated at the params' defaults.
+// A kernel node's launch, its grid and block evaluated at the params' defaults, and its
+// kernel's compiled registers and static shared memory where it is compiled (Kernel::demand).
 LaunchShape launch_shape(const lir::Program& p, const lir::KernelNode& k, const Residency& r);
 // A node of the checker's IR: a kernel's launch; a fill or copy as the kernel of 256-thread
 // blocks, one element per thread, that a guarded copy runs; anything else one block of one thread.

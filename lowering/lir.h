@@ -19,6 +19,7 @@
 
 #include "compiler/program.h"
 #include "expr/expr.h"
+#include "lowering/cubin_resources.h"
 #include "support/source.h"
 
 namespace orch::lir {
@@ -93,6 +94,9 @@ struct Kernel : ir::Kernel {
   std::string ptx_arch;
   int module = -1;  // >= 0: the code is Program::modules[module] (images and ptx stay empty)
   bool launches_kernels = false;  // its PTX calls the device runtime's kernel launch
+  // What each block takes of an SM (registers, static shared memory), once its images are read
+  // (check_compiled_kernels), for the speed passes' one-wave test after compiling.
+  lowering::BlockDemand demand;
   // Set by assign_guards for a kernel of an unrolled copy (lowering/unroll_loops.cpp), with its
   // role. A user kernel's guarded variant (a kernel of its own: `guard_of` is the user's kernel)
   // takes the guard function's parameters after its own and calls `guard_code`'s orch_guard at

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 
 #include "compiler/emit.h"
 #include "lowering/passes.h"
@@ -135,17 +136,32 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   PassRunner r(print_requested(options.print_passes));
   lir::Program own;
   lir::Program& l = lowered ? *lowered : own;
-  const lowering::PassOptions o = pass_options(p, options);
-  run_graph_passes(r, p, l, sources, o);
-  if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
-  r.show(nullptr);  // CUBINs make the program unreadable; the timing is what matters
-  if (!r.run("compile_all_kernels",
-             [&] { return lowering::compile_all_kernels(l, options.compile, sources, diags); }))
-    return std::nullopt;
-  r.show([&] { return lir::print(l, sources); });  // code sizes and symbols, not the bytes
-  const lowering::CompiledLimits limits = lowering::compiled_limits_of(p.profile);
-  if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(l, limits, diags); }))
-    return std::nullopt;
+  lowering::PassOptions o = pass_options(p, options);
+  // The compiler's unrolling is decided before the kernels compile, by threads and shared
+  // memory; registers can show a body's launch to run in several waves after all. Then the
+  // program is lowered once more from the checker's IR (kept here) without those loops.
+  std::optional<ir::Program> checked;
+  if (o.unroll == 0) checked = p;
+  for (bool again = checked.has_value();;) {
+    run_graph_passes(r, p, l, sources, o);
+    if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
+    r.show(nullptr);  // CUBINs make the program unreadable; the timing is what matters
+    if (!r.run("compile_all_kernels",
+               [&] { return lowering::compile_all_kernels(l, options.compile, sources, diags); }))
+      return std::nullopt;
+    r.show([&] { return lir::print(l, sources); });  // code sizes and symbols, not the bytes
+    const lowering::CompiledLimits limits = lowering::compiled_limits_of(p.profile);
+    if (!r.run("check_compiled_kernels", [&] { return lowering::check_compiled_kernels(l, limits, diags); }))
+      return std::nullopt;
+    if (!again) break;
+    again = false;
+    std::vector<std::pair<SourceRange, std::string>> roll =
+        r.run("unrolled_past_one_wave", [&] { return lowering::unrolled_past_one_wave(l, o); });
+    if (roll.empty()) break;
+    o.keep_rolled = std::move(roll);
+    p = *checked;
+    l = lir::Program{};
+  }
   // Again with what the PTX showed: a kernel whose launches from the device only its PTX reveals
   // loses its programmatic edges (the pass only takes edges away now), and the verifier checks
   // the final edges.

@@ -40,6 +40,10 @@ struct PassOptions {
   // What the target holds at once (lowering/launch_shape.h): programmatic edges only join
   // launches that fit in one wave, and the compiler unrolls only loops whose launches do.
   Residency residency;
+  // Loops (by their `while` statement's place) the compiler's choice must not unroll, and why:
+  // their body turned out, once compiled, to have a launch of more than one wave
+  // (unrolled_past_one_wave; lower.cpp lowers again without them).
+  std::vector<std::pair<SourceRange, std::string>> keep_rolled;
 };
 
 // Calls `f` on every region of every graph, outer regions before the bodies they hold.
@@ -70,6 +74,11 @@ void lower_conditions(ir::Program& program);
 std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options);
 // The compiler's choice of copies for a body of `nodes` nodes (PassOptions::unroll 0).
 uint32_t auto_unroll(size_t nodes);
+// After the kernels are compiled: the loops the compiler's choice unrolled (options.unroll 0)
+// whose body has a launch that, with its kernel's registers and static shared memory, runs in
+// more than one wave, with why (PassOptions::keep_rolled).
+std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const lir::Program& program,
+                                                                         const PassOptions& options);
 
 // fuse_generated_kernels.cpp: adjacent scalar updates, and a scalar update followed by a
 // condition evaluation, become one generated kernel (not across unrolled copies).
@@ -130,7 +139,8 @@ CompiledLimits compiled_limits_of(const TargetProfile& profile);
 // parameters and device-side launches the source text hid (the PTX), and each launch against
 // what its kernel's CUBINs ask of a block (registers, static shared memory, __launch_bounds__,
 // __cluster_dims__), proven at the params' defaults and checked again at bind time where the
-// shape depends on them. False, with diagnostics, on a violation.
+// shape depends on them. False, with diagnostics, on a violation. Records on every launched
+// kernel what a block of it takes of an SM (Kernel::demand), for programmatic_edges (compiled).
 bool check_compiled_kernels(lir::Program& program, const CompiledLimits& limits, DiagnosticEngine& diags);
 
 // serialize.cpp: the artifact bytes (envelope and FlatBuffers payload).

@@ -968,6 +968,91 @@ graph main {
   CHECK(shapes[4].one_wave());
 }
 
+// Once compiled, a kernel's registers can leave room for fewer blocks than its threads do: the
+// programmatic edges into and out of its launches go, and a loop the compiler unrolled is
+// lowered again without unrolling (lower.cpp), each saying why.
+TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled past one wave is lowered again") {
+  auto text = [](const std::string& kernel) {
+    return "pipeline r\ntarget sm_90\nparam n: u32 = 512\nbuffer x: f64[n * 128]\nbuffer c: i32\n"
+           "kernel heavy(n: u32, x: inout f64[]) source \"\"\"\n"
+           "extern \"C\" __global__ void heavy(unsigned n, double* x) {\n"
+           "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  if (i >= n) return;\n"
+           "  double a[128];\n"
+           "#pragma unroll\n"
+           "  for (int j = 0; j < 128; ++j) a[j] = x[j * n + i];\n"
+           "  double s = 0;\n"
+           "#pragma unroll\n"
+           "  for (int k = 0; k < 128; ++k)\n"
+           "#pragma unroll\n"
+           "    for (int j = 0; j < 128; ++j) s += a[j] * a[(j * 7 + k) % 128];\n"
+           "  x[i] = s;\n"
+           "}\n"
+           "\"\"\"\n"
+           "kernel light(n: u32, x: inout f64[]) source \"\"\"\n"
+           "extern \"C\" __global__ void light(unsigned n, double* x) {\n"
+           "  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  if (i < n) x[i] = 0.5 * x[i] + 1.0;\n"
+           "}\n"
+           "\"\"\"\n"
+           "graph main {\n"
+           "  " + kernel + "<<<500, 256>>>(n, x)\n"
+           "  " + kernel + "<<<500, 256>>>(n, x)\n"
+           "  c = 10\n"
+           "  while c > 0 {\n"
+           "    " + kernel + "<<<500, 256>>>(n, x)\n"
+           "    c -= 1\n"
+           "  }\n"
+           "}\n";
+  };
+  auto programmatic = [](const lir::Program& p) {
+    size_t n = 0;
+    for (const lir::Node& node : main_body(p).nodes)
+      for (const lir::Dep& d : node.deps) n += d.kind == lir::DepKind::Programmatic;
+    return n;
+  };
+  // 500 blocks of 256 threads: one wave by threads (1056 at once on an sm_90), so before the
+  // kernels compile both are taken to fit.
+  const lowering::Residency r = lowering::residency_of(lower_text(text("light"))->checked.program->profile);
+  auto light = compile_artifact(text("light"));
+  CHECK(programmatic(light->program) == 1);
+  CHECK(light->program.unrolled_loops.size() == 1);
+
+  auto heavy = compile_artifact(text("heavy"));
+  const lir::Kernel* k = nullptr;
+  for (const lir::Kernel& kernel : heavy->program.kernels)
+    if (kernel.name == "heavy" && kernel.guard_of < 0) k = &kernel;
+  REQUIRE(k);
+  const uint32_t registers = k->demand.registers;
+  INFO(registers);
+  REQUIRE(registers > 128);  // 128 doubles live at once
+  // Blocks per SM by registers, as cuda_occupancy.h counts them: 8 warps a block, each warp
+  // registers * 32 in units of 256, each of 4 partitions holding 16384 registers' worth of warps.
+  const uint32_t per_warp = (registers * 32 + 255) / 256 * 256;
+  const uint64_t per_sm = (16384 / per_warp) * 4 / 8;
+  REQUIRE(per_sm * 132 < 500);
+  CHECK(programmatic(heavy->program) == 0);
+  CHECK(heavy->program.unrolled_loops.empty());
+  for (const lir::Node& n : main_body(heavy->program).nodes) {
+    if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op)) {
+      REQUIRE(c->bodies.size() == 1);
+      for (const lir::Node& m : c->bodies[0].nodes) CHECK_FALSE(m.guard.has_value());
+    }
+  }
+  const std::string ir = lir::print(heavy->program, heavy->sources);
+  INFO(ir);
+  CHECK(ir.find("this launch has 500 blocks of 256 threads, more than the " + std::to_string(per_sm * 132) +
+                " such blocks an sm_90 holds at once (132 SMs x " + std::to_string(per_sm) + ": its " +
+                std::to_string(registers) + " registers per thread)") != std::string::npos);
+  // The launch shape before compiling knows nothing of registers.
+  const lir::KernelNode& first = std::get<lir::KernelNode>(main_body(heavy->program).nodes[1].op);
+  lir::Program uncompiled = heavy->program;
+  for (lir::Kernel& kernel : uncompiled.kernels) kernel.demand = {};
+  CHECK(lowering::launch_shape(uncompiled, first, r).one_wave());
+  CHECK_FALSE(lowering::launch_shape(heavy->program, first, r).one_wave());
+  CHECK(std::string(lowering::launch_shape(heavy->program, first, r).limit) == "registers");
+}
+
 // The exact forms the GPU alone used to pin (issue 20, item 8): a grid that is one block only at
 // the params' defaults races like any multi-block kernel (a set_param can grow it); each guarded
 // copy passes its own slot index; the guard function takes an f32 or f64 param as its bits.

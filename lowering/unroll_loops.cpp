@@ -54,6 +54,7 @@
 // copy engine), and user kernels where they cannot be patched (--emit=cuda compiles them with nvcc
 // from their source).
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -245,6 +246,12 @@ class Unroller {
       // the body's launches are short. One that runs in several waves (or whose size is not known
       // before it runs) spends its time running: there guarded copies measured slower than the
       // plain loop (H200, bench/real_bench.py: 1.4x at 1 M elements, 1.8x at 16 M).
+      for (const auto& [at, why] : o_.keep_rolled) {
+        if (at.file == w.loc.file && at.begin.line == w.loc.begin.line && at.begin.col == w.loc.begin.col) {
+          notes_.push_back(where(w) + ": not unrolled: " + why + " (--unroll N unrolls it anyway)");
+          return;
+        }
+      }
       for (size_t j = 0; j < m; ++j) {
         const LaunchShape shape = launch_shape(p_, body.nodes[j], o_.residency);
         if (!shape.one_wave()) {
@@ -351,6 +358,41 @@ uint32_t auto_unroll(size_t nodes) {
 
 std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options) {
   return Unroller(program, options).run();
+}
+
+std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const lir::Program& p, const PassOptions& o) {
+  std::vector<std::pair<SourceRange, std::string>> found;
+  if (o.unroll) return found;  // the user's word
+  std::vector<bool> seen(p.unrolled_loops.size(), false);
+  // A body holding guarded nodes of loop L is L's WHILE body: every launch in it (the first
+  // copy's kernels as written, the guarded variants) must fit in one wave.
+  std::function<void(const lir::Body&)> walk = [&](const lir::Body& b) {
+    for (const lir::Node& n : b.nodes) {
+      const auto* c = std::get_if<lir::ConditionalNode>(&n.op);
+      if (!c) continue;
+      for (const lir::Body& body : c->bodies) {
+        walk(body);
+        int loop = -1;
+        for (const lir::Node& m : body.nodes)
+          if (m.guard) loop = m.guard->loop;
+        if (loop < 0 || static_cast<size_t>(loop) >= seen.size() || seen[static_cast<size_t>(loop)]) continue;
+        for (const lir::Node& m : body.nodes) {
+          const auto* k = std::get_if<lir::KernelNode>(&m.op);
+          if (!k) continue;
+          const LaunchShape shape = launch_shape(p, *k, o.residency);
+          if (shape.one_wave()) continue;
+          seen[static_cast<size_t>(loop)] = true;
+          const lir::Kernel& kernel = p.kernels.at(static_cast<size_t>(k->kernel));
+          found.emplace_back(p.unrolled_loops[static_cast<size_t>(loop)].loc,
+                             "once compiled, its launch of `" + kernel.name + "` has " + shape.describe(o.residency) +
+                                 ", so its run time, not the loop's turn-around, dominates");
+          break;
+        }
+      }
+    }
+  };
+  for (const lir::Graph& g : p.graphs) walk(g.body);
+  return found;
 }
 
 namespace {

@@ -430,6 +430,11 @@ class Executable {
     size_t graph_updates = 0;
     size_t device_graph_uploads = 0;
     size_t segments_rebuilt = 0;
+    // instantiate(): the programmatic edges of the artifact made, and those made full instead
+    // because one of their launches, with the bound params on this GPU, runs in more than one
+    // wave (orchc decided at the params' defaults on the arch's largest device).
+    size_t programmatic_edges = 0;
+    size_t programmatic_edges_made_full = 0;
   };
   Stats stats() const;
 

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <thread>
 #include <unordered_map>
 
@@ -216,6 +219,9 @@ struct Executable::Impl {
   };
   std::vector<NodeRecord> records;
   Executable::Stats stats;
+  int sm_count = -1;  // this GPU's, once one_wave() asked (0: unknown)
+  std::map<std::tuple<cudaKernel_t, uint64_t, unsigned>, int> blocks_per_sm;  // one_wave(); -1: unknown
+  std::optional<std::pair<std::tuple<cudaKernel_t, uint64_t, unsigned>, int>> last_occupancy;
   std::vector<uint32_t> observe_path;  // build(): the node being made (orch/observe.h NodeSite)
   Executable::InstantiateTimes times;  // instantiate()'s phases (build_all)
   // Node handle -> index in `records`, for patches and error messages; built on first use
@@ -525,6 +531,45 @@ struct Executable::Impl {
     return any;
   }
 
+  // Whether every block of launch `k` is resident at once on this GPU (one wave): the driver's
+  // occupancy for its kernel, block and shared memory, times the SMs, cached per kernel and
+  // shape. orchc made an edge programmatic only between launches that fit in one wave at the
+  // params' defaults on the arch's largest device; the bound params or a smaller GPU (an H100
+  // PCIe has 114 SMs, not 132) may make one run in several waves, where a programmatic edge
+  // measured slower than a full one (docs/performance.md, "On real kernels"). A full edge orders
+  // at least as much, and a kernel that waits at entry then waits for nothing. Where the driver
+  // cannot say, orchc's choice stands.
+  bool one_wave(const KernelCall& k) {
+    const uint64_t blocks = uint64_t{k.grid[0]} * k.grid[1] * k.grid[2];
+    const uint64_t threads = uint64_t{k.block[0]} * k.block[1] * k.block[2];
+    if (sm_count < 0) {
+      const int dev = pipeline->device;
+      if (cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        sm_count = 0;
+      }
+    }
+    if (sm_count == 0 || threads == 0 || threads > 1024) return true;
+    const std::tuple<cudaKernel_t, uint64_t, unsigned> key{k.kernel, threads, k.shared};
+    // A chain launches one kernel and shape again and again: the last answer first.
+    if (!(last_occupancy && last_occupancy->first == key)) {
+      auto it = blocks_per_sm.find(key);
+      if (it == blocks_per_sm.end()) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, reinterpret_cast<const void*>(k.kernel),
+                                                          static_cast<int>(threads), k.shared) != cudaSuccess) {
+          (void)cudaGetLastError();
+          n = -1;
+        }
+        it = blocks_per_sm.emplace(key, n).first;
+      }
+      last_occupancy = *it;
+    }
+    const int per_sm = last_occupancy->second;
+    if (per_sm < 0) return true;
+    return blocks <= static_cast<uint64_t>(per_sm) * static_cast<uint64_t>(sm_count);
+  }
+
   // Every kernel node, with its edge data when some edge is programmatic (`edges`, else null).
   // Through the driver's cuGraphAddNode with the library's CUkernel rather than
   // cudaGraphAddKernelNode / cudaGraphAddNode with the cudaKernel_t: on a 1,000-kernel chain,
@@ -567,6 +612,12 @@ struct Executable::Impl {
     np.type = CU_GRAPH_NODE_TYPE_KERNEL;
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
+    std::vector<size_t> rec_at(count, SIZE_MAX);  // node -> its index in `records`
+    std::vector<int8_t> one_wave_at(count, -1);   // node -> one_wave() of its launch, once asked
+    auto fits = [&](uint32_t node) {
+      if (one_wave_at[node] < 0) one_wave_at[node] = one_wave(records[rec_at[node]].kernel) ? 1 : 0;
+      return one_wave_at[node] == 1;
+    };
     std::vector<cudaGraphNode_t> deps;
     std::vector<CUgraphEdgeData> edges;
     std::vector<void*> ptrs;
@@ -609,6 +660,7 @@ struct Executable::Impl {
       // after them.
       // A kernel whose op an earlier node of this build ran starts as a copy of that record.
       const size_t r = records.size();
+      rec_at[i] = r;
       const fb::NodeKind kind = n.kind();
       int32_t* same = kind == fb::NodeKind::Kernel ? &(*kernel_of_op)[at.at->op()] : nullptr;
       if (same && *same >= 0) records.push_back(records[static_cast<size_t>(*same)]);
@@ -628,7 +680,24 @@ struct Executable::Impl {
           const cudaKernelNodeParams kp = rec->kernel.params(ptrs);
           // Some edge may be programmatic (validate() proved both ends kernels and this kernel
           // waiting at entry).
-          const bool programmatic = programmatic_edges(dep_kinds, first, deps_end, &edges);
+          bool programmatic = programmatic_edges(dep_kinds, first, deps_end, &edges);
+          if (programmatic) {
+            // Each one only where both launches fit in one wave here (one_wave).
+            programmatic = false;
+            const bool here = fits(i);
+            for (uint32_t j = first; j < deps_end; ++j) {
+              CUgraphEdgeData& edge = edges[j - first];
+              if (edge.type != CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC) continue;
+              ++stats.programmatic_edges;
+              const uint32_t from = graph_deps->Get(j);
+              if (here && from < count && rec_at[from] < records.size() && fits(from)) {
+                programmatic = true;
+                continue;
+              }
+              edge = CUgraphEdgeData{};
+              ++stats.programmatic_edges_made_full;
+            }
+          }
           if (programmatic && pipeline->arch < 90)
             return node_error(ErrorCode::Unsupported, at, t,
                               "has a programmatic edge, which needs compute capability 9.0 or newer; this GPU is "

@@ -184,6 +184,56 @@ TEST_CASE("orchc's programmatic edges: 64 dependent user kernels that wait only 
   }
 }
 
+// orchc makes an edge programmatic where both launches fit in one wave at the params' defaults;
+// the runtime keeps it only where they still do with the bound params on this GPU (the
+// driver's occupancy times its SMs), and makes the rest full edges: as exact either way.
+TEST_CASE("programmatic edges: kept where both launches fit in one wave with the bound params, full otherwise") {
+  constexpr int kHops = 16;
+  std::string source = std::string("pipeline waves\ntarget sm_90\nparam n: u32 = 3001\nbuffer a: u32[n]\n"
+                                   "buffer b: u32[n]\nbuffer count: u32\n") +
+                       kHop + "graph main {\n";
+  for (int k = 0; k < kHops; ++k) {
+    source += "  hop<<<ceil_div(n, 128), 128>>>(n, " + std::to_string(k + 1) + ", " + (k % 2 ? "b, a" : "a, b") + ")\n";
+    if (k % 8 == 7) source += "  count += 1\n";  // one-block generated kernels: always one wave
+  }
+  source += "}\n";
+  Shape shape;
+  auto p = compile_and_load("waves", source, "", &shape);
+  // 15 edges between hops, 1 between the two updates of `count`.
+  REQUIRE(shape.programmatic == size_t(kHops - 1 + 1));
+  int sms = 0;
+  CUDA_REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // 3001 elements: 24 blocks, one wave on any GPU; 2^24: 131072 blocks of 128 threads, more than
+  // any GPU holds at once (16 blocks of 128 threads per SM at most).
+  for (const uint32_t n : {3001u, 1u << 24}) {
+    CAPTURE(n);
+    Stream s;
+    auto x = instantiate(*p, orch::Bindings().param("n", n), s);
+    const orch::Executable::Stats st = x->stats();
+    MESSAGE("n = ", n, " on ", sms, " SMs: ", st.programmatic_edges, " programmatic edges in the artifact, ",
+            st.programmatic_edges_made_full, " made full");
+    CHECK(st.programmatic_edges == shape.programmatic);
+    CHECK(st.programmatic_edges_made_full == (n == 3001u ? 0u : size_t(kHops - 1)));
+    std::vector<uint32_t> a = random_u32(n), b = random_u32(n);
+    write(*x, "a", a);
+    write(*x, "b", b);
+    write(*x, "count", std::vector<uint32_t>{0});
+    const int launches = n == 3001u ? 50 : 2;
+    for (int l = 0; l < launches; ++l) {
+      ORCH_REQUIRE_OK(x->launch(s));
+      for (int k = 0; k < kHops; ++k) {
+        if (k % 2 == 0) mixc_cpu(n, k + 1, a, b);
+        else mixc_cpu(n, k + 1, b, a);
+      }
+    }
+    CUDA_REQUIRE(cudaStreamSynchronize(s));
+    same(read<uint32_t>(*x, "a", n), a, "a");
+    same(read<uint32_t>(*x, "b", n), b, "b");
+    CHECK(read<uint32_t>(*x, "count", 1)[0] == uint32_t(launches * (kHops / 8)));
+    ORCH_CHECK_OK(x->device_status());
+  }
+}
+
 TEST_CASE("unrolled loops: every trip count around the copies per iteration gives the CPU's buffers, for several U "
           "and without unrolling") {
   const std::string source = std::string(
