@@ -1,14 +1,17 @@
 // A data-parallel step on every GPU of this host: N small allreduces, each after a kernel that
-// writes its buffer, run per rank as
+// writes its buffer, and, in some rows, an independent multi-wave kernel after each (compute the
+// allreduces could overlap), run per rank as
 //   (a) stream:    kernel launches and ncclAllReduce calls on one stream (what most code does),
 //   (b) captured:  the same calls stream-captured once into a CUDA graph by hand,
-//   (c) orch:      the same step as an orch pipeline (kernels as nodes, each allreduce captured
-//                  into the graph at instantiation; kernel k+1 does not wait for allreduce k),
-//   (d) orch-line: the pipeline with kernel k+1 reading what allreduce k wrote, which orders
-//                  the step in one line as (a) and (b) do.
+//   (c) orch:      the same step as an orch pipeline with orchc's defaults (each allreduce
+//                  captured into the graph at instantiation; a kernel that fits in one wave waits
+//                  for the allreduce before it, a larger one may run beside it),
+//   (e) orch-free: the pipeline compiled with --no-line-up (every kernel free to overlap),
+//   (d) orch-line: the pipeline with each kernel reading what the allreduce before it wrote,
+//                  which orders the step in one line as (a) and (b) do.
 // Prints, per rank and for the slowest rank, µs per step (median of timed batches, CUDA events)
-// and the ratios (a)/(c), (b)/(c) and (b)/(d). One process per GPU: the program starts itself once per
-// rank (orch::ranks::spawn), or takes its rank from an MPI launcher's environment.
+// and the ratios. One process per GPU: the program starts itself once per rank
+// (orch::ranks::spawn), or takes its rank from an MPI launcher's environment.
 //   collective_bench ORCHC [STEPS]
 // NCCL_NVLS_ENABLE=0 unless set. Needs two GPUs or more; with fewer it says so and exits 77.
 #include <cuda_runtime.h>
@@ -64,33 +67,56 @@ extern "C" __global__ void scale(unsigned n, float s, float* x) {
 #define SCALE_AFTER_SOURCE                                                                        \
   "extern \"C\" __global__ void scale_after(unsigned n, float s, const float* prev, float* x) {\n" \
   "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= s;\n}\n"
+// The independent compute: 64 dependent FMAs per element, converging to 1. `prev` orders it
+// (orch-line: after the allreduce before it); otherwise it is not read.
+#define BURN_SOURCE                                                                 \
+  "extern \"C\" __global__ void burn(unsigned n, const float* prev, float* y) {\n"  \
+  "  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;\n"    \
+  "  float v = y[i];\n  for (int j = 0; j < 64; ++j) v = v * 0.999f + 0.001f;\n"   \
+  "  y[i] = v;\n}\n"
+extern "C" __global__ void burn(unsigned n, const float* prev, float* y) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = y[i];
+  for (int j = 0; j < 64; ++j) v = v * 0.999f + 0.001f;
+  y[i] = v;
+}
 
 namespace {
 
 const orch::rt::nccl::Api* nccl = nullptr;
 
 struct Config {
-  int allreduces;  // per step
-  unsigned count;  // f32 elements each
+  int allreduces;    // per step
+  unsigned count;    // f32 elements each
+  unsigned compute;  // f32 elements of the independent kernel after each allreduce; 0: none
 };
-const Config kConfigs[] = {{8, 256}, {32, 256}, {32, 16384}, {8, 262144}};
+const Config kConfigs[] = {{8, 256, 0},    {32, 256, 0},       {32, 16384, 0},
+                           {8, 262144, 0}, {8, 256, 1u << 22}, {8, 16384, 1u << 22}};
+
+std::string config_name(const Config& c) {
+  return std::to_string(c.allreduces) + "_" + std::to_string(c.count) + "_" + std::to_string(c.compute);
+}
 
 // The step as an orch pipeline. `chained`: each kernel also reads the buffer the previous
 // allreduce wrote, which orders the whole step in one line, as a stream (or its capture) does;
 // otherwise kernel k+1 may run while allreduce k does.
-std::string pipeline_source(int n_allreduces, bool chained) {
-  std::string s = "pipeline coll_bench_" + std::to_string(n_allreduces) + (chained ? "_chained" : "") +
-                  "\ntarget sm_90\nparam n: u32 = 256\nparam s: f32 = 0.5\ncomm world\nbuffer z: f32[n]\n";
-  for (int k = 0; k < n_allreduces; ++k) s += "buffer g" + std::to_string(k) + ": f32[n]\n";
+std::string pipeline_source(const Config& c, bool chained) {
+  std::string s = "pipeline coll_bench_" + config_name(c) + (chained ? "_chained" : "") +
+                  "\ntarget sm_90\nparam n: u32 = 256\nparam m: u32 = " + std::to_string(std::max(c.compute, 1u)) +
+                  "\nparam s: f32 = 0.5\ncomm world\nbuffer z: f32[n]\nbuffer y: f32[m]\n";
+  for (int k = 0; k < c.allreduces; ++k) s += "buffer g" + std::to_string(k) + ": f32[n]\n";
   s += "kernel scale(n: u32, s: f32, x: inout f32[]) source \"\"\"\n" SCALE_SOURCE "\"\"\"\n";
   s += "kernel scale_after(n: u32, s: f32, prev: in f32[], x: inout f32[]) source \"\"\"\n" SCALE_AFTER_SOURCE
-       "\"\"\"\ngraph main {\n";
-  for (int k = 0; k < n_allreduces; ++k) {
+       "\"\"\"\n";
+  s += "kernel burn(n: u32, prev: in f32[], y: inout f32[]) source \"\"\"\n" BURN_SOURCE "\"\"\"\ngraph main {\n";
+  for (int k = 0; k < c.allreduces; ++k) {
     const std::string g = "g" + std::to_string(k);
     const std::string prev = k == 0 ? "z" : "g" + std::to_string(k - 1);
     s += chained ? "  scale_after<<<ceil_div(n, 256), 256>>>(n, s, " + prev + ", " + g + ")\n"
                  : "  scale<<<ceil_div(n, 256), 256>>>(n, s, " + g + ")\n";
     s += "  allreduce sum " + g + " on world\n";
+    if (c.compute) s += "  burn<<<ceil_div(m, 256), 256>>>(m, " + (chained ? g : std::string("z")) + ", y)\n";
   }
   return s + "}\n";
 }
@@ -119,16 +145,16 @@ double us_per_step(cudaStream_t s, int steps, F&& step) {
   return t[t.size() / 2];
 }
 
-// "N:FREE.bin:CHAINED.bin" arguments, by N.
+// "NAME:DEFAULT.bin:FREE.bin:CHAINED.bin" arguments, by config_name.
 struct Bins {
-  std::string free, chained;
+  std::string orch, free, chained;
 };
 
 int rank_main(const std::vector<std::string>& args, int steps) {
-  std::map<int, Bins> bins;
+  std::map<std::string, Bins> bins;
   for (const std::string& a : args) {
-    const size_t c1 = a.find(':'), c2 = a.find(':', c1 + 1);
-    bins[std::atoi(a.substr(0, c1).c_str())] = {a.substr(c1 + 1, c2 - c1 - 1), a.substr(c2 + 1)};
+    const size_t c1 = a.find(':'), c2 = a.find(':', c1 + 1), c3 = a.find(':', c2 + 1);
+    bins[a.substr(0, c1)] = {a.substr(c1 + 1, c2 - c1 - 1), a.substr(c2 + 1, c3 - c2 - 1), a.substr(c3 + 1)};
   }
   auto me = orch::ranks::from_environment();
   CHECK_ORCH(me);
@@ -159,14 +185,16 @@ int rank_main(const std::vector<std::string>& args, int steps) {
     std::printf("collective_bench: %d ranks, one per GPU (%s), driver %d, NCCL %s, NCCL_NVLS_ENABLE=%s\n",
                 me->world_size, prop.name, driver, nccl->version_string().c_str(),
                 std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset");
-    std::printf("a step: N x (scale kernel on a buffer, then allreduce sum of it); us per step, median of 7 "
+    std::printf("a step: N x (scale kernel on a buffer, allreduce sum of it, then with compute > 0 an "
+                "independent kernel of 64 FMAs per element over `compute` floats); us per step, median of 7 "
                 "batches of %d steps\n",
                 steps);
     std::printf("stream: launches and NCCL calls on a stream; captured: the same captured into one graph;\n"
-                "orch: the pipeline (kernel k+1 free to overlap allreduce k); orch-line: kernel k+1 after "
-                "allreduce k\n\n");
-    std::printf("%-4s %-8s %-5s %10s %10s %10s %10s %12s %10s %15s\n", "N", "elements", "rank", "stream",
-                "captured", "orch", "orch-line", "stream/orch", "capt/orch", "capt/orch-line");
+                "orch: the pipeline, orchc's defaults; orch-free: --no-line-up (every kernel free to overlap "
+                "allreduce k); orch-line: each kernel after allreduce k\n\n");
+    std::printf("%-4s %-8s %-8s %-5s %9s %9s %9s %9s %9s %11s %9s %9s %10s\n", "N", "elements", "compute", "rank",
+                "stream", "captured", "orch", "orch-free", "orch-line", "stream/orch", "capt/orch", "free/orch",
+                "line/orch");
   }
 
   for (const Config& c : kConfigs) {
@@ -177,10 +205,16 @@ int rank_main(const std::vector<std::string>& args, int steps) {
       CHECK_CUDA(cudaMemcpy(b, init.data(), c.count * sizeof(float), cudaMemcpyHostToDevice));
     }
     const unsigned blocks = (c.count + 255) / 256;
+    float* y = nullptr;
+    const unsigned m = std::max(c.compute, 1u);
+    std::vector<float> ones(m, 1.0f);
+    CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&y), m * sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(y, ones.data(), m * sizeof(float), cudaMemcpyHostToDevice));
     auto issue = [&](cudaStream_t st) {
       for (float* b : bufs) {
         scale<<<blocks, 256, 0, st>>>(c.count, factor, b);
         CHECK_NCCL(nccl->AllReduce(b, b, c.count, orch::rt::nccl::kFloat32, orch::rt::nccl::kSum, comm, st));
+        if (c.compute) burn<<<(c.compute + 255) / 256, 256, 0, st>>>(c.compute, b, y);
       }
     };
     const double stream_us = us_per_step(s, steps, [&] { issue(s); });
@@ -200,34 +234,38 @@ int rank_main(const std::vector<std::string>& args, int steps) {
       orch::Bindings b;
       b.param("n", c.count).param("s", factor).comm("world", comm);
       for (int k = 0; k < c.allreduces; ++k) b.buffer("g" + std::to_string(k), bufs[k], c.count * sizeof(float));
+      b.buffer("y", y, m * sizeof(float));
       auto x = (*p)->instantiate(b, s);
       CHECK_ORCH(x);
       const double us = us_per_step(s, steps, [&] { CHECK_ORCH((*x)->launch(s)); });
       CHECK_CUDA(cudaStreamSynchronize(s));
       return us;
     };
-    const double orch_us = orch_time(bins.at(c.allreduces).free);
-    const double line_us = orch_time(bins.at(c.allreduces).chained);
+    const Bins& bin = bins.at(config_name(c));
+    const double orch_us = orch_time(bin.orch);
+    const double free_us = orch_time(bin.free);
+    const double line_us = orch_time(bin.chained);
 
     // The values stay 1 (scaled by 1/world, summed over the world): a cheap correctness check.
     std::vector<float> back(c.count);
     CHECK_CUDA(cudaMemcpy(back.data(), bufs.back(), c.count * sizeof(float), cudaMemcpyDeviceToHost));
     const bool ok = std::all_of(back.begin(), back.end(), [](float v) { return std::fabs(v - 1.0f) < 1e-3f; });
 
-    auto all = orch::ranks::allgather(comm, {stream_us, captured_us, orch_us, line_us, ok ? 1.0 : 0.0}, s);
+    auto all = orch::ranks::allgather(comm, {stream_us, captured_us, orch_us, free_us, line_us, ok ? 1.0 : 0.0}, s);
     CHECK_ORCH(all);
     if (me->rank == 0) {
-      double worst[4] = {0, 0, 0, 0};
+      double worst[5] = {0, 0, 0, 0, 0};
       bool all_ok = true;
       auto row = [&](const char* rank, const double* v, const char* note) {
-        std::printf("%-4d %-8u %-5s %10.2f %10.2f %10.2f %10.2f %12.3f %10.3f %15.3f%s\n", c.allreduces, c.count, rank,
-                    v[0], v[1], v[2], v[3], v[0] / v[2], v[1] / v[2], v[1] / v[3], note);
+        std::printf("%-4d %-8u %-8u %-5s %9.2f %9.2f %9.2f %9.2f %9.2f %11.3f %9.3f %9.3f %10.3f%s\n", c.allreduces,
+                    c.count, c.compute, rank, v[0], v[1], v[2], v[3], v[4], v[0] / v[2], v[1] / v[2], v[3] / v[2],
+                    v[4] / v[2], note);
       };
       for (size_t r = 0; r < all->size(); ++r) {
         const std::vector<double>& v = (*all)[r];
         row(std::to_string(r).c_str(), v.data(), "");
-        for (int k = 0; k < 4; ++k) worst[k] = std::max(worst[k], v[k]);
-        all_ok &= v[4] == 1.0;
+        for (int k = 0; k < 5; ++k) worst[k] = std::max(worst[k], v[k]);
+        all_ok &= v[5] == 1.0;
       }
       row("max", worst, all_ok ? "" : "   RESULTS WRONG on some rank");
       std::fflush(stdout);
@@ -235,6 +273,7 @@ int rank_main(const std::vector<std::string>& args, int steps) {
     CHECK_CUDA(cudaGraphExecDestroy(ge));
     CHECK_CUDA(cudaGraphDestroy(g));
     for (float* bp : bufs) CHECK_CUDA(cudaFree(bp));
+    CHECK_CUDA(cudaFree(y));
     if (!ok) return 1;
   }
   CHECK_CUDA(cudaStreamDestroy(s));
@@ -263,15 +302,14 @@ int main(int argc, char** argv) {
   const std::string dir = "/tmp/orch_collective_bench_" + std::to_string(getpid());
   if (std::system(("mkdir -p " + dir).c_str()) != 0) return 1;
   std::vector<std::string> args = {"/proc/self/exe", argv[1], std::to_string(steps)};
-  std::map<int, bool> done;
   for (const Config& c : kConfigs) {
-    if (done[c.allreduces]) continue;
-    done[c.allreduces] = true;
-    std::string arg = std::to_string(c.allreduces);
-    for (bool chained : {false, true}) {
-      const std::string stem = dir + "/coll_bench_" + std::to_string(c.allreduces) + (chained ? "_chained" : "");
-      std::ofstream(stem + ".orch") << pipeline_source(c.allreduces, chained);
-      const std::string cmd = "'" + std::string(argv[1]) + "' '" + stem + ".orch' -o '" + stem + ".bin'";
+    std::string arg = config_name(c);
+    for (int variant = 0; variant < 3; ++variant) {  // default, --no-line-up, chained
+      const bool chained = variant == 2;
+      const std::string stem = dir + "/coll_bench_" + config_name(c) + (variant == 1 ? "_free" : chained ? "_chained" : "");
+      std::ofstream(stem + ".orch") << pipeline_source(c, chained);
+      const std::string cmd = "'" + std::string(argv[1]) + "' " + (variant == 1 ? "--no-line-up " : "") + "'" + stem +
+                              ".orch' -o '" + stem + ".bin'";
       if (std::system(cmd.c_str()) != 0) {
         std::fprintf(stderr, "collective_bench: %s failed\n", cmd.c_str());
         return 1;

@@ -212,6 +212,8 @@ struct Node {
   // Why kernel -> kernel edges into it are full where they could have been programmatic
   // (programmatic_edges.cpp), for --emit=ir; empty otherwise.
   std::string edge_note;
+  // Why it has an edge its accesses do not ask for (line_up_collectives.cpp), for --emit=ir.
+  std::string order_note;
 };
 
 // ---- graphs and the program ---------------------------------------------------------------

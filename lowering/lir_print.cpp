@@ -217,6 +217,7 @@ class Printer {
     line("  # " + n.what + "  at " + at(n.loc) + (reads.empty() ? "" : "; reads " + reads) +
          (writes.empty() ? "" : "; writes " + writes));
     if (!n.edge_note.empty()) line("  # " + n.edge_note);
+    if (!n.order_note.empty()) line("  # " + n.order_note);
     if (conditional) {
       for (size_t b = 0; b < conditional->bodies.size(); ++b) {
         std::string label = "body " + std::to_string(b);

@@ -76,6 +76,7 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   x.pdl = o.pdl && p.targets_have_pdl && archs_have_pdl;
   x.patch_user_kernels = o.patch_user_kernels;
   x.unroll = o.unroll;
+  x.line_up_collectives = o.line_up_collectives;
   x.residency = lowering::residency_of(p.profile);
   return x;
 }
@@ -100,6 +101,7 @@ void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const Sour
   r.run("build_lir", [&] { l = lowering::build_lir(p); });
   r.note(r.run("assign_guards", [&] { return lowering::assign_guards(l); }));
   r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
+  r.note(r.run("line_up_collectives", [&] { return lowering::line_up_collectives(l, o); }));
   r.note(r.run("programmatic_edges", [&] { return lowering::programmatic_edges(l, o, false); }));
 }
 
@@ -109,6 +111,7 @@ LowerOptions plain_lowering() {
   LowerOptions o;
   o.pdl = false;
   o.unroll = 1;
+  o.line_up_collectives = false;
   return o;
 }
 

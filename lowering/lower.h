@@ -21,6 +21,9 @@ struct LowerOptions {
   // (orchc --unroll N); 0: the compiler's choice per loop (lowering::auto_unroll: 16 for a body
   // of one node, 8 otherwise), 1: no unrolling.
   uint32_t unroll = 0;
+  // A kernel that fits in one wave waits for the collective before it rather than running
+  // beside it (lowering/line_up_collectives.cpp; orchc --no-line-up turns it off).
+  bool line_up_collectives = true;
   // User kernels may be patched at their PTX entry (the wait, guards). False for --emit=cuda,
   // whose kernels nvcc compiles from their source: edges into them stay full and loops holding
   // them are not unrolled.
@@ -37,13 +40,15 @@ std::optional<std::string> lower_to_artifact(ir::Program& program, SourceManager
 
 // The lowering passes without kernel compilation and serialization: the lowered program, for
 // `--emit=ir|cuda` and tests that need no NVRTC. `program` is rewritten on the way. (Only the
-// pass options of `options` count: pdl, unroll, patch_user_kernels, compile.archs.)
+// pass options of `options` count: pdl, unroll, line_up_collectives, patch_user_kernels,
+// compile.archs.)
 lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options = {});
 
 // Only the passes on the IR (before build_lir), for tests that look at what they do to it.
 void lower_graphs(ir::Program& program, const LowerOptions& options = {});
 
-// LowerOptions with every speed pass off (--no-pdl --unroll 1): the graph a person would build.
+// LowerOptions with every speed pass off (--no-pdl --unroll 1 --no-line-up): the graph as the
+// DAG of accesses gives it.
 LowerOptions plain_lowering();
 // `options` for --emit=cuda (emit_cuda needs it): nvcc compiles the user kernels from their source,
 // so none is patched (edges into them stay full, loops holding them are not unrolled).

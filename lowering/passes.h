@@ -40,6 +40,8 @@ struct PassOptions {
   // What the target holds at once (lowering/launch_shape.h): programmatic edges only join
   // launches that fit in one wave, and the compiler unrolls only loops whose launches do.
   Residency residency;
+  // Kernels that fit in one wave wait for the collective before them (line_up_collectives).
+  bool line_up_collectives = true;
   // Loops (by their `while` statement's place) the compiler's choice must not unroll, and why:
   // their body turned out, once compiled, to have a launch of more than one wave
   // (unrolled_past_one_wave; lower.cpp lowers again without them).
@@ -103,6 +105,11 @@ lir::Program build_lir(const ir::Program& program);
 
 // hash_collectives.cpp: a hash of the collective sequence, which ranks compare at bind time.
 void hash_collectives(lir::Program& program);
+
+// line_up_collectives.cpp: a kernel the DAG leaves free of the last collective before it, and
+// whose launch fits in one wave, gets a full edge from that collective (too short to gain from
+// running beside it; the join would cost more). Returns a line for --print-passes.
+std::vector<std::string> line_up_collectives(lir::Program& program, const PassOptions& options);
 
 // programmatic_edges.cpp: kernel -> kernel dependencies become programmatic where the dependent
 // kernel waits at entry and neither launches work from the device, in host-launched top-level

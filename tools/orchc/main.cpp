@@ -27,6 +27,7 @@ struct Flags {
   std::vector<std::string> archs;
   unsigned jobs = 0;
   uint32_t unroll = 0;  // 0: the compiler's choice
+  bool no_line_up = false;
 };
 
 // The lowering options the flags ask for; --emit=cuda cannot patch user kernels.
@@ -39,6 +40,7 @@ orch::LowerOptions lower_options(const Flags& f) {
   lower.print_passes = f.print_passes;
   lower.pdl = !f.no_pdl;
   lower.unroll = f.unroll;
+  lower.line_up_collectives = !f.no_line_up;
   return f.emit == "cuda" ? orch::for_emit_cuda(lower) : lower;
 }
 
@@ -109,6 +111,7 @@ std::vector<std::string> key_options(const Flags& f, bool color) {
   // The speed passes change the artifact: a --no-pdl or --unroll compile is its own entry.
   o.push_back(std::string("pdl=") + (f.no_pdl ? "0" : "1"));
   o.push_back("unroll=" + std::to_string(f.unroll));
+  o.push_back(std::string("line-up=") + (f.no_line_up ? "0" : "1"));
   return o;
 }
 
@@ -153,6 +156,9 @@ int run(int argc, char** argv) {
                  "copies of a `while` body per WHILE iteration, each doing nothing once the condition is "
                  "false (default: the compiler's choice, 16 for a body of one node, 8 otherwise; 1: no unrolling)")
       ->check(CLI::Range(1u, 64u));
+  app.add_flag("--no-line-up", f.no_line_up,
+               "leave every kernel free to run beside the collective before it (default: kernels that fit "
+               "in one wave wait for it)");
   app.add_flag("--print-passes", f.print_passes,
                "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
   app.add_option("--diagnostics-format", f.format, "text, json or sarif")
