@@ -1053,32 +1053,38 @@ TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled
   CHECK(std::string(lowering::launch_shape(heavy->program, first, r).limit) == "registers");
 }
 
-// A one-wave kernel the DAG leaves free of the collective before it waits for that collective;
-// a multi-wave one stays free to overlap it; --no-line-up leaves them all free.
-TEST_CASE("line up: one-wave kernels after the collective before them, larger ones free to overlap") {
-  std::string text = "pipeline cb\ntarget sm_90\nparam n: u32 = 256\nparam s: f32 = 0.5\ncomm world\n"
-                     "buffer big: f32[1 << 24]\nbuffer g0: f32[n]\nbuffer g1: f32[n]\nbuffer g2: f32[n]\n"
-                     "kernel scale(n: u32, s: f32, x: inout f32[]) source \"\"\"extern \"C\" __global__ void "
-                     "scale(unsigned n, float s, float* x) {}\"\"\"\n"
-                     "graph main {\n";
-  for (int k = 0; k < 3; ++k)
-    text += "  scale<<<ceil_div(n, 256), 256>>>(n, s, g" + std::to_string(k) + ")\n  allreduce sum g" +
-            std::to_string(k) + " on world\n";
-  text += "  scale<<<65536, 256>>>(1 << 24, s, big)\n  scale<<<1, 32>>>(1, s, g0)\n}\n";
-  auto lined = lower_text(text);
+// In a graph where every kernel free of the collective before it fits in one wave, each waits for
+// that collective; where one is larger, all stay free (it fills the SMs the chain's short kernels
+// need); --no-line-up leaves them all free.
+TEST_CASE("line up: one-wave kernels after the collective before them, unless a larger one runs beside them") {
+  auto text = [](bool large) {
+    std::string t = "pipeline cb\ntarget sm_90\nparam n: u32 = 256\nparam s: f32 = 0.5\ncomm world\n"
+                    "buffer big: f32[1 << 24]\nbuffer g0: f32[n]\nbuffer g1: f32[n]\nbuffer g2: f32[n]\n"
+                    "kernel scale(n: u32, s: f32, x: inout f32[]) source \"\"\"extern \"C\" __global__ void "
+                    "scale(unsigned n, float s, float* x) {}\"\"\"\n"
+                    "graph main {\n";
+    for (int k = 0; k < 3; ++k)
+      t += "  scale<<<ceil_div(n, 256), 256>>>(n, s, g" + std::to_string(k) + ")\n  allreduce sum g" +
+           std::to_string(k) + " on world\n";
+    t += large ? "  scale<<<65536, 256>>>(1 << 24, s, big)\n" : "  scale<<<1056, 256>>>(1056 * 256, s, big)\n";
+    return t + "  scale<<<1, 32>>>(1, s, g0)\n}\n";
+  };
+  auto lined = lower_text(text(false));
   CHECK(edges(main_body(lined->program)) ==
-        "0 kernel:\n1 collective: 0\n2 kernel: 1\n3 collective: 2\n4 kernel: 3\n5 collective: 4\n6 kernel:\n"
+        "0 kernel:\n1 collective: 0\n2 kernel: 1\n3 collective: 2\n4 kernel: 3\n5 collective: 4\n6 kernel: 5\n"
         "7 kernel: 1 5\n");
   CHECK(main_body(lined->program).nodes[2].order_note ==
         "after the collective at line 13:3: this launch has 1 block of 256 threads, within the 1056 such blocks an "
         "sm_90 holds at once (132 SMs x 8), too short to gain from running beside it");
-  CHECK(main_body(lined->program).nodes[6].order_note.empty());
+  const std::string free_edges =
+      "0 kernel:\n1 collective: 0\n2 kernel:\n3 collective: 2\n4 kernel:\n5 collective: 4\n6 kernel:\n"
+      "7 kernel: 1\n";
+  auto large = lower_text(text(true));
+  CHECK(edges(main_body(large->program)) == free_edges);
+  CHECK(main_body(large->program).nodes[2].order_note.empty());
   LowerOptions off;
   off.line_up_collectives = false;
-  auto free = lower_text(text, off);
-  CHECK(edges(main_body(free->program)) ==
-        "0 kernel:\n1 collective: 0\n2 kernel:\n3 collective: 2\n4 kernel:\n5 collective: 4\n6 kernel:\n"
-        "7 kernel: 1\n");
+  CHECK(edges(main_body(lower_text(text(false), off)->program)) == free_edges);
 }
 
 // The exact forms the GPU alone used to pin (issue 20, item 8): a grid that is one block only at

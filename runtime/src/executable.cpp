@@ -1307,7 +1307,11 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
       return rt::cuda_error(e, "instantiate: cannot create the event that marks a launch's end");
     }
   }
-  x->stats = Executable::Stats();  // count what happens after instantiate
+  // Count what happens after instantiate, but for the edges it decided.
+  const Executable::Stats built = x->stats;
+  x->stats = Executable::Stats();
+  x->stats.programmatic_edges = built.programmatic_edges;
+  x->stats.programmatic_edges_made_full = built.programmatic_edges_made_full;
   return std::make_unique<Executable>(std::move(x));
   });
 }
