@@ -214,11 +214,15 @@ const char* to_string(ReduceOp op);  // "sum", ...; "" for None
 std::optional<ReduceOp> parse_reduce_op(std::string_view name);
 
 // How a node of an unrolled loop's copy learns whether it runs (lowering/unroll_loops.cpp):
-// Alone: the copy's only node, one block: it evaluates the condition itself. Decide: the copy's
-// one-block source that every other node of the copy follows: it evaluates and stores the
-// decision in the copy's slot. Race: one of the copy's sources: the first block to reach any of
-// them claims the slot (atomicCAS), evaluates and publishes; the others wait for it. Follow: a
-// node after another node of its copy: it reads the decided slot.
+// Alone: the copy's only node, which writes none of the condition's buffers or runs one block:
+// each block evaluates the condition itself. Decide: a source of the copy (no node of its copy
+// before it) that writes none of the condition's buffers, or the copy's only source, of one
+// block: each block evaluates and stores the decision in the copy's slot (every block sees the
+// condition as the copy found it, so all store the same). Race: the copy's only source, of
+// several blocks, writing a buffer the condition reads (its early blocks may write it before
+// its late ones start): the first block to reach it claims the slot (atomicCAS), evaluates and
+// publishes; the others wait for it. Follow: a node after another node of its copy: it reads the
+// decided slot.
 enum class GuardRole : uint8_t { Alone, Decide, Race, Follow };
 const char* to_string(GuardRole r);
 

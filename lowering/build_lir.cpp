@@ -71,6 +71,13 @@ class Builder {
       out.status_sites.push_back({s.loc, s.call_stack, s.what});
     for (const ir::UnrolledLoop& u : p_.unrolled_loops) {
       lir::UnrolledLoop x;
+      std::function<void(const ir::Expr&)> reads = [&](const ir::Expr& e) {
+        if (e.kind == ir::ExprKind::DeviceScalar &&
+            std::find(x.cond_buffers.begin(), x.cond_buffers.end(), e.ref) == x.cond_buffers.end())
+          x.cond_buffers.push_back(e.ref);
+        for (const ir::Expr& o : e.operands) reads(o);
+      };
+      reads(u.cond);
       x.handle = u.handle;
       x.copies = u.copies;
       x.slots = u.slots;

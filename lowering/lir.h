@@ -231,6 +231,7 @@ struct Graph {
 
 // A `while` loop lowering unrolled (ir::UnrolledLoop, its guard functions' arguments lowered).
 struct UnrolledLoop {
+  std::vector<int> cond_buffers;  // the device scalars its condition reads
   int handle = -1;
   uint32_t copies = 0;
   int slots = -1;  // the buffer of guard slots

@@ -172,6 +172,9 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
 // unroll_loops.cpp: whether a kernel node runs exactly one block whatever the params (its grid
 // is constant 1, 1, 1): assign_guards' decide role and the verifier's check of it.
 bool one_block(const lir::Node& n);
+// unroll_loops.cpp: whether node `n` writes a buffer the condition of `loop` reads: its blocks
+// could then see the condition change, so it cannot let each decide (assign_guards' Race role).
+bool writes_condition(const lir::Node& n, const lir::UnrolledLoop& loop);
 
 // memset_pattern.cpp: the memset a fill becomes, where one does it: a 1, 2 or 4 byte pattern,
 // or an 8-byte one whose halves agree, of a value known at compile time, into device memory.

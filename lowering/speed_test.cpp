@@ -609,10 +609,11 @@ graph main {
   const lir::Program& p = l->program;
   const std::string body = copies(p, first_loop(p).bodies[0]);
   // Copy 1 as written (a memset does the fill, a memcpy the copy); in copies 2 on three sources
-  // race (the wide kernel, the fill, the update), the copy follows the wide kernel, count
-  // follows everything (it writes c, which every guard reads).
-  CHECK(body.rfind("wide memcpy memset update count wide[2/race] copy[2/follow] fill[2/race] update[2/race] "
-                   "count[2/follow] wide[3/race]",
+  // (the wide kernel, the fill, the update of d) write nothing the condition reads, so each of
+  // their blocks decides; the copy follows the wide kernel, count follows everything (it writes
+  // c, which every guard reads).
+  CHECK(body.rfind("wide memcpy memset update count wide[2/decide] copy[2/follow] fill[2/decide] update[2/decide] "
+                   "count[2/follow] wide[3/decide]",
                    0) == 0);
   CHECK(verify(p) == "");
   for (const lir::Kernel& k : p.kernels) {
@@ -621,6 +622,28 @@ graph main {
     const bool race = k.guard->role == ir::GuardRole::Race;
     CHECK((k.source.find("atomicCAS(orch_slot, 0u, 1u)") != std::string::npos) == race);
   }
+
+  // A source of several blocks that writes what the condition reads races for the slot: its
+  // early blocks may write c before its late ones start.
+  auto racing = lower_text(R"(pipeline p
+target sm_90
+param n: u32 = 1000
+buffer c: i32
+buffer x: f32[n]
+kernel bump(n: u32, c: inout i32, x: inout f32[]) source """
+extern "C" __global__ void bump(unsigned n, int* c, float* x) { if (blockIdx.x == 0 && threadIdx.x == 0) *c -= 1; }
+"""
+graph main {
+  fill c = 5
+  while c > 0 {
+    bump<<<ceil_div(n, 256), 256>>>(n, c, x)
+  }
+}
+)");
+  const std::string racing_body = copies(racing->program, first_loop(racing->program).bodies[0]);
+  INFO(racing_body);
+  CHECK(racing_body.rfind("bump bump[2/race] bump[3/race]", 0) == 0);
+  CHECK(verify(racing->program) == "");
 
   // A chain whose source runs one block: it decides and stores, the rest follow.
   auto chain = lower_text(R"(pipeline p
@@ -730,7 +753,8 @@ graph main {
     auto& k = std::get<lir::KernelNode>(b.nodes[2].op);
     k.grid[0] = b.nodes[3].guard ? std::get<lir::KernelNode>(b.nodes[3].op).grid[0] : k.grid[0];
     k.grid[0].code[0].value.bits = 16;
-    CHECK(verify(p).find("decides for its copy alone, but may run more than one block") != std::string::npos);
+    CHECK(verify(p).find("lets each of its blocks decide for its copy, but may run more than one block and writes "
+                         "what the condition reads") != std::string::npos);
   }
 }
 

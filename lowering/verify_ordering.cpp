@@ -131,7 +131,7 @@ std::string guard_problem(const lir::Program& p, const lir::Body& r) {
   }
   for (const auto& [key, members] : copies) {
     const std::set<size_t> in(members.begin(), members.end());
-    size_t deciders = 0;
+    size_t deciders = 0, writing_deciders = 0;
     for (size_t i : members) {
       const lir::Node& n = r.nodes[i];
       bool preceded = false;
@@ -145,15 +145,22 @@ std::string guard_problem(const lir::Program& p, const lir::Body& r) {
       if (preceded) return at + " decides for its copy, but another node of its copy comes before it";
       if (role == ir::GuardRole::Race) continue;
       ++deciders;
-      if (!one_block(n)) return at + " decides for its copy alone, but may run more than one block";
+      // Each block decides for itself: they agree only if none can see another's writes.
+      const bool writes = writes_condition(n, p.unrolled_loops[static_cast<size_t>(key.first)]);
+      if (writes && !one_block(n))
+        return at + " lets each of its blocks decide for its copy, but may run more than one block and writes what "
+                    "the condition reads";
       if (role == ir::GuardRole::Alone && members.size() != 1)
         return at + " keeps its copy's decision to itself, but its copy has other nodes";
+      writing_deciders += writes;
     }
     if (deciders > 0 && members.size() - deciders > 0 &&
         std::any_of(members.begin(), members.end(),
                     [&](size_t i) { return r.nodes[i].guard->role == ir::GuardRole::Race; }))
-      return "a copy of loop " + std::to_string(key.first) + " mixes a lone decider with racing ones";
-    if (deciders > 1) return "a copy of loop " + std::to_string(key.first) + " has more than one decider";
+      return "a copy of loop " + std::to_string(key.first) + " mixes deciders with racing ones";
+    if (deciders > 1 && writing_deciders > 0)
+      return "a copy of loop " + std::to_string(key.first) +
+             " has more than one decider, and one of them writes what the condition reads";
   }
   return "";
 }
