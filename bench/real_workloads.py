@@ -547,18 +547,20 @@ graph main {
 
 
 def rows() -> list:
+    # Repeats: the timed launches per column (a third with --quick); rows under 1 ms take more,
+    # which costs little next to the processes each column starts.
     return [
-        chain_row(K, "1 K", 50), chain_row(64 * K, "64 K", 50), chain_row(M, "1 M", 30),
+        chain_row(K, "1 K", 200), chain_row(64 * K, "64 K", 200), chain_row(M, "1 M", 100),
         chain_row(16 * M, "16 M", 10), chain_row(64 * M, "64 M", 5, checked=False),
         loop_row(K, "1 K", 20), loop_row(64 * K, "64 K", 20), loop_row(M, "1 M", 10), loop_row(16 * M, "16 M", 5),
-        fanout_row(K, "1 K", 50), fanout_row(M, "1 M", 20),
-        fma_row(M, "1 M", 20), fma_row(16 * M, "16 M", 5),
+        fanout_row(K, "1 K", 200), fanout_row(M, "1 M", 100),
+        fma_row(M, "1 M", 100), fma_row(16 * M, "16 M", 10),
         # The 64 M chain, the 4096^2 heat and the 16 M sum-while take numpy from 10 s to minutes:
         # checked against torch's result instead where torch is present (bit for bit: see the kernels).
-        heat_row(256, 20, True), heat_row(1024, 10, True), heat_row(4096, 5, False),
-        shrink_row(64 * K, "64 K", 20, True), shrink_row(16 * M, "16 M", 5, False),
-        gemm_row(512, 30), gemm_row(2048, 10),
-        moe_row(4 * K, 256, 30), moe_row(16 * K, 512, 10),
+        heat_row(256, 30, True), heat_row(1024, 20, True), heat_row(4096, 5, False),
+        shrink_row(64 * K, "64 K", 30, True), shrink_row(16 * M, "16 M", 5, False),
+        gemm_row(512, 100), gemm_row(2048, 10),
+        moe_row(4 * K, 256, 100), moe_row(16 * K, 512, 20),
     ]
 
 
