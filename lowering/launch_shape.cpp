@@ -31,6 +31,8 @@ std::optional<uint64_t> product(std::optional<uint64_t> a, std::optional<uint64_
   return static_cast<uint64_t>(p);
 }
 
+}  // namespace
+
 // The most blocks of `threads` threads, `shared` bytes of dynamic shared memory and `demand`
 // one SM holds at once (cudaOccupancyMaxActiveBlocksPerMultiprocessor's rules, cuda_occupancy.h:
 // threads in whole warps; shared memory with the driver's reserve, in allocation units;
@@ -58,8 +60,6 @@ uint64_t resident_blocks(const Residency& r, std::optional<uint64_t> threads, ui
   }
   return per_sm * r.sms;
 }
-
-}  // namespace
 
 Residency residency_of(const TargetProfile& profile) {
   Residency r;

@@ -31,6 +31,11 @@ struct Residency {
 
 Residency residency_of(const TargetProfile& profile);
 
+// The most blocks of `threads` threads, `shared` bytes of dynamic shared memory and `demand`
+// resident at once on `r` (all its SMs); `*limit` names the bound that decided.
+uint64_t resident_blocks(const Residency& r, std::optional<uint64_t> threads, uint64_t shared,
+                         const BlockDemand& demand, const char** limit);
+
 struct LaunchShape {
   std::optional<uint64_t> blocks;   // unknown: it depends on the GPU's data, the rank, or a param without a default
   std::optional<uint64_t> threads;  // per block

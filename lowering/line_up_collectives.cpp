@@ -15,10 +15,10 @@
 // an independent kernel of 4 M elements per allreduce).
 //
 // So, per host graph: where every kernel the DAG leaves free of the last collective before it is
-// known to fit in one wave (launch_shape), each gets a full edge from that collective; where any
-// is larger (or of a size known only when it runs), none does. An edge only adds order:
-// verify_ordering's proof is unchanged, and a collective never depends on a later node, so no
-// cycle can form.
+// known to fit in one wave (launch_shape, or as orchc --profile measured it), each gets a full
+// edge from that collective; where any is larger (or of a size known only when it runs), none
+// does. An edge only adds order: verify_ordering's proof is unchanged, and a collective never
+// depends on a later node, so no cycle can form.
 #include <algorithm>
 
 #include "lowering/passes.h"
@@ -34,7 +34,7 @@ std::string where(const lir::Node& n) {
 // Each kernel the DAG leaves free of the last collective before it, with that collective.
 struct Candidate {
   uint32_t kernel, collective;
-  LaunchShape shape;
+  Launch launch;  // as measured where a profile has it (orchc --profile)
 };
 
 void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::string>& notes, size_t& lined,
@@ -67,15 +67,15 @@ void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::
     }
     const auto* k = std::get_if<lir::KernelNode>(&n.op);
     if (!k || last < 0 || after_last[i]) continue;
-    candidates.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(last), launch_shape(p, *k, o.residency)});
+    candidates.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(last), launch_of(p, n, o.residency, o.profile)});
   }
   for (const Candidate& c : candidates)
-    if (!c.shape.one_wave() && !large) large = &c;
+    if (!c.launch.shape.one_wave() && !large) large = &c;
   if (large) {
     free += candidates.size();
     const lir::Node& n = b.nodes[large->kernel];
-    notes.push_back("kernels beside collectives: " + std::to_string(candidates.size()) + " left free, since the one at " +
-                    where(n) + " has " + large->shape.describe(o.residency) +
+    notes.push_back("kernels beside collectives: " + std::to_string(candidates.size()) + " left free, since " +
+                    large->launch.says("the one at " + where(n)) +
                     " and would fill the SMs the collective chain's short kernels need");
     return;
   }
@@ -84,8 +84,8 @@ void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::
     lir::Node& n = b.nodes[c.kernel];
     n.deps.push_back({c.collective, lir::DepKind::Full});
     ++lined;
-    n.order_note = "after the collective at " + where(b.nodes[c.collective]) + ": this launch has " +
-                   c.shape.describe(o.residency) + ", too short to gain from running beside it";
+    n.order_note = "after the collective at " + where(b.nodes[c.collective]) + ": " + c.launch.says("this launch") +
+                   ", too short to gain from running beside it";
   }
 }
 

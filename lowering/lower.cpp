@@ -78,6 +78,7 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   x.unroll = o.unroll;
   x.line_up_collectives = o.line_up_collectives;
   x.residency = lowering::residency_of(p.profile);
+  x.profile.profile = o.profile;
   return x;
 }
 

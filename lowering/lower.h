@@ -1,6 +1,7 @@
 // lowering/: from a checked program to pipeline.bin.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,6 +11,10 @@
 #include "support/diagnostics.h"
 
 namespace orch {
+
+namespace lowering {
+class BoundProfile;
+}
 
 struct LowerOptions {
   CompileOptions compile;     // archs come from the program's targets when empty
@@ -28,6 +33,9 @@ struct LowerOptions {
   // whose kernels nvcc compiles from their source: edges into them stay full and loops holding
   // them are not unrolled.
   bool patch_user_kernels = true;
+  // A profile measured by orch-run --profile (orchc --profile; lowering/profile_use.h): the
+  // speed passes decide from the launches it measured where it has them. Null: none.
+  std::shared_ptr<const lowering::BoundProfile> profile;
 };
 
 // Runs every lowering pass on `program` (which it rewrites), builds the lowered program,

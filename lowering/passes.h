@@ -14,6 +14,7 @@
 #include "lowering/kernel_compiler.h"
 #include "lowering/launch_shape.h"
 #include "lowering/lir.h"
+#include "lowering/profile_use.h"
 #include "support/diagnostics.h"
 
 namespace orch::lowering {
@@ -46,6 +47,9 @@ struct PassOptions {
   // their body turned out, once compiled, to have a launch of more than one wave
   // (unrolled_past_one_wave; lower.cpp lowers again without them).
   std::vector<std::pair<SourceRange, std::string>> keep_rolled;
+  // A profile of an earlier run (orchc --profile; lowering/profile_use.h): where it measured a
+  // launch, both decisions take it as it ran, and unrolling also needs the body's measured time.
+  ProfileUse profile;
 };
 
 // Calls `f` on every region of every graph, outer regions before the bodies they hold.

@@ -78,6 +78,7 @@ class Pass {
       notes_.push_back("programmatic edges: " + std::to_string(made_) + " of " + std::to_string(kernel_edges_) +
                        " kernel -> kernel edges" +
                        (too_big_ ? "; " + std::to_string(too_big_) + " kept full: a launch of more than one wave" : "") +
+                       (from_profile_ ? "; " + std::to_string(from_profile_) + " programmatic from the profile's measured launches" : "") +
                        (p_.pdl_in_bodies ? "" : "; none inside conditional bodies (not yet known to work)") +
                        (p_.pdl_in_device_graphs ? "" : "; none in device graphs (not yet known to work)"));
     }
@@ -117,15 +118,21 @@ class Pass {
           // Only between launches that fit in one wave: where a grid runs in several, its run
           // time dominates and a programmatic edge measured slower than a full one (H200,
           // bench/real_bench.py: 1.6x on chains of 1 M to 64 M elements, 1.2x compute-bound).
-          const LaunchShape a = launch_shape(p_, std::get<lir::KernelNode>(b.nodes[d.from].op), o_.residency);
-          const LaunchShape z = launch_shape(p_, std::get<lir::KernelNode>(n.op), o_.residency);
-          if (!a.one_wave() || !z.one_wave()) {
+          // Where a profile measured a launch (orchc --profile), as it ran (profile_use.h).
+          const Launch a = launch_of(p_, b.nodes[d.from], o_.residency, o_.profile);
+          const Launch z = launch_of(p_, n, o_.residency, o_.profile);
+          if (!a.shape.one_wave() || !z.shape.one_wave()) {
             programmatic = false;
             ++too_big_;
-            const LaunchShape& big = !z.one_wave() ? z : a;
+            const Launch& big = !z.shape.one_wave() ? z : a;
             n.edge_note = std::string("full edge") + (n.deps.size() > 1 ? "s" : "") + " from kernels: " +
-                          (!z.one_wave() ? "this launch has " : "%" + std::to_string(d.from) + " has ") +
-                          big.describe(o_.residency) + " (programmatic edges join one-wave launches only)";
+                          big.says(!z.shape.one_wave() ? "this launch" : "%" + std::to_string(d.from)) +
+                          " (programmatic edges join one-wave launches only)";
+          } else if (a.measured_shape || z.measured_shape) {
+            ++from_profile_;
+            n.edge_note = "programmatic edge from kernels: " +
+                          (z.measured_shape ? z.says("this launch") : a.says("%" + std::to_string(d.from))) +
+                          " (programmatic edges join one-wave launches only)";
           }
         }
         d.kind = programmatic ? lir::DepKind::Programmatic : lir::DepKind::Full;
@@ -141,7 +148,7 @@ class Pass {
   bool compiled_;
   std::vector<bool> wait_;
   std::vector<std::string> notes_;
-  size_t made_ = 0, kernel_edges_ = 0, too_big_ = 0;
+  size_t made_ = 0, kernel_edges_ = 0, too_big_ = 0, from_profile_ = 0;
 };
 
 }  // namespace

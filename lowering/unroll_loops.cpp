@@ -241,6 +241,7 @@ class Unroller {
         return;
       }
     }
+    std::string profiled;  // what the profile decided, for the note
     if (!o_.unroll) {
       // The compiler's choice: copies hide the WHILE node's turn-around, which matters only while
       // the body's launches are short. One that runs in several waves (or whose size is not known
@@ -252,14 +253,30 @@ class Unroller {
           return;
         }
       }
+      // With a profile (orchc --profile): each launch as it ran, and the body's measured time
+      // per iteration no longer than the turn-around (short_enough_to_unroll, profile_use.cpp).
+      uint64_t body_ns = 0;
+      bool timed = false, shaped = false;
       for (size_t j = 0; j < m; ++j) {
-        const LaunchShape shape = launch_shape(p_, body.nodes[j], o_.residency);
-        if (!shape.one_wave()) {
-          notes_.push_back(where(w) + ": not unrolled: a launch of its body has " + shape.describe(o_.residency) +
+        const Launch l = launch_of(p_, body.nodes[j], o_.residency, o_.profile);
+        if (!l.shape.one_wave()) {
+          notes_.push_back(where(w) + ": not unrolled: " + l.says("a launch of its body") +
                            ", so its run time, not the loop's turn-around, dominates (--unroll N unrolls it anyway)");
           return;
         }
+        shaped |= l.measured_shape;
+        if (l.measured) {
+          body_ns += l.measured->median_ns;
+          timed = true;
+        }
       }
+      std::string why;
+      if (timed && !short_enough_to_unroll(body_ns, &why)) {
+        notes_.push_back(where(w) + ": not unrolled: from the profile: " + why +
+                         ", so its run time, not the loop's turn-around, dominates (--unroll N unrolls it anyway)");
+        return;
+      }
+      if (timed) profiled = "; from the profile: " + why + (shaped ? ", its measured launches in one wave" : "");
     }
     const uint32_t wanted = o_.unroll ? o_.unroll : auto_unroll(m);
     const uint32_t copies = static_cast<uint32_t>(std::min<size_t>(wanted, kMaxUnrolledNodes / m));
@@ -314,7 +331,8 @@ class Unroller {
     // The loop node's accesses cover its body's.
     add_access(w.accesses, loop.slots, true, true);
     notes_.push_back(where(w) + ": " + std::to_string(copies) + " copies of its body per WHILE iteration" +
-                     (o_.unroll ? "" : " (the compiler's choice for " + std::to_string(m) + (m == 1 ? " node)" : " nodes)")));
+                     (o_.unroll ? "" : " (the compiler's choice for " + std::to_string(m) + (m == 1 ? " node" : " nodes") +
+                                           profiled + ")"));
   }
 
   // The device function a user kernel of a copy calls at entry for `role`; its first parameter is
@@ -379,12 +397,16 @@ std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const li
         for (const lir::Node& m : body.nodes) {
           const auto* k = std::get_if<lir::KernelNode>(&m.op);
           if (!k) continue;
-          const LaunchShape shape = launch_shape(p, *k, o.residency);
-          if (shape.one_wave()) continue;
+          // As measured where a profile has the launch (its registers are the compiled code's).
+          const Launch l = launch_of(p, m, o.residency, o.profile);
+          if (l.shape.one_wave()) continue;
+          // A grid known only when it runs was unrolled because the profile sized its statement
+          // (a fill or copy by its bytes): the compiled code adds nothing to that.
+          if (!l.shape.blocks && l.measured) continue;
           seen[static_cast<size_t>(loop)] = true;
           const lir::Kernel& kernel = p.kernels.at(static_cast<size_t>(k->kernel));
           found.emplace_back(p.unrolled_loops[static_cast<size_t>(loop)].loc,
-                             "once compiled, its launch of `" + kernel.name + "` has " + shape.describe(o.residency) +
+                             "once compiled, " + l.says("its launch of `" + kernel.name + "`") +
                                  ", so its run time, not the loop's turn-around, dominates");
           break;
         }

@@ -261,6 +261,11 @@ std::string cache_key(const CacheKeyParts& parts) {
   key.add(hash128_hex(parts.input_bytes));
   key.add(uint64_t{parts.options.size()});
   for (const std::string& o : parts.options) key.add(o);
+  if (!parts.profile.empty()) {
+    key.add("profile");
+    key.add(parts.profile);
+    key.add(hash128_hex(parts.profile_bytes));
+  }
   return key.hex();
 }
 

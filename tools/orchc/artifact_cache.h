@@ -2,7 +2,7 @@
 // prints the diagnostics) that the same compile stored earlier, without parsing, checking,
 // lowering or touching NVRTC. Keyed like ccache's manifest mode:
 //   - the key: the .orch file's bytes, its path as given and the working folder, every option
-//     that can change the artifact or the report, the environment variables orchc or the CUDA
+//     that can change the artifact or the report, the profile's path and bytes (--profile), the environment variables orchc or the CUDA
 //     libraries may read (CUDA*, NV*, ORCH_* but the caches' places and size, LD_LIBRARY_PATH,
 //     LD_PRELOAD), orchc itself (its build id and every shared library it has loaded) and the
 //     NVRTC and nvJitLink it would load;
@@ -68,6 +68,10 @@ struct CacheKeyParts {
   std::string input;                 // the .orch path as given
   std::string_view input_bytes;      // its contents
   std::vector<std::string> options;  // "name=value" for every option that can change the result
+  // orchc --profile FILE: the path as given and the file's bytes, so that a compile with another
+  // or an edited profile is never answered with this one's entry (empty path: no profile).
+  std::string profile = {};
+  std::string_view profile_bytes = {};
 };
 
 // The key (32 hex digits); empty when the toolchain cannot be identified (then nothing is cached).

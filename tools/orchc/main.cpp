@@ -13,6 +13,7 @@
 #include "grammar/parse.h"
 #include "lowering/emit_cuda.h"
 #include "lowering/lower.h"
+#include "lowering/profile_use.h"
 #include "support/input_file.h"
 #include "tools/orchc/artifact_cache.h"
 #ifdef ORCH_LAZY_TOOLKIT
@@ -22,7 +23,7 @@
 namespace {
 
 struct Flags {
-  std::string input, emit, target, targets_dir, format = "text", color = "auto", output;
+  std::string input, emit, target, targets_dir, format = "text", color = "auto", output, profile;
   bool check_only = false, no_kernels = false, no_cache = false, print_passes = false, no_pdl = false;
   std::vector<std::string> archs;
   unsigned jobs = 0;
@@ -31,8 +32,10 @@ struct Flags {
 };
 
 // The lowering options the flags ask for; --emit=cuda cannot patch user kernels.
-orch::LowerOptions lower_options(const Flags& f) {
+orch::LowerOptions lower_options(const Flags& f,
+                                 std::shared_ptr<const orch::lowering::BoundProfile> profile = nullptr) {
   orch::LowerOptions lower;
+  lower.profile = std::move(profile);
   lower.compile.archs = f.archs;
   lower.compile.use_cache = !f.no_cache;
   lower.compile.cache_dir = f.no_cache ? "" : orch::default_kernel_cache_dir();
@@ -61,25 +64,32 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   options.targets_dir = f.targets_dir;
   orch::CheckResult result = orch::check_file(f.input, sources, options, diags);
   if (f.emit == "ast" && result.module) std::cout << orch::dump_ast(*result.module, sources);
+  // --profile: checked whatever the pipeline's state (E0004-E0006), then matched against it
+  // (W0006: another pipeline's or GPU's is ignored).
+  std::optional<orch::lowering::Profile> read;
+  uint32_t profile_file = 0;
+  if (!f.profile.empty()) read = orch::lowering::read_profile(f.profile, sources, diags, &profile_file);
   if (diags.has_errors()) return 1;
+  std::shared_ptr<const orch::lowering::BoundProfile> profile;
+  if (read) profile = orch::lowering::match_profile(std::move(*read), profile_file, *result.program, sources, diags);
   if (f.emit == "dot") std::cout << orch::emit_dot(*result.program, sources);
   if (f.emit == "yaml") std::cout << orch::emit_yaml(*result.program, sources);
-  if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program, lower_options(f)), sources);
+  if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program, lower_options(f, profile)), sources);
   if (f.emit == "cuda")
-    std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program, lower_options(f)), sources);
+    std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program, lower_options(f, profile)), sources);
   if (!f.emit.empty()) return 0;
   if (f.check_only) {
     if (f.no_kernels) return 0;
     // The CI gate sees what the compiler sees: the kernels compile (cached; no GPU needed), and
     // what their compiled code shows is checked (E0120, E0508, ...). Nothing is written.
-    const bool ok = orch::lower_to_artifact(*result.program, sources, lower_options(f), diags).has_value();
+    const bool ok = orch::lower_to_artifact(*result.program, sources, lower_options(f, profile), diags).has_value();
     return ok && !diags.has_errors() ? 0 : 1;
   }
   if (f.output.empty()) {
     std::cerr << "orchc: nothing to do: give -o pipeline.bin, --check or --emit\n";
     return 2;
   }
-  const orch::LowerOptions lower = lower_options(f);
+  const orch::LowerOptions lower = lower_options(f, profile);
   auto bytes = orch::lower_to_artifact(*result.program, sources, lower, diags);
   if (!bytes || diags.has_errors()) return 1;
   // Written atomically: a failed compile never leaves a partial file or replaces a good one.
@@ -159,6 +169,10 @@ int run(int argc, char** argv) {
   app.add_flag("--no-line-up", f.no_line_up,
                "leave every kernel free to run beside the collective before it (default: kernels that fit "
                "in one wave wait for it)");
+  app.add_option("--profile", f.profile,
+                 "decide the speed passes from the launches and times orch-run --profile measured "
+                 "(docs/observe.md, \"--profile\")")
+      ->type_name("FILE");
   app.add_flag("--print-passes", f.print_passes,
                "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
   app.add_option("--diagnostics-format", f.format, "text, json or sarif")
@@ -190,8 +204,12 @@ int run(int argc, char** argv) {
   if (cacheable(f)) {
     cache.emplace(orch::orchc::default_artifact_cache_dir(), orch::orchc::default_artifact_cache_limit());
     orch::InputFile in = orch::read_input_file(f.input);
-    if (!cache->dir().empty() && in.status == orch::InputFile::Status::Ok)
-      key = orch::orchc::cache_key({f.input, in.text, key_options(f, color)});
+    // The profile's bytes are part of the key; one that cannot be read is the compile's error.
+    orch::InputFile profile;
+    if (!f.profile.empty()) profile = orch::read_regular_file(f.profile);
+    if (!cache->dir().empty() && in.status == orch::InputFile::Status::Ok &&
+        (f.profile.empty() || profile.status == orch::InputFile::Status::Ok))
+      key = orch::orchc::cache_key({f.input, in.text, key_options(f, color), f.profile, profile.text});
     if (!key.empty()) {
       if (std::string problem = orch::artifact::output_path_problem(f.output, {f.input}); !problem.empty()) {
         std::cerr << "orchc: " << problem << "\n";

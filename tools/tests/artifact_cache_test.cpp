@@ -326,6 +326,80 @@ TEST_CASE("artifact cache: --no-cache neither reads nor writes it; views and --c
   CHECK(fs::exists(w.artifacts()));
 }
 
+// A profile of kPipeline (orch-run --profile), its one node the launch of `scale` at p.orch:7:3.
+std::string profile_of(const std::string& pipeline, uint64_t median_ns) {
+  return R"({"format": "orch-profile", "version": 1,
+  "device": {"name": "NVIDIA H200", "sms": 132, "compute_capability": 90},
+  "pipeline": {"name": ")" + pipeline + R"(", "sources": ["p.orch"]},
+  "nodes": [
+    {"file": "p.orch", "line": 7, "column": 3, "kernel": "scale", "launches": 10, "median_ns": )" +
+         std::to_string(median_ns) + R"(, "min_ns": 900,
+     "grid": [2, 1, 1], "block": [128, 1, 1], "registers": 16}
+  ]
+})";
+}
+
+TEST_CASE("artifact cache: keyed on the profile's bytes: another or an edited profile is a miss, the same a hit") {
+  Workspace w("profile");
+  write_pipeline(w);
+  w.write("prof.json", profile_of("cached", 1000));
+  auto compile = [&](const std::string& args) {
+    w.forget_kernels();
+    Compile c = w.orchc(args);
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    return w.compiled_kernels();  // true: compiled (a miss); false: answered by the cache
+  };
+  CHECK(compile("p.orch --profile prof.json -o a.bin"));
+  CHECK_FALSE(compile("p.orch --profile prof.json -o b.bin"));
+  CHECK(read_all((w.dir / "a.bin").string()) == read_all((w.dir / "b.bin").string()));
+  // Without the profile: another compile.
+  CHECK(compile("p.orch -o c.bin"));
+  CHECK_FALSE(compile("p.orch -o c.bin"));
+  // One measured time changed: a miss, then a hit.
+  w.write("prof.json", profile_of("cached", 1001));
+  CHECK(compile("p.orch --profile prof.json -o a.bin"));
+  CHECK_FALSE(compile("p.orch --profile prof.json -o a.bin"));
+  // The same bytes under another name: its own entry (the report names the file).
+  w.write("other.json", profile_of("cached", 1001));
+  CHECK(compile("p.orch --profile other.json -o a.bin"));
+  // Edited back: the first entry again.
+  w.write("prof.json", profile_of("cached", 1000));
+  CHECK_FALSE(compile("p.orch --profile prof.json -o a.bin"));
+  // Another pipeline's profile: compiled with the warning, which a hit replays.
+  w.write("prof.json", profile_of("elsewhere", 1000));
+  w.forget_kernels();
+  Compile warned = w.orchc("p.orch --profile prof.json -o a.bin");
+  REQUIRE_MESSAGE(warned.exit_code == 0, warned.err);
+  CHECK(warned.err.find("prof.json:3:24: warning[W0006]: this profile was measured on pipeline `elsewhere`, not "
+                        "`cached`") != std::string::npos);
+  CHECK(w.compiled_kernels());
+  w.forget_kernels();
+  Compile replayed = w.orchc("p.orch --profile prof.json -o a.bin");
+  CHECK(replayed.err == warned.err);
+  CHECK_FALSE(w.compiled_kernels());
+  // An invalid profile, or none at that path: an error, nothing stored, no entry answers it.
+  const size_t entries = w.entries();
+  w.write("prof.json", "{\"format\": \"orch-profile\", \"version\": 7}");
+  Compile bad = w.orchc("p.orch --profile prof.json -o a.bin");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("prof.json:1:39: error[E0006]: invalid profile (orchc --profile): `version` is 7; this orchc reads "
+                     "version 1") != std::string::npos);
+  fs::remove(w.dir / "prof.json");
+  Compile missing = w.orchc("p.orch --profile prof.json -o a.bin");
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("error[E0004]: cannot read the profile `prof.json`") != std::string::npos);
+  CHECK(w.entries() == entries);
+  // --check validates it too, and --check with a good one is clean.
+  w.write("prof.json", "[]");
+  Compile checked = w.orchc("--check --no-kernels p.orch --profile prof.json");
+  CHECK(checked.exit_code == 1);
+  CHECK(checked.err.find("prof.json:1:1: error[E0006]: invalid profile (orchc --profile): the profile is an array; "
+                         "expected a JSON object") != std::string::npos);
+  w.write("prof.json", profile_of("cached", 1000));
+  Compile clean = w.orchc("--check p.orch --profile prof.json");
+  CHECK_MESSAGE(clean.exit_code == 0, clean.err);
+}
+
 TEST_CASE("artifact cache: a hit writes only where a compile may, never over an input") {
   Workspace w("outputs");
   write_pipeline(w);
