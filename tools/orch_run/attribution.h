@@ -38,6 +38,10 @@ struct NodeRecord {
   uint64_t start_ns = 0, end_ns = 0;
   bool device_launched = false;
   uint32_t device_id = 0, stream_id = 0, correlation_id = 0;
+  // Kernels: the launch as it ran (CUPTI's kernel record), for --profile.
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t registers = 0;  // per thread
+  uint32_t static_shared_bytes = 0, dynamic_shared_bytes = 0;  // per block
 };
 
 // How a record's graph node was found.

@@ -60,6 +60,17 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
           r.kind = NodeRecord::Kind::Kernel;
           r.name = k->name ? k->name : "";
           fill_common(r, *k);
+          // CUPTI's int32 fields are never negative for a launch that ran.
+          auto u = [](int32_t v) { return v > 0 ? static_cast<uint32_t>(v) : 0u; };
+          r.grid[0] = u(k->gridX);
+          r.grid[1] = u(k->gridY);
+          r.grid[2] = u(k->gridZ);
+          r.block[0] = u(k->blockX);
+          r.block[1] = u(k->blockY);
+          r.block[2] = u(k->blockZ);
+          r.registers = k->registersPerThread;
+          r.static_shared_bytes = u(k->staticSharedMemory);
+          r.dynamic_shared_bytes = u(k->dynamicSharedMemory);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {

@@ -40,6 +40,10 @@ instantiate, upload, launch) as a Chrome trace: open it in ui.perfetto.dev or ch
 CUPTI's range profiler, or the `cost` declared on the kernel) and says whether it is memory- or
 compute-bound; the peaks come from the target profile (targets/*.yaml). Pipelines that launch
 graphs from the device cannot be traced by CUPTI today: --trace then shows the host side only.
+--profile FILE writes what --nodes measures as a JSON profile: each statement's GPU time
+(median and least, over the --repeat profiled launches) and its kernel's launch as it ran (grid,
+block, registers, shared memory), with the GPU, driver, date and params; orchc --profile FILE
+then decides programmatic edges and unrolling from it (docs/observe.md, "--profile").
 --timing prints the host-clock time of loading the pipeline, instantiating it (split into
 building the graphs, cudaGraphInstantiate, uploading them, and the rest) and the first launch,
 with the device synchronized before and after each.
@@ -153,6 +157,10 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
                  "write an SVG roofline of the kernel nodes (bytes and FLOPs measured by CUPTI, else as declared "
                  "with `cost`) and print a report")
       ->type_name("FILE");
+  app.add_option("--profile", o->profile,
+                 "write a profile (JSON) of --repeat more launches: each statement's GPU time and launch shape, "
+                 "for orchc --profile")
+      ->type_name("FILE");
   app.add_flag("--declared-costs", o->declared_costs,
                "--roofline: use the costs declared in the .orch file even where CUPTI can measure");
   app.add_flag("--timing", o->timing,
@@ -200,6 +208,9 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args, Options* o
   };
   if (o->declared_costs && o->roofline.empty()) return usage("--declared-costs needs --roofline FILE");
   if (!o->trace.empty() && o->trace == o->roofline) return usage("--trace and --roofline name the same file");
+  if (!o->profile.empty() && (o->profile == o->trace || o->profile == o->roofline))
+    return usage(std::string("--profile and ") + (o->profile == o->trace ? "--trace" : "--roofline") +
+                 " name the same file");
   std::string error, name, value;
   std::set<std::string> seen;
   for (const std::string& p : params) {
@@ -250,6 +261,21 @@ std::string names_of(const Vec* v) {
 
 }  // namespace
 
+std::optional<expr::Value> param_value(const Options& o, const orch::fb::Pipeline&, const orch::fb::Param& q) {
+  for (const ParamArg& given : o.params)
+    if (given.name == q.name()->str()) {
+      const ScalarValue& g = given.parsed;
+      const expr::Value in = g.kind == ScalarValue::Kind::Float ? expr::Value::of_double(expr::ScalarType::F64, g.f)
+                             : g.kind == ScalarValue::Kind::Int ? expr::Value::of_int(expr::ScalarType::I64, g.i)
+                                                                : expr::Value::of_uint(expr::ScalarType::U64, g.u);
+      const expr::Outcome c = expr::convert(in, orch::artifact::to_expr(q.type()));
+      if (!c.ok()) return std::nullopt;
+      return c.value;
+    }
+  if (!q.has_default()) return std::nullopt;
+  return orch::artifact::default_of(q);
+}
+
 // The bytes of buffer `b` with the params given (else their defaults), where nothing else (the
 // rank, the world size, a param without a value) sizes it.
 std::optional<uint64_t> buffer_bytes(const Options& o, const orch::fb::Pipeline& pipeline, const orch::fb::Buffer& b) {
@@ -259,19 +285,7 @@ std::optional<uint64_t> buffer_bytes(const Options& o, const orch::fb::Pipeline&
     if (in.kind != expr::InstrKind::Param || !pipeline.params() || in.ref < 0 ||
         static_cast<uint32_t>(in.ref) >= pipeline.params()->size())
       return std::nullopt;
-    const orch::fb::Param& q = *pipeline.params()->Get(static_cast<uint32_t>(in.ref));
-    for (const ParamArg& given : o.params)
-      if (given.name == q.name()->str()) {
-        const ScalarValue& g = given.parsed;
-        const expr::Value in = g.kind == ScalarValue::Kind::Float ? expr::Value::of_double(expr::ScalarType::F64, g.f)
-                               : g.kind == ScalarValue::Kind::Int ? expr::Value::of_int(expr::ScalarType::I64, g.i)
-                                                                  : expr::Value::of_uint(expr::ScalarType::U64, g.u);
-        const expr::Outcome c = expr::convert(in, orch::artifact::to_expr(q.type()));
-        if (!c.ok()) return std::nullopt;
-        return c.value;
-      }
-    if (!q.has_default()) return std::nullopt;
-    return orch::artifact::default_of(q);
+    return param_value(o, pipeline, *pipeline.params()->Get(static_cast<uint32_t>(in.ref)));
   };
   const expr::Evaluation v = expr::evaluate(orch::artifact::to_expr(b.count()), leaf);
   if (!v.known() || expr::is_float(v.type)) return std::nullopt;

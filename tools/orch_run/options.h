@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "expr/expr.h"
 #include "tools/orch_run/values.h"
 
 namespace orch::run {
@@ -65,6 +66,9 @@ struct Options {
   std::string trace;
   std::string roofline;
   bool declared_costs = false;
+  // --profile FILE: what --nodes measures, per statement, as the JSON profile orchc --profile
+  // reads (lowering/profile.h; docs/observe.md, "--profile").
+  std::string profile;
   bool timing = false;  // host time of load, instantiate and the first launch
   // --timeout: seconds for the whole run (0: none). On expiry orch-run reports what it was
   // doing and ends the process (exit 3): CUDA cannot cancel a kernel that never finishes.
@@ -100,6 +104,11 @@ bool parse_fill_spec(const std::string& name, const std::string& spec, FillArg* 
 // Checks the names against the pipeline's params and buffers and parses every value as its
 // declared type. Returns an empty string, or the first problem as one line (exit code 1).
 std::string check_against_pipeline(Options* options, const orch::fb::Pipeline& pipeline);
+
+// The value param `q` has in this run: as given with --param (after check_against_pipeline),
+// else its default; nullopt for neither.
+std::optional<expr::Value> param_value(const Options& options, const orch::fb::Pipeline& pipeline,
+                                       const orch::fb::Param& q);
 
 // The params and buffers of a pipeline, for --list and for messages.
 std::string list_pipeline(const orch::fb::Pipeline& pipeline);

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -24,6 +24,7 @@
 #include "tools/orch_run/costs.h"
 #include "tools/orch_run/cupti.h"
 #include "tools/orch_run/metrics.h"
+#include "tools/orch_run/profile.h"
 #include "tools/orch_run/roofline.h"
 #include "tools/orch_run/sites.h"
 #include "tools/orch_run/trace.h"
@@ -115,7 +116,8 @@ class Runner {
     // 13.0). ORCH_RUN_TRACE_DEVICE_GRAPHS=1 traces them anyway, to see whether it still does.
     const char* force = std::getenv("ORCH_RUN_TRACE_DEVICE_GRAPHS");
     const bool device_graphs = uses_device_graphs(fb) && !(force && std::string(force) == "1");
-    for (const auto& [flag, on] : {std::pair<const char*, bool>{"--nodes", o_.nodes}, {"--roofline", !o_.roofline.empty()}})
+    for (const auto& [flag, on] : {std::pair<const char*, bool>{"--nodes", o_.nodes}, {"--roofline", !o_.roofline.empty()},
+                                   {"--profile", !o_.profile.empty()}})
       if (on && device_graphs)
         return fail(std::string(flag) + ": pipeline " + fb.name()->str() +
                     " launches graphs from the device, and its launches fail while CUPTI traces "
@@ -129,11 +131,16 @@ class Runner {
                          " launches graphs from the device, and CUPTI's activity tracing makes such launches fail "
                          "(seen with driver 580, CUDA 13.0): its GPU work is not traced, only the host side");
     }
-    // Refuse a --dump destination that could not be written before any GPU work is done.
+    // Refuse a --dump or --profile destination that could not be written before any GPU work is done.
     for (const DumpArg& d : o_.dumps) {
       const std::string path = me_.world_size > 1 ? d.path + ".rank" + std::to_string(me_.rank) : d.path;
       std::string problem = orch::artifact::output_path_problem(path, input_paths());
       if (!problem.empty()) return fail("--dump " + d.name + "=" + d.path + ": " + problem);
+    }
+    if (!o_.profile.empty()) {
+      const std::string path = rank_path(o_.profile);
+      std::string problem = orch::artifact::output_path_problem(path, input_paths());
+      if (!problem.empty()) return fail("--profile " + path + ": " + problem);
     }
     for (const FillArg& f : o_.fills)
       if (f.kind == FillArg::Kind::File) {
@@ -460,10 +467,76 @@ class Runner {
   }
   int fail(const orch::Error& error) { return fail(error.to_string()); }
 
-  bool observing() const { return o_.nodes || !o_.trace.empty() || !o_.roofline.empty(); }
+  bool observing() const { return o_.nodes || !o_.trace.empty() || !o_.roofline.empty() || !o_.profile.empty(); }
   // The flag to name in a message about CUPTI.
   std::string observe_flag() const {
-    return o_.nodes ? "--nodes" : !o_.trace.empty() ? "--trace" : "--roofline";
+    return o_.nodes ? "--nodes" : !o_.trace.empty() ? "--trace" : !o_.roofline.empty() ? "--roofline" : "--profile";
+  }
+
+  // --profile: the profiled launches per statement, with the GPU and the run (lowering/profile.h),
+  // written atomically (a temporary file beside it, then a rename) and nowhere else.
+  int write_profile(const orch::fb::Pipeline& fb, const Attribution& attribution, const cudaDeviceProp& prop) {
+    lowering::Profile p;
+    p.device = prop.name;
+    p.sms = static_cast<uint32_t>(std::max(prop.multiProcessorCount, 0));
+    p.compute_capability = static_cast<uint32_t>(prop.major * 10 + prop.minor);
+    p.driver = nvidia_driver_version();
+    int version = 0;
+    if (cudaError_t e = cudaDriverGetVersion(&version); e != cudaSuccess)
+      return fail("--profile: cudaDriverGetVersion: " + cuda_text(e));
+    p.cuda_driver_version = static_cast<uint32_t>(std::max(version, 0));
+    char date[32] = "";
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    if (now != static_cast<std::time_t>(-1) && gmtime_r(&now, &utc))
+      std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    p.date = date;
+    p.pipeline = fb.name()->str();
+    if (fb.compiler_version()) p.compiler_version = fb.compiler_version()->str();
+    if (fb.source_files())
+      for (const auto* f : *fb.source_files()) p.sources.push_back(f->str());
+    if (pipeline_file_.size >= orch::artifact::kHeaderSize) {
+      uint64_t sum = 0;
+      for (int i = 0; i < 8; ++i) sum |= uint64_t{pipeline_file_.data()[24 + i]} << (8 * i);
+      char hex[24];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(sum));
+      p.artifact_checksum = hex;
+    }
+    if (fb.params())
+      for (const auto* q : *fb.params()) {
+        const std::optional<expr::Value> v = param_value(o_, fb, *q);
+        if (!v) continue;
+        lowering::ProfileValue value;
+        if (v->is_float()) value = v->f64();
+        else if (v->type == expr::ScalarType::Bool) value = v->truthy();
+        else if (expr::is_signed(v->type)) value = v->i64();
+        else value = v->u64();
+        p.params.emplace_back(q->name()->str(), value);
+      }
+    p.pipeline_launches = attribution.launches;
+    add_profile_nodes(*sites_, attribution, &p);
+    const std::string path = rank_path(o_.profile);
+    std::string error;
+    if (!orch::artifact::write_file_atomically(path, lowering::profile_json(p), &error, input_paths()))
+      return fail("--profile " + path + ": " + error);
+    out() << "wrote the profile (" << p.nodes.size() << " statement" << (p.nodes.size() == 1 ? "" : "s") << ", "
+          << attribution.launches << " profiled launch" << (attribution.launches == 1 ? "" : "es") << ") to " << path
+          << "\n";
+    return kExitOk;
+  }
+
+  // The NVIDIA kernel module's version ("580.159.04"), from /proc/driver/nvidia/version; "" where
+  // it cannot be read (a container without it).
+  static std::string nvidia_driver_version() {
+    std::ifstream in("/proc/driver/nvidia/version");
+    std::string line;
+    if (!in || !std::getline(in, line)) return {};
+    const size_t at = line.find("Kernel Module");
+    if (at == std::string::npos) return {};
+    std::istringstream words(line.substr(at + 13));
+    std::string version;
+    words >> version;
+    return version;
   }
   // A file written for this rank: FILE, or FILE.rank<r> when there are several ranks.
   std::string rank_path(const std::string& path) const {
@@ -529,6 +602,10 @@ class Runner {
     const Attribution attribution = attribute(launches, cupti_->ids());
     if (o_.nodes)
       out() << format_node_table(*sites_, node_rows(attribution), launch, launches.size(), attribution.outside);
+    if (!o_.profile.empty()) {
+      const int rc = write_profile(fb, attribution, prop);
+      if (rc != kExitOk) return rc;
+    }
 
     if (!o_.roofline.empty()) {
       RooflineReport report;

@@ -72,6 +72,9 @@ void SiteTable::add_graph(const orch::fb::Graph* g, int graph, int member, const
     if (loc && p_.source_files() && loc->file() < p_.source_files()->size())
       file = p_.source_files()->Get(loc->file())->str();
     s.name = orch::node_name(s.what, file, loc ? loc->line() : 0, loc ? loc->column() : 0);
+    s.file = file;
+    s.line = loc ? loc->line() : 0;
+    s.column = loc ? loc->column() : 0;
     s.graph_name = graph_name;
     s.device_graph = device;
     s.parent = parent;

@@ -19,6 +19,8 @@ struct Site {
   const orch::fb::Op* node = nullptr;  // what it does: its op (shared with nodes that do the same)
   std::string what;             // the statement: "sweep<<<ceil_div(n, 256), 256>>>"
   std::string place;            // "jacobi.orch:27:5" ("" without a location)
+  std::string file;             // its parts: the file as the artifact names it, line, column (0: none)
+  uint32_t line = 0, column = 0;
   std::string name;             // what + "  " + place: node_name()
   std::string graph_name;       // "main", "experts[2]"
   bool device_graph = false;    // its top-level graph is launched from the device

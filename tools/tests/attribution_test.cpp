@@ -10,7 +10,9 @@
 #include <string>
 #include <thread>
 
+#include "lowering/profile.h"
 #include "tools/orch_run/attribution.h"
+#include "tools/orch_run/profile.h"
 #include "tools/orch_run/sites.h"
 #include "tools/tests/cupti_logs.h"
 #include "tools/tests/test_util.h"
@@ -1048,4 +1050,89 @@ graph main {
     CHECK(f.site == s);
     CHECK(found_text(f) == "exec index " + std::to_string(index.at(s)) + ", both orders");
   }
+}
+
+TEST_CASE("--profile: one node per statement, the unrolled copies and orchc's kernels of a statement together") {
+  // The fills' loop unrolled 8 times: copies 2-8 of `fill tmp = 0` are kernels orchc writes and
+  // those of `step` guarded variants of it; all of them are their statements' nodes.
+  std::string log;
+  const std::string bin = compiled(write_temp("fills_profile.orch", fills_orch()), &log, "--unroll 8");
+  REQUIRE_MESSAGE(!bin.empty(), log);
+  LoadedPipeline l = load_pipeline(bin);
+  REQUIRE_MESSAGE(l.pipeline, l.error);
+  SiteTable t(*l.pipeline);
+  NodeIds ids;
+  build_and_instantiate(t, ids);
+  using K = NodeRecord::Kind;
+  // Every site runs once per launch, two launches: kernels with a launch shape that grows with
+  // the copy (the largest is kept), copies and memsets with bytes.
+  std::vector<std::vector<NodeRecord>> launches(2);
+  int step_sites = 0, tmp_sites = 0;
+  for (uint32_t launch = 0; launch < 2; ++launch)
+    for (size_t i = 0; i < t.size(); ++i) {
+      const Site& site = t[static_cast<int>(i)];
+      if (site.node->kind() == orch::fb::NodeKind::Conditional) continue;
+      const bool kernel = site.node->kind() == orch::fb::NodeKind::Kernel;
+      NodeRecord r = record(kernel ? K::Kernel : site.node->kind() == orch::fb::NodeKind::Memset ? K::Memset : K::Memcpy,
+                            kernel ? site.kernel_symbol : "", 1000 + i, 10000 * launch + 100 * i,
+                            10000 * launch + 100 * i + 10 + i + launch);
+      if (kernel) {
+        r.grid[0] = 16 + static_cast<uint32_t>(i);
+        r.grid[1] = r.grid[2] = 1;
+        r.block[0] = 256;
+        r.block[1] = r.block[2] = 1;
+        r.registers = 10 + static_cast<uint32_t>(i);
+        r.dynamic_shared_bytes = 64;
+      } else {
+        r.bytes = 4 * (i + 1);
+      }
+      launches[launch].push_back(r);
+      if (launch == 0 && site.line == 28) ++step_sites;
+      if (launch == 0 && site.line == 27) ++tmp_sites;
+    }
+  CHECK(step_sites == 8);
+  CHECK(tmp_sites == 8);
+  const Attribution a = attribute(launches, ids);
+  orch::lowering::Profile p;
+  add_profile_nodes(t, a, &p);
+  auto node = [&](uint32_t line, const std::string& kernel) -> const orch::lowering::ProfileNode& {
+    for (const auto& n : p.nodes)
+      if (n.line == line && n.kernel == kernel) return n;
+    FAIL("no node at line " << line << " for kernel `" << kernel << "`");
+    return p.nodes.front();
+  };
+  // The statements: two top-level fills, the while's condition kernels, and the body's three.
+  std::set<std::pair<uint32_t, std::string>> keys;
+  for (const auto& n : p.nodes) {
+    CHECK(orch::lowering::file_name(n.file) == "fills_profile.orch");
+    keys.emplace(n.line, n.kernel);
+  }
+  CHECK(keys == std::set<std::pair<uint32_t, std::string>>{
+                    {24, ""}, {25, ""}, {26, ""}, {27, ""}, {28, "step"}, {29, ""}});
+  const auto& step = node(28, "step");
+  CHECK(step.column == 5);
+  CHECK(step.what == "step<<<ceil_div(n, 256), 256>>>");
+  CHECK(step.launches == 16);  // 8 copies, 2 launches
+  REQUIRE(step.launch);
+  CHECK(step.launch->threads() == 256);
+  CHECK(step.launch->dynamic_shared_bytes == 64);
+  CHECK(step.min_ns <= step.median_ns);
+  // The largest grid and registers of its copies.
+  uint32_t most = 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[static_cast<int>(i)].line == 28) most = std::max(most, 16 + static_cast<uint32_t>(i));
+  CHECK(step.launch->grid[0] == most);
+  CHECK(step.launch->registers == most - 6);
+  const auto& tmp = node(27, "");
+  CHECK(tmp.launches == 16);
+  CHECK(tmp.what == "fill tmp = 0.0");
+  // The profile as written reads back, with those nodes.
+  p.device = "test";
+  p.sms = 1;
+  p.compute_capability = 90;
+  p.pipeline = "fills";
+  orch::lowering::ProfileError error;
+  const auto back = orch::lowering::parse_profile(orch::lowering::profile_json(p), &error);
+  REQUIRE_MESSAGE(back, error.message);
+  CHECK(back->nodes.size() == p.nodes.size());
 }

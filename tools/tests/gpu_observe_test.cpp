@@ -17,6 +17,7 @@
 #include <set>
 #include <tuple>
 
+#include "lowering/profile.h"
 #include "orch/observe.h"
 #include "orch/runtime.h"
 #include "tools/orch_run/sites.h"
@@ -636,6 +637,105 @@ graph main {
     CHECK(unattributed == 0);
     CHECK(names.count("allreduce sum s on world  reduce2.orch:7:3"));
   }
+}
+
+TEST_CASE("--profile: measured on the GPU, its nodes match the source, and orchc --profile decides from it") {
+  // The grid is a param without a default: orchc cannot know the launches fit in one wave, so
+  // without a profile it makes no programmatic edge and does not unroll the loop.
+  const std::string src = write_temp("pgo.orch", R"(pipeline pgo
+target sm_90
+param n: u32
+buffer x: f32[n]
+buffer c: i32
+kernel add1(n: u32, x: inout f32[]) source """
+extern "C" __global__ void add1(unsigned n, float* x) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+"""
+graph main {
+  add1<<<ceil_div(n, 256), 256>>>(n, x)
+  add1<<<ceil_div(n, 256), 256>>>(n, x)
+  fill c = 10
+  while c > 0 {
+    add1<<<ceil_div(n, 256), 256>>>(n, x)
+    c -= 1
+  }
+}
+)");
+  // orchc in a process, as people run it.
+  auto orchc = [](const std::string& args, std::string* err) {
+    const std::string e = temp_dir() + "/pgo-orchc.err";
+    const int status = std::system(("'" + orchc_path() + "' " + args + " >/dev/null 2>'" + e + "'").c_str());
+    *err = read_all(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  std::string err;
+  const std::string plain = temp_dir() + "/pgo-plain.bin";
+  REQUIRE_MESSAGE(orchc("--print-passes '" + src + "' -o '" + plain + "'", &err) == 0, err);
+  CHECK(err.find("not unrolled: a launch of its body has a grid known only when it runs") != std::string::npos);
+  // Measured: 65536 elements, 256 blocks of 256 threads, one wave on any sm_90. One timed launch
+  // and one profiled: x = 0.5 + 2 * 12 after both.
+  const std::string profile = out_path("pgo.profile.json"), xp = temp_dir() + "/pgo-x.bin";
+  RunOutput r = orch_run_process({plain, "--param", "n=65536", "--fill", "x=0.5", "--warmup", "0", "--repeat", "1",
+                                  "--profile", profile, "--dump", "x=" + xp});
+  INFO(r.out, r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("wrote the profile (") != std::string::npos);
+  for (float v : floats(read_all(xp))) REQUIRE(v == 24.5f);
+  const std::string text = read_all(profile);
+  MESSAGE(text);
+  orch::lowering::ProfileError error;
+  const auto p = orch::lowering::parse_profile(text, &error);
+  REQUIRE_MESSAGE(p, error.message);
+  CHECK(p->pipeline == "pgo");
+  CHECK_FALSE(p->device.empty());
+  CHECK(p->sms > 0);
+  CHECK(p->compute_capability >= 90);
+  CHECK(p->cuda_driver_version >= 13000);
+  CHECK(p->date.size() == 20);
+  CHECK(p->pipeline_launches == 1);
+  REQUIRE(p->params.size() == 1);
+  CHECK(p->params[0].first == "n");
+  CHECK(std::get<uint64_t>(p->params[0].second) == 65536);
+  // Every node is a statement of pgo.orch: the three launches of add1 as they ran, the fill, the
+  // loop's condition kernels and the scalar update.
+  const std::set<std::tuple<uint32_t, uint32_t, std::string>> statements = {
+      {13, 3, "add1"}, {14, 3, "add1"}, {15, 3, ""}, {16, 3, ""}, {17, 5, "add1"}, {18, 5, ""}};
+  std::set<std::tuple<uint32_t, uint32_t, std::string>> seen;
+  for (const orch::lowering::ProfileNode& n : p->nodes) {
+    CAPTURE(n.line);
+    CHECK(orch::lowering::file_name(n.file) == "pgo.orch");
+    CHECK(statements.count({n.line, n.column, n.kernel}) == 1);
+    seen.insert({n.line, n.column, n.kernel});
+    CHECK(n.launches >= 1);
+    CHECK(n.min_ns <= n.median_ns);
+    CHECK(n.median_ns > 0);
+    if (n.kernel == "add1") {
+      REQUIRE(n.launch);
+      CHECK(n.launch->blocks() == 256);
+      CHECK(n.launch->threads() == 256);
+      CHECK(n.launch->registers > 0);
+    }
+  }
+  for (const auto& k : {std::make_tuple(13u, 3u, std::string("add1")), std::make_tuple(14u, 3u, std::string("add1")),
+                        std::make_tuple(17u, 5u, std::string("add1"))})
+    CHECK(seen.count(k) == 1);
+  // Compiled with it: the launches fit in one wave, so the edge between the two top-level
+  // launches is programmatic, and the loop's choice is made from the measured times.
+  const std::string tuned = temp_dir() + "/pgo-tuned.bin";
+  REQUIRE_MESSAGE(orchc("--print-passes --profile '" + profile + "' '" + src + "' -o '" + tuned + "'", &err) == 0, err);
+  MESSAGE(err.substr(0, 4000));
+  CHECK(err.find("warning") == std::string::npos);
+  CHECK(err.find("programmatic from the profile's measured launches") != std::string::npos);
+  CHECK(err.find("`while c > 0` at line 16:3: ") != std::string::npos);
+  CHECK(err.find("from the profile: its body ran ") != std::string::npos);
+  // And it runs, exactly: one launch, 12 additions.
+  RunOutput t = orch_run_process({tuned, "--param", "n=65536", "--fill", "x=0.5", "--warmup", "0", "--repeat", "1",
+                                  "--dump", "x=" + xp});
+  INFO(t.out, t.err);
+  REQUIRE(t.exit_code == 0);
+  for (float v : floats(read_all(xp))) REQUIRE(v == 12.5f);
 }
 
 }  // TEST_SUITE("gpu")

@@ -105,6 +105,16 @@ TEST_CASE("defaults, --flag=value, and options before the pipeline") {
   p = parse({"p.bin", "--timeout", "2.5"});
   REQUIRE(p.outcome.run);
   CHECK(p.options.timeout == 2.5);
+  CHECK(p.options.profile.empty());
+  p = parse({"p.bin", "--profile", "out/p.json", "--repeat", "20"});
+  REQUIRE(p.outcome.run);
+  CHECK(p.options.profile == "out/p.json");
+  CHECK(p.options.repeat == 20);
+  CHECK_FALSE(p.options.nodes);  // --profile measures on its own; --nodes prints the table too
+  p = parse({"p.bin", "--profile=p.json", "--nodes", "--trace", "t.json"});
+  REQUIRE(p.outcome.run);
+  CHECK(p.options.profile == "p.json");
+  CHECK(p.options.nodes);
   // A value holding '=' keeps it (only the first '=' splits).
   p = parse({"p.bin", "--dump", "y=dir/a=b.bin"});
   REQUIRE(p.outcome.run);
@@ -119,6 +129,8 @@ TEST_CASE("--help prints the usage, the fills and the exit codes, and exits 0") 
   CHECK(p.out.find("random:LO:HI") != std::string::npos);
   CHECK(p.out.find("--nodes") != std::string::npos);
   CHECK(p.out.find("--timing") != std::string::npos);
+  CHECK(p.out.find("--profile FILE") != std::string::npos);
+  CHECK(p.out.find("orchc --profile") != std::string::npos);
   CHECK(p.out.find("Exit codes") != std::string::npos);
   CHECK(p.out.find("3 --timeout passed") != std::string::npos);
 }
@@ -152,6 +164,10 @@ TEST_CASE("usage errors are one line and exit 2") {
       // Past what the deadline's clock holds: refused, never a deadline in the past (issue 21).
       {{"p.bin", "--timeout", "1e10"}, "orch-run: --timeout: --timeout 1e10: at most 1e9 seconds"},
       {{"p.bin", "--timeout", "1e300"}, "orch-run: --timeout: --timeout 1e300: at most 1e9 seconds"},
+      {{"p.bin", "--profile"}, "orch-run: --profile: 1 required FILE missing"},
+      {{"p.bin", "--profile", "x.json", "--trace", "x.json"}, "orch-run: --profile and --trace name the same file\n"},
+      {{"p.bin", "--profile", "x.json", "--roofline", "x.json"},
+       "orch-run: --profile and --roofline name the same file\n"},
       {{"p.bin", "--frobnicate"}, "orch-run: The following argument was not expected: --frobnicate (see orch-run --help)\n"},
       {{"a.bin", "b.bin"}, "orch-run: The following argument was not expected: b.bin (see orch-run --help)\n"},
   };
