@@ -79,7 +79,7 @@ LaunchShape measured_shape(const MeasuredLaunch& l, const Residency& r);
 
 // The measured-time rule of unrolling (lowering/unroll_loops.cpp): whether a loop whose body's
 // nodes ran `body_ns` per iteration (their medians, summed) is short enough to unroll, and why,
-// for --print-passes.
+// for --print-passes: at most a WHILE iteration's turn-around (why: profile_use.cpp).
 constexpr uint64_t kUnrollMaxBodyNs = 4300;
 bool short_enough_to_unroll(uint64_t body_ns, std::string* why);
 
