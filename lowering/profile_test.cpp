@@ -603,3 +603,25 @@ graph main {
 }
 
 }  // namespace orch
+
+namespace orch {
+
+TEST_CASE("profile decisions: compiled, a loop the profile unrolled stays unrolled, and the artifact holds the edges") {
+  // lower_to_artifact checks the unrolled loops again once the kernels are compiled
+  // (unrolled_past_one_wave): with the profile, their launches are as measured, not unknown.
+  for (const bool with_profile : {false, true}) {
+    CAPTURE(with_profile);
+    auto c = checked(with_profile ? std::optional<Profile>(pgo_profile(256)) : std::nullopt);
+    LowerOptions options;
+    options.compile.use_cache = false;
+    options.profile = c->profile;
+    lir::Program lowered;
+    std::optional<std::string> bytes = lower_to_artifact(*c->checked.program, c->sources, options, c->diags, &lowered);
+    INFO(format_diagnostics(c->diags.sorted(), c->sources, DiagnosticFormat::Text));
+    REQUIRE(bytes.has_value());
+    CHECK(lowered.unrolled_loops.size() == (with_profile ? 1u : 0u));
+    CHECK(programmatic(lowered) == (with_profile ? 1u : 0u));
+  }
+}
+
+}  // namespace orch
