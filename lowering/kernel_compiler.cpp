@@ -1,18 +1,28 @@
 #include "lowering/kernel_compiler.h"
 
+#include <fcntl.h>
 #include <nvJitLink.h>
 #include <nvrtc.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "lowering/kernel_cache.h"
@@ -23,6 +33,8 @@
 #ifndef ORCH_CUDA_TOOLKIT_ROOT
 #define ORCH_CUDA_TOOLKIT_ROOT "/usr/local/cuda"
 #endif
+
+extern char** environ;
 
 namespace orch {
 
@@ -143,6 +155,11 @@ struct Toolkit {
   std::string cudadevrt;    // empty if not found
   uint64_t cudadevrt_size = 0;
   int64_t cudadevrt_mtime = 0;
+  // The toolkit's nvcc (or $ORCH_NVCC's), for kernels that use shared memory (see nvcc_ptx);
+  // empty if not found or turned off (ORCH_NVCC=off).
+  std::string nvcc, ptxas;  // ptxas: beside nvcc; both or neither
+  uint64_t nvcc_size = 0, ptxas_size = 0;
+  int64_t nvcc_mtime = 0, ptxas_mtime = 0;
   int nvrtc_major = 0, nvrtc_minor = 0;
   unsigned link_major = 0, link_minor = 0;
   std::vector<int> archs;  // NVRTC's supported sm numbers
@@ -210,6 +227,40 @@ Toolkit probe_toolkit() {
       break;
     }
     if (!t.cudadevrt.empty()) break;
+  }
+  // nvcc: $ORCH_NVCC ("off" for none), else bin/nvcc of the first root that has one.
+  std::vector<std::string> nvccs;
+  const std::string given = env("ORCH_NVCC");
+  if (given == "off" || given == "0" || given == "none")
+    ;
+  else if (!given.empty())
+    nvccs.push_back(given);
+  else {
+    // The nvcc of the toolkit whose headers were found first, as NVRTC's PTX and nvcc's must
+    // be of one toolkit (nvcc_ptx checks their .version too).
+    if (!t.root.empty()) nvccs.push_back((fs::path(t.root) / "bin" / "nvcc").string());
+    for (const std::string& root : roots) nvccs.push_back((fs::path(root) / "bin" / "nvcc").string());
+  }
+  for (const std::string& p : nvccs) {
+    std::error_code ec;
+    const bool is = fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+    observe_file_flag(FileFact::RegularFile, p, is);
+    if (!is) continue;
+    const std::string ptxas = (fs::path(p).parent_path() / "ptxas").string();
+    const bool has_ptxas = fs::is_regular_file(ptxas, ec) && ::access(ptxas.c_str(), X_OK) == 0;
+    observe_file_flag(FileFact::RegularFile, ptxas, has_ptxas);
+    if (!has_ptxas) continue;
+    auto identify = [&](const std::string& path, uint64_t* size, int64_t* mtime) {
+      *size = fs::file_size(path, ec);
+      auto time = fs::last_write_time(path, ec);
+      if (!ec) *mtime = static_cast<int64_t>(time.time_since_epoch().count());
+      observe_file(FileFact::SizeAndTime, path, std::to_string(*size) + " " + std::to_string(*mtime));
+    };
+    t.nvcc = p;
+    t.ptxas = ptxas;
+    identify(t.nvcc, &t.nvcc_size, &t.nvcc_mtime);
+    identify(t.ptxas, &t.ptxas_size, &t.ptxas_mtime);
+    break;
   }
   if (nvrtcVersion(&t.nvrtc_major, &t.nvrtc_minor) != NVRTC_SUCCESS)
     t.problem = "NVRTC does not load";
@@ -376,6 +427,181 @@ PtxResult nvrtc_ptx(const std::string& code, const std::string& file_name, const
   return out;
 }
 
+
+// ---- nvcc, for kernels that use shared memory -----------------------------------------------
+//
+// NVRTC 13.0 addresses shared memory with 64-bit pointers; nvcc's device compiler (cicc) with
+// 32-bit ones (its --sharedmem32, on by default; NVRTC has no such option, and libnvvm refuses
+// LLVM's -nvptx-short-ptr). Measured on the MoE expert kernel of bench/real_workloads.py: NVRTC's
+// PTX is byte for byte cicc's with --sharedmem32 0 (16 FMAs: the k loop not unrolled, 64-bit
+// address arithmetic; 48 registers), nvcc's has 32-bit shared addresses, the loop unrolled
+// twice (48 FMAs) and takes 40 registers, through ptxas and nvJitLink alike; on an H200 the
+// MoE rows ran 1.5x slower than the same graph built by nvcc. Code that touches no shared
+// memory compiles to the same PTX either way (every kernel of the examples and of
+// bench/real_workloads.py: the same SASS). So where NVRTC's PTX of a translation unit mentions
+// shared memory, the PTX comes from the toolkit's nvcc instead (`nvcc -ptx`, the same
+// options), and everything after it is as before: patched units and -rdc units go through
+// nvJitLink (with cudadevrt), other units through the toolkit's ptxas, whole program, as NVRTC
+// compiles them itself (ptxas_cubin). NVRTC still compiles the unit first: its diagnostics,
+// its lowered names, and whether it touches shared memory. Where nvcc is missing, fails, or
+// gives PTX of another .version or without an entry NVRTC named, NVRTC's code is used. A cold
+// compile of such a unit takes nvcc's time beside NVRTC's (nvcc starts early where the code
+// says __shared__; about 0.4 s for the MoE kernels on this machine); the kernel cache keeps
+// the result, under a key that names the nvcc and ptxas.
+
+bool mentions_shared_memory(const std::string& ptx) { return ptx.find(".shared") != std::string::npos; }
+
+// Runs argv (argv[0] a path), stdout and stderr into `log_path`; its exit status, -1 where it
+// could not start or ran past `timeout_s` (then it is killed).
+int run_process(const std::vector<std::string>& args, const std::string& log_path, int timeout_s) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  for (int delay_us = 200;; delay_us = std::min(delay_us * 2, 20000)) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (r < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    ::usleep(static_cast<useconds_t>(delay_us));
+  }
+}
+
+std::string read_whole(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// The PTX's `.version` line ("9.0"), empty if none.
+std::string ptx_version(const std::string& ptx) {
+  const size_t at = ptx.find("\n.version ");
+  if (at == std::string::npos) return {};
+  const size_t begin = at + 10, end = ptx.find_first_of("\r\n", begin);
+  return ptx.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+// `.entry NAME(` in the PTX, NAME whole.
+bool has_entry(const std::string& ptx, const std::string& name) {
+  return ptx.find(".entry " + name + "(") != std::string::npos;
+}
+
+// nvcc's PTX of `code` for the virtual arch `varch`, as NVRTC compiled it: -std=c++17, the same
+// include folders, -rdc=true where `rdc`; each name expression instantiated the way
+// nvrtcAddNameExpression does (its address taken, here by a host-side variable after the
+// code). `file_name` names the code for __FILE__ and messages (#line), as NVRTC's does.
+PtxResult nvcc_ptx(const std::string& nvcc, const std::string& code, const std::string& file_name,
+                   const std::vector<std::string>& exprs, const std::vector<std::string>& include_dirs,
+                   const std::string& varch, bool rdc) {
+  PtxResult out;
+  std::error_code ec;
+  std::string dir = (fs::temp_directory_path(ec) / "orch_nvcc_XXXXXX").string();
+  if (ec || !::mkdtemp(dir.data())) {
+    out.failure = "no temporary folder for nvcc";
+    return out;
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{dir};
+  std::string text = "#line 1 \"";
+  for (char c : file_name) {
+    if (c == '"' || c == '\\') text += '\\';
+    text += c;
+  }
+  text += "\"\n" + code;
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  if (!exprs.empty()) {
+    text += "namespace orch_nvcc_name_expressions_ {\n";
+    for (size_t i = 0; i < exprs.size(); ++i)
+      text += "void* const orch_name_expression_" + std::to_string(i) + " = (void*)&" + exprs[i] + ";\n";
+    text += "}\n";
+  }
+  const fs::path cu = fs::path(dir) / "orch_unit.cu", ptx = fs::path(dir) / "orch_unit.ptx";
+  {
+    std::ofstream f(cu, std::ios::binary);
+    f << text;
+    if (!f) {
+      out.failure = "cannot write nvcc's input";
+      return out;
+    }
+  }
+  std::vector<std::string> args = {nvcc, "-ptx", "-arch=" + varch, "-std=c++17"};
+  if (rdc) args.push_back("-rdc=true");
+  for (const std::string& d : include_dirs) args.push_back("-I" + d);
+  args.insert(args.end(), {cu.string(), "-o", ptx.string()});
+  const int status = run_process(args, (fs::path(dir) / "log").string(), 300);
+  if (status != 0) {
+    out.failure = "nvcc: " + (status < 0 ? std::string("did not run") : "exit " + std::to_string(status)) + "\n" +
+                  read_whole(fs::path(dir) / "log");
+    return out;
+  }
+  out.ptx = read_whole(ptx);
+  out.compiled = !out.ptx.empty();
+  if (!out.compiled) out.failure = "nvcc wrote no PTX";
+  return out;
+}
+
+// ptxas's CUBIN of `ptx` for `arch` ("sm_90"), whole program (not -c): what NVRTC makes of a unit
+// without -rdc, and nvcc's -cubin. nvJitLink compiles PTX as relocatable code (ptxas -c), which
+// can cost registers (the SGEMM of bench/real_workloads.py: 48 whole, 74 relocatable).
+std::optional<std::string> ptxas_cubin(const std::string& ptxas, const std::string& ptx, const std::string& arch,
+                                       std::string* failure) {
+  std::error_code ec;
+  std::string dir = (fs::temp_directory_path(ec) / "orch_ptxas_XXXXXX").string();
+  if (ec || !::mkdtemp(dir.data())) {
+    *failure = "no temporary folder for ptxas";
+    return std::nullopt;
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{dir};
+  const fs::path in = fs::path(dir) / "orch_unit.ptx", out = fs::path(dir) / "orch_unit.cubin";
+  {
+    std::ofstream f(in, std::ios::binary);
+    f << ptx;
+    if (!f) {
+      *failure = "cannot write ptxas's input";
+      return std::nullopt;
+    }
+  }
+  const int status =
+      run_process({ptxas, "-arch=" + arch, in.string(), "-o", out.string()}, (fs::path(dir) / "log").string(), 300);
+  if (status != 0) {
+    *failure = "ptxas: " + (status < 0 ? std::string("did not run") : "exit " + std::to_string(status)) + "\n" +
+               read_whole(fs::path(dir) / "log");
+    return std::nullopt;
+  }
+  std::string cubin = read_whole(out);
+  if (cubin.empty()) {
+    *failure = "ptxas wrote no CUBIN";
+    return std::nullopt;
+  }
+  return cubin;
+}
+
 // "sm_90a" -> "compute_90a"; a "compute_" arch stays.
 std::string virtual_arch(const std::string& arch) {
   return arch.rfind("sm_", 0) == 0 ? "compute_" + arch.substr(3) : arch;
@@ -406,6 +632,11 @@ class KernelJob {
 
  private:
   std::vector<std::string> nvrtc_options(const std::string& arch) const;
+  // nvcc's PTX for `varch` in place of `nvrtc_ptx` (NVRTC's, whose entries are `lowered`), where
+  // the unit uses shared memory and nvcc gives a usable one; nullopt: keep NVRTC's.
+  std::optional<std::string> nvcc_instead(const std::string& varch, const std::string& nvrtc_ptx,
+                                          const std::vector<std::string>& lowered) const;
+  PtxResult nvcc_result(const std::string& varch) const;  // nvcc_ptx for the unit, memoized
   BuildResult build(const Target& target) const;
   BuildResult build_patched(const Target& target) const;
   // Links `input` (PTX or a relocatable CUBIN) with nvJitLink for target.arch, with cudadevrt
@@ -423,6 +654,7 @@ class KernelJob {
   bool use_cache_;
   PtxMemo& memo_;
   bool device_runtime_ = false;
+  bool nvcc_ = false;  // shared-memory units take nvcc's PTX (see nvcc_ptx)
   std::vector<KernelEntry> entries_;  // src_.entries, or the one it stands for
   std::vector<std::string> exprs_;    // the distinct name expressions, in order
   std::vector<size_t> expr_of_;       // per entry, its expression in exprs_
@@ -442,6 +674,26 @@ std::vector<std::string> KernelJob::nvrtc_options(const std::string& arch) const
   if (device_runtime_) opts.push_back("-rdc=true");
   for (const std::string& flag : options_.extra_flags) opts.push_back(flag);
   return opts;
+}
+
+PtxResult KernelJob::nvcc_result(const std::string& varch) const {
+  std::string key = std::string("nvcc") + '\0' + src_.code + '\0' + src_.file_name + '\0' + varch + '\0' +
+                    (device_runtime_ ? "rdc" : "whole");
+  for (const std::string& e : exprs_) key += '\0' + e;
+  for (const std::string& d : src_.include_dirs) key += '\0' + d;
+  return memo_.get(key, [&] {
+    return nvcc_ptx(toolkit_.nvcc, src_.code, src_.file_name, exprs_, src_.include_dirs, varch, device_runtime_);
+  });
+}
+
+std::optional<std::string> KernelJob::nvcc_instead(const std::string& varch, const std::string& nvrtc_ptx,
+                                                   const std::vector<std::string>& lowered) const {
+  if (!nvcc_ || !mentions_shared_memory(nvrtc_ptx)) return std::nullopt;
+  PtxResult n = nvcc_result(varch);
+  if (!n.compiled || ptx_version(n.ptx) != ptx_version(nvrtc_ptx)) return std::nullopt;
+  for (const std::string& name : lowered)
+    if (!has_entry(n.ptx, name)) return std::nullopt;
+  return n.ptx;
 }
 
 // The patched path: NVRTC to PTX for the target's virtual arch, then each entry with a patch
@@ -465,6 +717,7 @@ BuildResult KernelJob::build_patched(const Target& target) const {
     return out;
   }
   std::string ptx = user.ptx;
+  if (std::optional<std::string> n = nvcc_instead(varch, user.ptx, user.lowered)) ptx = std::move(*n);
   std::string why;
   // The functions some entry needs unpatched keep their names; so does the first patch of a
   // function no entry needs unpatched.
@@ -600,6 +853,31 @@ BuildResult KernelJob::build(const Target& target) const {
   for (size_t i = 0; i < entries_.size(); ++i) out.symbols.push_back(lowered[expr_of_[i]]);
 
   size_t size = 0;
+  if (nvcc_) {
+    // A unit that uses shared memory: nvcc's PTX, linked here (ptx_relocatable as below).
+    std::string ptx;
+    if ((r = nvrtcGetPTXSize(program.get(), &size)) == NVRTC_SUCCESS && size > 1) {
+      ptx.assign(size, '\0');
+      if (nvrtcGetPTX(program.get(), ptx.data()) != NVRTC_SUCCESS) ptx.clear();
+      while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+    }
+    if (std::optional<std::string> n = nvcc_instead(virtual_arch(target.arch), ptx, lowered)) {
+      if (target.ptx) {
+        out.image = std::move(*n);
+        out.linked = true;
+        return out;
+      }
+      // -rdc code is relocatable either way: nvJitLink links it with cudadevrt. Other code is
+      // compiled whole, as NVRTC's own CUBIN would be (ptxas_cubin); where ptxas fails, NVRTC's.
+      if (device_runtime_) return link(target, NVJITLINK_INPUT_PTX, *n, std::move(out));
+      std::string why;
+      if (std::optional<std::string> cubin = ptxas_cubin(toolkit_.ptxas, *n, target.arch, &why)) {
+        out.image = std::move(*cubin);
+        out.linked = true;
+        return out;
+      }
+    }
+  }
   if (target.ptx) {
     // The PTX of a device-runtime kernel is relocatable: see CompiledKernel::ptx_relocatable.
     if ((r = nvrtcGetPTXSize(program.get(), &size)) != NVRTC_SUCCESS) {
@@ -665,6 +943,11 @@ std::optional<CompiledKernel> KernelJob::run() {
     return std::nullopt;
   }
 
+  // Not where NVRTC is given flags nvcc may read otherwise, nor for code that asks which of the
+  // two compiles it.
+  nvcc_ = options_.use_nvcc && !toolkit_.nvcc.empty() && options_.extra_flags.empty() &&
+          src_.code.find("__CUDACC_RTC__") == std::string::npos;
+
   CompiledKernel result;
   result.name = src_.name;
   result.device_runtime = device_runtime_;
@@ -692,11 +975,52 @@ std::optional<CompiledKernel> KernelJob::run() {
     key.add(uint64_t(entries_.size()));
     for (const KernelEntry& e : entries_)
       key.add(e.entry.empty() ? e.name : e.entry).add(e.patch.describe()).add(e.guard_code);
+    // Which nvcc may give the PTX (the PTX of a unit that uses shared memory is its).
+    key.add(nvcc_ ? toolkit_.nvcc : std::string());
+    if (nvcc_)
+      key.add(toolkit_.nvcc_size)
+          .add(uint64_t(toolkit_.nvcc_mtime))
+          .add(toolkit_.ptxas)
+          .add(toolkit_.ptxas_size)
+          .add(uint64_t(toolkit_.ptxas_mtime))
+          .add(env("NVCC_PREPEND_FLAGS"))
+          .add(env("NVCC_APPEND_FLAGS"))
+          .add(env("NVCC_CCBIN"));
     if (device_runtime_)
       key.add(toolkit_.cudadevrt)
           .add(toolkit_.cudadevrt_size)
           .add(uint64_t(toolkit_.cudadevrt_mtime));
     common_key = key.hex();
+  }
+
+  // Code that declares shared memory will most likely take nvcc's PTX: nvcc starts now, beside
+  // NVRTC (a process of its own, so they overlap; NVRTC's compiles serialize within orchc), for
+  // the targets that miss the cache. nvcc_instead still decides from NVRTC's PTX.
+  std::vector<std::thread> early;
+  struct Join {
+    std::vector<std::thread>& threads;
+    ~Join() {
+      for (std::thread& t : threads) t.join();
+    }
+  } join{early};
+  if (nvcc_ && src_.code.find("__shared__") != std::string::npos) {
+    std::set<std::string> varchs;
+    for (const Target& target : targets_) {
+      std::error_code ec;
+      if (use_cache_ &&
+          fs::exists(cache_entry_path(options_.cache_dir,
+                                      KeyBuilder().add(common_key).add(target.arch).add(target.ptx ? 1 : 0).hex()),
+                     ec))
+        continue;
+      varchs.insert(virtual_arch(target.arch));
+    }
+    for (const std::string& varch : varchs) {
+      try {
+        early.emplace_back([this, varch] { nvcc_result(varch); });
+      } catch (const std::system_error&) {
+        break;  // no thread: nvcc runs when it is needed
+      }
+    }
   }
 
   std::set<std::string> logs_seen;

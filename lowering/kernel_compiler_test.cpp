@@ -4,15 +4,18 @@
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
+#include "lowering/cubin_resources.h"
 #include "lowering/kernel_cache.h"
 #include "lowering/nvrtc_log.h"
 
@@ -235,6 +238,268 @@ TEST_CASE("device-runtime kernels are linked against cudadevrt") {
   }
   CHECK(out[0]->ptx.find("cudaGraphLaunch") != std::string::npos);
   CHECK(out[1]->ptx.find("cudaGraphSetConditional") != std::string::npos);
+}
+
+// The expert kernel of bench/real_workloads.py's MoE rows: a k loop over 16 rows of x in shared
+// memory. NVRTC 13.0 addresses shared memory with 64-bit pointers and leaves the loop rolled (48
+// registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_compiler.cpp, nvcc_ptx.
+const char* kExpert = R"(extern "C" __global__ void expert_ffn(unsigned e, unsigned hidden, const float* x, const float* w,
+                                      const int* counts, const int* offsets, const int* order, float* y) {
+  extern __shared__ float xs[];  // [16][hidden]
+  const int count = counts[e];
+  const int* mine = order + offsets[e];
+  const float* we = w + (size_t)e * hidden * hidden;
+  for (int first = (int)blockIdx.x * 16; first < count; first += (int)gridDim.x * 16) {
+    const int rows = min(16, count - first);
+    __syncthreads();
+    for (unsigned q = threadIdx.x; q < 16 * hidden; q += blockDim.x) {
+      const int t = (int)(q / hidden);
+      xs[q] = t < rows ? x[(size_t)mine[first + t] * hidden + q % hidden] : 0.0f;
+    }
+    __syncthreads();
+    for (unsigned h = threadIdx.x; h < hidden; h += blockDim.x) {
+      float acc[16] = {};
+      for (unsigned k = 0; k < hidden; ++k) {
+        const float wk = we[(size_t)k * hidden + h];
+        #pragma unroll
+        for (int t = 0; t < 16; ++t) acc[t] = fmaf(xs[t * hidden + k], wk, acc[t]);
+      }
+      for (int t = 0; t < rows; ++t) y[(size_t)mine[first + t] * hidden + h] = fmaxf(acc[t], 0.0f);
+    }
+  }
+}
+)";
+
+// bench/real_workloads.py's SGEMM: shared tiles, everything unrolled. Compiled whole (not -c), it
+// takes 48 registers from NVRTC's PTX and from nvcc's; as relocatable code (nvJitLink) 72-74.
+const char* kSgemm = R"(extern "C" __global__ void __launch_bounds__(256) sgemm(unsigned n, const float* a, const float* b, float* c) {
+  __shared__ float sa[16][68];
+  __shared__ float sb[16][64];
+  const unsigned tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const unsigned row0 = blockIdx.y * 64, col0 = blockIdx.x * 64;
+  float acc[4][4] = {};
+  for (unsigned k0 = 0; k0 < n; k0 += 16) {
+    for (unsigned q = threadIdx.x; q < 1024; q += 256) {
+      sa[q & 15][q >> 4] = a[(size_t)(row0 + (q >> 4)) * n + k0 + (q & 15)];
+      sb[q >> 6][q & 63] = b[(size_t)(k0 + (q >> 6)) * n + col0 + (q & 63)];
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int k = 0; k < 16; ++k) {
+      float av[4], bv[4];
+      #pragma unroll
+      for (int i = 0; i < 4; ++i) av[i] = sa[k][ty + 16 * i];
+      #pragma unroll
+      for (int j = 0; j < 4; ++j) bv[j] = sb[k][tx + 16 * j];
+      #pragma unroll
+      for (int i = 0; i < 4; ++i)
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    #pragma unroll
+    for (int j = 0; j < 4; ++j) c[(size_t)(row0 + ty + 16 * i) * n + col0 + tx + 16 * j] = acc[i][j];
+}
+)";
+
+// The nvcc tests compare with: $ORCH_NVCC, else $CUDA_HOME's, else /usr/local/cuda's; empty if none.
+std::string test_nvcc() {
+  const char* given = std::getenv("ORCH_NVCC");
+  std::string p = given && *given ? given
+                  : std::getenv("CUDA_HOME") && *std::getenv("CUDA_HOME")
+                      ? std::string(std::getenv("CUDA_HOME")) + "/bin/nvcc"
+                      : "/usr/local/cuda/bin/nvcc";
+  return access(p.c_str(), X_OK) == 0 ? p : std::string();
+}
+
+uint32_t registers_of(const std::string& cubin, const std::string& kernel) {
+  std::string error;
+  auto r = lowering::read_cubin_resources(cubin, &error);
+  INFO(error);
+  REQUIRE(r.has_value());
+  REQUIRE(r->count(kernel) == 1);
+  return r->at(kernel).registers;
+}
+
+// nvcc's CUBIN of `code` (`nvcc -cubin -arch=ARCH FLAGS`), as the by-hand build makes it.
+std::string nvcc_cubin(const std::string& nvcc, const std::string& code, const std::string& arch,
+                       const std::string& flags = "") {
+  TempDir dir;
+  write_file(dir.path() + "/k.cu", code);
+  const std::string cmd = "'" + nvcc + "' -cubin -arch=" + arch + " -std=c++17 " + flags + " '" + dir.path() +
+                          "/k.cu' -o '" + dir.path() + "/k.cubin' 2>&1";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
+  return read_file(dir.path() + "/k.cubin");
+}
+
+// A shared-memory address taken whole into a 64-bit register (`mov.u64 %rd1, xs;`): NVRTC's way.
+bool shared_addresses_64_bit(const std::string& ptx, const std::string& symbol) {
+  return std::regex_search(ptx, std::regex("mov\\.u64\\s+%rd[0-9]+, " + symbol + ";"));
+}
+
+TEST_CASE("a kernel that uses shared memory is compiled as nvcc compiles it: no more registers") {
+  const std::string nvcc = test_nvcc();
+  if (nvcc.empty()) {
+    MESSAGE("SKIPPED: no nvcc (set ORCH_NVCC or CUDA_HOME)");
+    return;
+  }
+  DiagnosticEngine diags;
+  auto out = compile_kernels({plain("expert_ffn", kExpert)}, no_cache({"sm_90"}), diags);
+  REQUIRE(out[0].has_value());
+  CHECK(diags.all().empty());
+  const uint32_t orch = registers_of(out[0]->cubins[0].cubin, "expert_ffn");
+  const uint32_t by_hand = registers_of(nvcc_cubin(nvcc, kExpert, "sm_90"), "expert_ffn");
+  // The by-hand build is relocatable (-rdc=true: the ejected file's route launches graphs).
+  const uint32_t by_hand_rdc = registers_of(nvcc_cubin(nvcc, kExpert, "sm_90", "-rdc=true"), "expert_ffn");
+  MESSAGE("expert_ffn on sm_90: orchc " << orch << " registers, nvcc " << by_hand << ", nvcc -rdc=true "
+                                        << by_hand_rdc);
+  CHECK(orch <= by_hand);
+  CHECK(orch <= by_hand_rdc);
+  // nvcc's PTX: 32-bit shared addresses, the k loop unrolled twice (3 x 16 FMAs with the rest).
+  CHECK_FALSE(shared_addresses_64_bit(out[0]->ptx, "xs"));
+  const std::string body = out[0]->ptx.substr(out[0]->ptx.find(".entry expert_ffn("));
+  size_t fmas = 0;
+  for (size_t at = body.find("fma.rn.f32"); at != std::string::npos; at = body.find("fma.rn.f32", at + 1)) ++fmas;
+  CHECK(fmas == 48);
+
+  // NVRTC alone still compiles it (use_nvcc off, as where nvcc is missing): its own PTX.
+  CompileOptions o = no_cache({"sm_90"});
+  o.use_nvcc = false;
+  DiagnosticEngine d2;
+  auto alone = compile_kernels({plain("expert_ffn", kExpert)}, o, d2);
+  REQUIRE(alone[0].has_value());
+  CHECK(shared_addresses_64_bit(alone[0]->ptx, "xs"));
+  MESSAGE("NVRTC alone: " << registers_of(alone[0]->cubins[0].cubin, "expert_ffn") << " registers");
+
+  // nvcc's PTX of a unit without the device runtime is compiled whole, as NVRTC's is: no more
+  // registers than either NVRTC alone or nvcc -cubin.
+  DiagnosticEngine d3;
+  auto sgemm = compile_kernels({plain("sgemm", kSgemm)}, no_cache({"sm_90"}), d3);
+  auto sgemm_alone = compile_kernels({plain("sgemm", kSgemm)}, o, d3);
+  REQUIRE(sgemm[0].has_value());
+  REQUIRE(sgemm_alone[0].has_value());
+  CHECK_FALSE(shared_addresses_64_bit(sgemm[0]->ptx, "_ZZ5sgemmE2sa"));
+  CHECK(elf_type(sgemm[0]->cubins[0].cubin) == 2);
+  const uint32_t sgemm_orch = registers_of(sgemm[0]->cubins[0].cubin, "sgemm");
+  MESSAGE("sgemm on sm_90: orchc " << sgemm_orch << " registers, NVRTC alone "
+                                   << registers_of(sgemm_alone[0]->cubins[0].cubin, "sgemm"));
+  CHECK(sgemm_orch <= registers_of(sgemm_alone[0]->cubins[0].cubin, "sgemm"));
+  CHECK(sgemm_orch <= registers_of(nvcc_cubin(nvcc, kSgemm, "sm_90"), "sgemm"));
+}
+
+TEST_CASE("nvcc's PTX takes orchc's entry patches, cudadevrt and template entries; a failing nvcc leaves NVRTC's") {
+  const std::string nvcc = test_nvcc();
+  if (nvcc.empty()) {
+    MESSAGE("SKIPPED: no nvcc (set ORCH_NVCC or CUDA_HOME)");
+    return;
+  }
+  // Shared memory and a device graph launch (-rdc, cudadevrt), entered both as it is and with a
+  // wait at its entry (a patched copy); a template kernel named by its entry expression.
+  const std::string code = R"(__device__ int launched;
+extern "C" __global__ void route(const int* expert_of, int* counts, cudaGraphExec_t g) {
+  __shared__ int hist[8];
+  if (threadIdx.x < 8) hist[threadIdx.x] = 0;
+  __syncthreads();
+  atomicAdd(&hist[expert_of[threadIdx.x] & 7], 1);
+  __syncthreads();
+  if (threadIdx.x < 8) counts[threadIdx.x] = hist[threadIdx.x];
+  if (threadIdx.x == 0 && hist[0] > 0) { ++launched; cudaGraphLaunch(g, cudaStreamGraphFireAndForget); }
+}
+template <typename T>
+__global__ void tile_sum(const T* x, T* out) {
+  __shared__ T s[64];
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  if (threadIdx.x == 0) { T t = 0; for (int i = 0; i < 64; ++i) t += s[i]; *out = t; }
+}
+)";
+  KernelSource s = plain("route", code);
+  s.uses_device_runtime = true;
+  KernelEntry plain_route{"route", "", {}, {}};
+  KernelEntry waiting{"route_waits", "route", {}, {}};
+  waiting.patch.wait = true;
+  KernelEntry sum{"tile_sum", "tile_sum<float>", {}, {}};
+  s.entries = {plain_route, waiting, sum};
+  DiagnosticEngine diags;
+  auto out = compile_kernels({s}, no_cache({"sm_90"}), diags);
+  REQUIRE(out[0].has_value());
+  CHECK(diags.all().empty());
+  const CompiledKernel& k = *out[0];
+  REQUIRE(k.symbols.size() == 3);
+  CHECK(k.symbols[0] == "route");
+  CHECK(k.symbols[1] != "route");
+  CHECK(k.symbols[2] == "_Z8tile_sumIfEvPKT_PS0_");
+  CHECK(elf_type(k.cubins[0].cubin) == 2);  // linked with cudadevrt
+  CHECK(k.ptx_relocatable);
+  CHECK(k.ptx.find("griddepcontrol.wait") != std::string::npos);
+  CHECK(k.ptx.find(".entry _Z8tile_sumIfEvPKT_PS0_(") != std::string::npos);
+  CHECK_FALSE(shared_addresses_64_bit(k.ptx, "_ZZ5routeE4hist"));
+  std::string error;
+  auto resources = lowering::read_cubin_resources(k.cubins[0].cubin, &error);
+  REQUIRE(resources.has_value());
+  for (const std::string& sym : k.symbols) CHECK(resources->count(sym) == 1);
+
+  // An nvcc that fails: NVRTC's PTX, the same kernels, no message.
+  const char* before = std::getenv("ORCH_NVCC");
+  const std::string saved = before ? before : "";
+  setenv("ORCH_NVCC", "/bin/false", 1);
+  DiagnosticEngine d2;
+  auto fallback = compile_kernels({s}, no_cache({"sm_90"}), d2);
+  if (before) setenv("ORCH_NVCC", saved.c_str(), 1); else unsetenv("ORCH_NVCC");
+  REQUIRE(fallback[0].has_value());
+  CHECK(d2.all().empty());
+  CHECK(fallback[0]->symbols == k.symbols);
+  CHECK(shared_addresses_64_bit(fallback[0]->ptx, "_ZZ5routeE4hist"));
+  CHECK(elf_type(fallback[0]->cubins[0].cubin) == 2);
+}
+
+TEST_CASE("whether nvcc may give the PTX is part of the cache key") {
+  if (test_nvcc().empty()) {
+    MESSAGE("SKIPPED: no nvcc (set ORCH_NVCC or CUDA_HOME)");
+    return;
+  }
+  TempDir dir;
+  CompileOptions o;
+  o.archs = {"sm_90"};
+  o.cache_dir = dir.path();
+  const std::vector<KernelSource> sources = {plain("expert_ffn", kExpert)};
+  DiagnosticEngine diags;
+  auto with = compile_kernels(sources, o, diags);
+  o.use_nvcc = false;
+  auto without = compile_kernels(sources, o, diags);
+  o.use_nvcc = true;
+  auto again = compile_kernels(sources, o, diags);
+  REQUIRE(with[0].has_value());
+  REQUIRE(without[0].has_value());
+  REQUIRE(again[0].has_value());
+  CHECK(with[0]->cache_misses == 2);
+  CHECK(without[0]->cache_misses == 2);  // not nvcc's images
+  CHECK(without[0]->ptx != with[0]->ptx);
+  CHECK(again[0]->cache_hits == 2);
+  CHECK(again[0]->ptx == with[0]->ptx);
+  CHECK_FALSE(diags.has_errors());
+
+  // nvcc finds a unit's headers where NVRTC does (its include folders), and a changed header
+  // is a miss for nvcc's images too.
+  fs::create_directories(dir.path() + "/inc");
+  write_file(dir.path() + "/inc/tile.cuh", "#pragma once\n__shared__ float tile[64];\n");
+  KernelSource t = plain("t", "#include \"tile.cuh\"\nextern \"C\" __global__ void t(float* x) {\n"
+                              "  tile[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n"
+                              "  x[threadIdx.x] = tile[63 - threadIdx.x];\n}\n");
+  t.include_dirs = {dir.path() + "/inc"};
+  auto t1 = compile_kernels({t}, o, diags);
+  REQUIRE(t1[0].has_value());
+  CHECK_FALSE(shared_addresses_64_bit(t1[0]->ptx, "tile"));
+  CHECK(t1[0]->ptx.find("tile[256]") != std::string::npos);
+  write_file(dir.path() + "/inc/tile.cuh", "#pragma once\n__shared__ float tile[128];\n");
+  auto t2 = compile_kernels({t}, o, diags);
+  REQUIRE(t2[0].has_value());
+  CHECK(t2[0]->cache_misses == 2);
+  CHECK(t2[0]->ptx.find("tile[512]") != std::string::npos);
+  CHECK_FALSE(diags.has_errors());
 }
 
 TEST_CASE("a syntax error in an inline source points at its .orch line and column") {
