@@ -27,34 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "bench/check_calls.h"
 #include "orch/ranks.h"
 #include "orch/runtime.h"
 #include "runtime/src/nccl.h"
-
-#define CHECK_CUDA(call)                                                                          \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
-#define CHECK_NCCL(call)                                                                          \
-  do {                                                                                            \
-    int r_ = (call);                                                                              \
-    if (r_ != 0) {                                                                                \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, nccl->describe(r_).c_str()); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
-#define CHECK_ORCH(x)                                                                             \
-  do {                                                                                            \
-    const auto& r_ = (x);                                                                         \
-    if (!r_.ok()) {                                                                               \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, r_.error().to_string().c_str());    \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
 
 // The same code orch compiles with NVRTC for the pipeline version.
 #define SCALE_SOURCE                                                                        \

@@ -41,21 +41,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/check_calls.h"
 #include "bench/launch_bench_artifact.h"
 #include "orch/runtime.h"
 
 #ifndef ORCH_TORCH_BENCH
 #define ORCH_TORCH_BENCH "bench/torch_bench.py"
 #endif
-
-#define CHECK_CUDA(call)                                                                          \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
 
 // The same code orch compiles with NVRTC for the pipeline versions.
 #define TICK_SOURCE "extern \"C\" __global__ void tick(int* c) { if (threadIdx.x == 0) c[0] += 1; }"

@@ -37,8 +37,8 @@ struct Candidate {
   Launch launch;  // as measured where a profile has it (orchc --profile)
 };
 
-void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::string>& notes, size_t& lined,
-          size_t& free) {
+void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::string>& notes,
+          size_t& lined) {
   const size_t count = b.nodes.size();
   // Forward edges, to know what a collective already orders.
   std::vector<std::vector<uint32_t>> next(count);
@@ -72,7 +72,6 @@ void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::
   for (const Candidate& c : candidates)
     if (!c.launch.shape.one_wave() && !large) large = &c;
   if (large) {
-    free += candidates.size();
     const lir::Node& n = b.nodes[large->kernel];
     notes.push_back("kernels beside collectives: " + std::to_string(candidates.size()) + " left free, since " +
                     large->launch.says("the one at " + where(n)) +
@@ -94,10 +93,10 @@ void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::
 std::vector<std::string> line_up_collectives(lir::Program& program, const PassOptions& options) {
   std::vector<std::string> notes;
   if (!options.line_up_collectives) return notes;
-  size_t lined = 0, free = 0;  // kernels free of the collective before them: lined up, or left
+  size_t lined = 0;
   // Collectives are nodes of host graphs' top level only (the checker refuses them elsewhere).
   for (lir::Graph& g : program.graphs)
-    if (!g.device) body(program, g.body, options, notes, lined, free);
+    if (!g.device) body(program, g.body, options, notes, lined);
   if (lined) notes.push_back("kernels beside collectives: " + std::to_string(lined) + " lined up after them (one wave)");
   return notes;
 }

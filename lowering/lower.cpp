@@ -68,6 +68,15 @@ uint32_t arch_number(const std::string& arch) {
   return n;
 }
 
+// Whether any region holds a `while` (only those can be unrolled, and lowered again).
+bool has_while(ir::Program& p) {
+  bool any = false;
+  lowering::for_each_region(p, [&](ir::Region& r, int) {
+    for (const ir::Node& n : r.nodes) any |= n.kind == ir::NodeKind::While;
+  });
+  return any;
+}
+
 lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) {
   lowering::PassOptions x;
   const std::vector<std::string>& archs = o.compile.archs.empty() ? p.targets : o.compile.archs;
@@ -145,7 +154,7 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   // memory; registers can show a body's launch to run in several waves after all. Then the
   // program is lowered once more from the checker's IR (kept here) without those loops.
   std::optional<ir::Program> checked;
-  if (o.unroll == 0) checked = p;
+  if (o.unroll == 0 && has_while(p)) checked = p;
   for (bool again = checked.has_value();;) {
     run_graph_passes(r, p, l, sources, o);
     if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;

@@ -76,6 +76,14 @@ std::string edges(const lir::Body& b) {
 
 const lir::Body& main_body(const lir::Program& p) { return p.graphs[p.main_graph].body; }
 
+// How many of main's top-level edges are programmatic.
+size_t programmatic(const lir::Program& p) {
+  size_t n = 0;
+  for (const lir::Node& node : main_body(p).nodes)
+    for (const lir::Dep& d : node.deps) n += d.kind == lir::DepKind::Programmatic;
+  return n;
+}
+
 const lir::Kernel& kernel_named(const lir::Program& p, const std::string& name) {
   for (const lir::Kernel& k : p.kernels)
     if (k.name == name) return k;
@@ -923,12 +931,6 @@ TEST_CASE("launch shapes: programmatic edges and unrolling only where every laun
            "  }\n"
            "}\n";
   };
-  auto programmatic = [](const lir::Program& p) {
-    size_t n = 0;
-    for (const lir::Node& node : main_body(p).nodes)
-      for (const lir::Dep& d : node.deps) n += d.kind == lir::DepKind::Programmatic;
-    return n;
-  };
   // 1056 blocks of 256 threads fit at once on an sm_90 (132 SMs x 8): one wave.
   auto small = lower_text(chain(1056 * 256));
   CHECK(programmatic(small->program) == 1);
@@ -1028,12 +1030,6 @@ TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled
            "    c -= 1\n"
            "  }\n"
            "}\n";
-  };
-  auto programmatic = [](const lir::Program& p) {
-    size_t n = 0;
-    for (const lir::Node& node : main_body(p).nodes)
-      for (const lir::Dep& d : node.deps) n += d.kind == lir::DepKind::Programmatic;
-    return n;
   };
   // 500 blocks of 256 threads: one wave by threads (1056 at once on an sm_90), so before the
   // kernels compile both are taken to fit.

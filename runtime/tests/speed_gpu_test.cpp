@@ -139,6 +139,39 @@ extern "C" __global__ void hop(unsigned n, unsigned salt, const unsigned* src, u
 """
 )";
 
+// A pipeline `name` of `hops` hops over a and b (param n, 3001 by default), with `count += 1`
+// (a one-block generated kernel) after every `count_every` hops.
+std::string hops_source(const std::string& name, int hops, int count_every) {
+  std::string source = "pipeline " + name + "\ntarget sm_90\nparam n: u32 = 3001\nbuffer a: u32[n]\nbuffer b: u32[n]\n"
+                       "buffer count: u32\n" + kHop + "graph main {\n";
+  for (int k = 0; k < hops; ++k) {
+    source += "  hop<<<ceil_div(n, 128), 128>>>(n, " + std::to_string(k + 1) + ", " + (k % 2 ? "b, a" : "a, b") + ")\n";
+    if (k % count_every == count_every - 1) source += "  count += 1\n";
+  }
+  return source + "}\n";
+}
+
+// Launches `x` (hops_source's pipeline) `launches` times on fresh random a and b, and checks
+// a, b and count against the CPU's hops.
+void run_hops(orch::Executable& x, cudaStream_t s, uint32_t n, int hops, int count_every, int launches) {
+  std::vector<uint32_t> a = random_u32(n), b = random_u32(n);
+  write(x, "a", a);
+  write(x, "b", b);
+  write(x, "count", std::vector<uint32_t>{0});
+  for (int l = 0; l < launches; ++l) {
+    ORCH_REQUIRE_OK(x.launch(s));
+    for (int k = 0; k < hops; ++k) {
+      if (k % 2 == 0) mixc_cpu(n, k + 1, a, b);
+      else mixc_cpu(n, k + 1, b, a);
+    }
+  }
+  CUDA_REQUIRE(cudaStreamSynchronize(s));
+  same(read<uint32_t>(x, "a", n), a, "a");
+  same(read<uint32_t>(x, "b", n), b, "b");
+  CHECK(read<uint32_t>(x, "count", 1)[0] == uint32_t(launches * (hops / count_every)));
+  ORCH_CHECK_OK(x.device_status());
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -146,14 +179,7 @@ TEST_SUITE("gpu") {
 TEST_CASE("orchc's programmatic edges: 64 dependent user kernels that wait only through orchc's patch, exact "
           "over thousands of launches") {
   constexpr int kHops = 64;
-  std::string source = std::string("pipeline hops\ntarget sm_90\nparam n: u32 = 3001\nbuffer a: u32[n]\nbuffer b: u32[n]\n"
-                                   "buffer count: u32\n") +
-                       kHop + "graph main {\n";
-  for (int k = 0; k < kHops; ++k) {
-    source += "  hop<<<ceil_div(n, 128), 128>>>(n, " + std::to_string(k + 1) + ", " + (k % 2 ? "b, a" : "a, b") + ")\n";
-    if (k % 16 == 15) source += "  count += 1\n";  // generated kernels in the chain too
-  }
-  source += "}\n";
+  const std::string source = hops_source("hops", kHops, 16);  // generated kernels in the chain too
   const int launches = short_run() ? 20 : 3000;
   for (const char* options : {"", "--no-pdl"}) {
     CAPTURE(options);
@@ -164,23 +190,7 @@ TEST_CASE("orchc's programmatic edges: 64 dependent user kernels that wait only 
     CHECK(shape.programmatic == (*options ? 0u : size_t(kHops - 1 + 3)));
     Stream s;
     auto x = instantiate(*p, orch::Bindings(), s);
-    const uint32_t n = 3001;
-    std::vector<uint32_t> a = random_u32(n), b = random_u32(n);
-    write(*x, "a", a);
-    write(*x, "b", b);
-    write(*x, "count", std::vector<uint32_t>{0});
-    for (int l = 0; l < launches; ++l) {
-      ORCH_REQUIRE_OK(x->launch(s));
-      for (int k = 0; k < kHops; ++k) {
-        if (k % 2 == 0) mixc_cpu(n, k + 1, a, b);
-        else mixc_cpu(n, k + 1, b, a);
-      }
-    }
-    CUDA_REQUIRE(cudaStreamSynchronize(s));
-    same(read<uint32_t>(*x, "a", n), a, "a");
-    same(read<uint32_t>(*x, "b", n), b, "b");
-    CHECK(read<uint32_t>(*x, "count", 1)[0] == uint32_t(launches * (kHops / 16)));
-    ORCH_CHECK_OK(x->device_status());
+    run_hops(*x, s, 3001, kHops, 16, launches);
   }
 }
 
@@ -189,14 +199,8 @@ TEST_CASE("orchc's programmatic edges: 64 dependent user kernels that wait only 
 // driver's occupancy times its SMs), and makes the rest full edges: as exact either way.
 TEST_CASE("programmatic edges: kept where both launches fit in one wave with the bound params, full otherwise") {
   constexpr int kHops = 16;
-  std::string source = std::string("pipeline waves\ntarget sm_90\nparam n: u32 = 3001\nbuffer a: u32[n]\n"
-                                   "buffer b: u32[n]\nbuffer count: u32\n") +
-                       kHop + "graph main {\n";
-  for (int k = 0; k < kHops; ++k) {
-    source += "  hop<<<ceil_div(n, 128), 128>>>(n, " + std::to_string(k + 1) + ", " + (k % 2 ? "b, a" : "a, b") + ")\n";
-    if (k % 8 == 7) source += "  count += 1\n";  // one-block generated kernels: always one wave
-  }
-  source += "}\n";
+  // `count += 1` every 8 hops: one-block generated kernels, always one wave.
+  const std::string source = hops_source("waves", kHops, 8);
   Shape shape;
   auto p = compile_and_load("waves", source, "", &shape);
   // 15 edges between hops, 1 between the two updates of `count`.
@@ -214,23 +218,7 @@ TEST_CASE("programmatic edges: kept where both launches fit in one wave with the
             st.programmatic_edges_made_full, " made full");
     CHECK(st.programmatic_edges == shape.programmatic);
     CHECK(st.programmatic_edges_made_full == (n == 3001u ? 0u : size_t(kHops - 1)));
-    std::vector<uint32_t> a = random_u32(n), b = random_u32(n);
-    write(*x, "a", a);
-    write(*x, "b", b);
-    write(*x, "count", std::vector<uint32_t>{0});
-    const int launches = n == 3001u ? 50 : 2;
-    for (int l = 0; l < launches; ++l) {
-      ORCH_REQUIRE_OK(x->launch(s));
-      for (int k = 0; k < kHops; ++k) {
-        if (k % 2 == 0) mixc_cpu(n, k + 1, a, b);
-        else mixc_cpu(n, k + 1, b, a);
-      }
-    }
-    CUDA_REQUIRE(cudaStreamSynchronize(s));
-    same(read<uint32_t>(*x, "a", n), a, "a");
-    same(read<uint32_t>(*x, "b", n), b, "b");
-    CHECK(read<uint32_t>(*x, "count", 1)[0] == uint32_t(launches * (kHops / 8)));
-    ORCH_CHECK_OK(x->device_status());
+    run_hops(*x, s, n, kHops, 8, n == 3001u ? 50 : 2);
   }
 }
 
