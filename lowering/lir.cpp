@@ -43,4 +43,28 @@ const char* kind_name(const NodeOp& op) {
                     op);
 }
 
+bool holds_while(const Node& n) {
+  const auto* c = std::get_if<ConditionalNode>(&n.op);
+  if (!c) return false;
+  if (c->type == ConditionalType::While) return true;
+  for (const Body& b : c->bodies)
+    for (const Node& inner : b.nodes)
+      if (holds_while(inner)) return true;
+  return false;
+}
+
+bool reaches(const Body& b, uint32_t from, uint32_t to) {
+  // Backwards from `to`; indices are a topological order, so nothing below `from` can lead to it.
+  std::vector<bool> seen(b.nodes.size(), false);
+  std::vector<uint32_t> stack{to};
+  while (!stack.empty()) {
+    const uint32_t at = stack.back();
+    stack.pop_back();
+    if (at == from) return true;
+    for (const Dep& d : b.nodes[at].deps)
+      if (d.from >= from && !seen[d.from]) seen[d.from] = true, stack.push_back(d.from);
+  }
+  return false;
+}
+
 }  // namespace orch::lir

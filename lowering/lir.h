@@ -303,6 +303,12 @@ void for_each_node(const Body& body, F&& f) {
   }
 }
 
+// Does node `n` hold a WHILE conditional node (it is one, or one is in its bodies, at any depth)?
+bool holds_while(const Node& n);
+
+// Does a path of dependencies lead from node `from` to node `to` of body `b`?
+bool reaches(const Body& b, uint32_t from, uint32_t to);
+
 // The program as text, for --print-passes, --emit=ir and tests: stable (same input, same
 // bytes), one line per node.
 std::string print(const Program& program, const SourceManager& sources);

@@ -226,7 +226,11 @@ TEST_CASE("build_lir: dependencies are the IR's edges, per target node, in edge 
     for (const ir::Edge& e : r.edges) want[e.to].push_back(static_cast<uint32_t>(e.from));
     edges += r.edges.size();
     for (size_t i = 0; i < r.nodes.size(); ++i) {
-      CHECK(deps(b.nodes[i]) == want[i]);
+      // A pass that adds order (one_loop_at_a_time, line_up_collectives) appends its edge and
+      // says why.
+      std::vector<uint32_t> got = deps(b.nodes[i]);
+      if (!b.nodes[i].order_note.empty() && got.size() > want[i].size()) got.resize(want[i].size());
+      CHECK(got == want[i]);
       if (const auto* c = std::get_if<lir::ConditionalNode>(&b.nodes[i].op)) {
         REQUIRE(c->bodies.size() == r.nodes[i].bodies.size());
         for (size_t k = 0; k < c->bodies.size(); ++k) same(r.nodes[i].bodies[k], c->bodies[k]);

@@ -115,6 +115,11 @@ void hash_collectives(lir::Program& program);
 // running beside it; the join would cost more). Returns a line for --print-passes.
 std::vector<std::string> line_up_collectives(lir::Program& program, const PassOptions& options);
 
+// one_loop_at_a_time.cpp: in every body, the nodes that hold a `while` loop are put in program
+// order by full edges (two WHILE nodes running at once fault the GPU on driver 580). Returns a
+// line for --print-passes.
+std::vector<std::string> one_loop_at_a_time(lir::Program& program);
+
 // programmatic_edges.cpp: kernel -> kernel dependencies become programmatic where the dependent
 // kernel waits at entry and neither launches work from the device, in host-launched top-level
 // graphs (and in conditional bodies and device graphs where options allow). Before the kernels

@@ -4,6 +4,7 @@
 // artifact.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -1153,6 +1154,62 @@ graph main {
     CHECK(k.guard_code.find("atomicCAS(orch_slot, 0u, 1u)") != std::string::npos);
   }
   CHECK(checked);
+}
+
+// Loops the DAG leaves free of each other (lowering/one_loop_at_a_time.cpp: two WHILE nodes
+// running at once fault the GPU on driver 580).
+const char* const kFreeLoops = R"(pipeline loops
+target sm_90
+buffer a: i32
+buffer b: i32
+buffer c: i32
+buffer x: i32
+buffer y: i32
+buffer z: i32
+graph main {
+  a = 3
+  b = 4
+  c = 1
+  while a > 0 {
+    x += 1
+    a -= 1
+  }
+  while b > 0 {
+    y += 1
+    b -= 1
+  }
+  if c > 0 {
+    while c > 0 {
+      z += 1
+      c -= 1
+    }
+  }
+}
+)";
+
+TEST_CASE("loops: no two while loops of a body run at once, with or without the speed passes") {
+  for (const LowerOptions& options : {LowerOptions{}, plain_lowering()}) {
+    auto l = lower_text(kFreeLoops, options);
+    const lir::Body& b = l->program.graphs[l->program.main_graph].body;
+    std::vector<uint32_t> loops;  // the nodes that hold a while loop, in program order
+    for (uint32_t i = 0; i < b.nodes.size(); ++i)
+      if (lir::holds_while(b.nodes[i])) loops.push_back(i);
+    REQUIRE(loops.size() == 3);  // two whiles and the if around the third
+    CHECK(std::get<lir::ConditionalNode>(b.nodes[loops[2]].op).type == lir::ConditionalType::If);
+    for (size_t k = 1; k < loops.size(); ++k) {
+      CAPTURE(k);
+      CHECK(lir::reaches(b, loops[k - 1], loops[k]));
+      CHECK(b.nodes[loops[k]].order_note.find("two while loops running at once fault the GPU") != std::string::npos);
+    }
+    CHECK(verify(l->program) == "");
+    // Without the edge the pass added, the verifier refuses the program.
+    lir::Program p = l->program;
+    std::vector<lir::Dep>& deps = p.graphs[p.main_graph].body.nodes[loops[1]].deps;
+    deps.erase(std::remove_if(deps.begin(), deps.end(), [&](const lir::Dep& d) { return d.from == loops[0]; }),
+               deps.end());
+    CHECK(verify(p) ==
+          "E0899: internal compiler error: in graph `main`, this while loop may run at the same time as an earlier one\n");
+  }
 }
 
 }  // namespace orch

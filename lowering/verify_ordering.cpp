@@ -1,7 +1,7 @@
 // The ordering verifier: every conflicting pair of accesses is joined by a path of dependencies
 // (full or programmatic: programmatic_edges.cpp says why both order memory), conditional handles
-// are set in order and before their nodes, every programmatic edge is one that orders, and the
-// guards of unrolled loops follow their protocol.
+// are set in order and before their nodes, no two while loops can run at once, every programmatic
+// edge is one that orders, and the guards of unrolled loops follow their protocol.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -208,6 +208,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
   std::unordered_map<int, int> setter;  // per handle, the last node that sets it
   std::vector<int> mark(n, -1);
   int stamp = 0;
+  int last_loop = -1;
   for (int j = 0; j < n; ++j) {
     for (const lir::BufferAccess& a : r.nodes[j].accesses) {
       State& s = state[a.buffer];
@@ -242,6 +243,18 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
         ok = false;
       }
       it->second = j;
+    }
+    // No two nodes that hold while loops run at once (one_loop_at_a_time.cpp says why); each
+    // after the one before it orders them all.
+    if (lir::holds_while(r.nodes[j])) {
+      if (last_loop >= 0 && !reaches(preds, last_loop, j, mark, ++stamp)) {
+        Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
+                                    "internal compiler error: in graph `" + g.name +
+                                        "`, this while loop may run at the same time as an earlier one");
+        diags.add_note(d, r.nodes[last_loop].loc, "the earlier loop");
+        ok = false;
+      }
+      last_loop = j;
     }
     // The kernel that sets a conditional node's handle must run before the node.
     if (const auto* c = std::get_if<lir::ConditionalNode>(&r.nodes[j].op); c && c->handle >= 0) {

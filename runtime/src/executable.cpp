@@ -17,6 +17,7 @@
 #include "runtime/src/communicators.h"
 #include "runtime/src/driver.h"
 #include "runtime/src/internal.h"
+#include "runtime/src/loop_order.h"
 
 namespace orch {
 
@@ -239,6 +240,9 @@ struct Executable::Impl {
   // have finished, so a pipeline with none of these needs no event.
   rt::Event done;
   bool launched = false;  // `done` has been recorded
+  // A host graph holds a WHILE node: launches go one after another with other such launches on
+  // the device (loop_order.h says why).
+  bool has_loops = false;
   // Set when a failed patch could not be undone: the graphs may hold a mix of old and new
   // values, so every later launch, set_param and rebind returns this instead.
   Error broken;
@@ -742,6 +746,7 @@ struct Executable::Impl {
                                 : n.conditional() == fb::ConditionalType::While ? cudaGraphCondTypeWhile
                                                                                 : cudaGraphCondTypeSwitch;
           cp.conditional.size = nbodies;
+          has_loops |= !t.device && cp.conditional.type == cudaGraphCondTypeWhile;
           e = cudaGraphAddNode(&made[i], g, dp, nullptr, deps.size(), &cp);
           if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddNode (conditional)");
           // The body graphs belong to the node; fill them in place.
@@ -1517,15 +1522,20 @@ Status Executable::launch(cudaStream_t stream) {
       t.upload_needed = false;
       ++x.stats.device_graph_uploads;
     }
-    for (int s : x.segments) {
-      ObservedPhase observed(Phase::Launch, x.tops[s].graph, x.tops[s].member);
-      cudaError_t e = cudaGraphLaunch(x.tops[s].exec.get(), stream);
-      observed.ok = e == cudaSuccess;
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return rt::cuda_error(e, "cannot launch graph '" + str(x.p->graphs()->Get(x.tops[s].graph)->name()) + "'");
+    auto launch_segments = [&]() -> Status {
+      for (int s : x.segments) {
+        ObservedPhase observed(Phase::Launch, x.tops[s].graph, x.tops[s].member);
+        cudaError_t e = cudaGraphLaunch(x.tops[s].exec.get(), stream);
+        observed.ok = e == cudaSuccess;
+        if (e != cudaSuccess) {
+          (void)cudaGetLastError();
+          return rt::cuda_error(e, "cannot launch graph '" + str(x.p->graphs()->Get(x.tops[s].graph)->name()) + "'");
+        }
       }
-    }
+      return {};
+    };
+    st = x.has_loops ? rt::launch_after_other_loops(stream, launch_segments) : launch_segments();
+    if (!st.ok()) return st;
     // Marks the end of this launch, for the destructor and for rebind's freeing.
     if (x.done) {
       cudaError_t e = cudaEventRecord(x.done.get(), stream);

@@ -501,8 +501,9 @@ extern "C" __global__ void take(unsigned long long* out, unsigned* order) {
 // must take as bits, not as a number) whose bodies update f16 and bf16 scalars: exact with and
 // without the speed passes (issue 20: the plain build failed with an unspecified launch failure).
 // Every value is exact in its type, so the CPU's arithmetic in float is the GPU's.
-TEST_CASE("scalar loops: conditions of every width and f16/bf16 bodies, exact with and without the speed passes") {
-  const std::string source = R"(pipeline condtypes
+// Eight `while` loops over device scalars of every width, with f16/bf16 bodies; the loops the
+// DAG leaves free of each other run one after another (lowering/one_loop_at_a_time.cpp).
+const char* const kScalarLoops = R"(pipeline condtypes
 target sm_90
 param start8: u8 = 5
 param limit: f32 = 10.0
@@ -570,22 +571,43 @@ graph main {
   }
 }
 )";
-  // The bits of an f16 or bf16 that holds `x` exactly (normal or zero).
-  auto f16_bits = [](float x) -> uint16_t {
-    if (x == 0.0f) return 0;
-    int e = 0;
-    const float m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
-    return static_cast<uint16_t>(((e - 1 + 15) << 10) | static_cast<int>((m * 2.0f - 1.0f) * 1024.0f));
-  };
-  auto bf16_bits = [](float x) -> uint16_t {
-    uint32_t u = 0;
-    std::memcpy(&u, &x, 4);
-    return static_cast<uint16_t>(u >> 16);
-  };
+
+// The bits of an f16 or bf16 that holds `x` exactly (normal or zero).
+uint16_t f16_bits(float x) {
+  if (x == 0.0f) return 0;
+  int e = 0;
+  const float m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
+  return static_cast<uint16_t>(((e - 1 + 15) << 10) | static_cast<int>((m * 2.0f - 1.0f) * 1024.0f));
+}
+uint16_t bf16_bits(float x) {
+  uint32_t u = 0;
+  std::memcpy(&u, &x, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// What one launch of kScalarLoops leaves, from start8 = `start` and limit = `limit`.
+void check_scalar_loops(const orch::Executable& x, uint8_t start, float limit) {
+  const float h = 1.5f * start + 0.5f * 7 + 0.25f * 3 + 0.125f * 3;
+  const float b = 2.0f * start + 0.5f * 5 + 1.0f * 3 + 0.25f;
+  CHECK(read<uint16_t>(x, "h", 1)[0] == f16_bits(h));
+  CHECK(read<uint16_t>(x, "b", 1)[0] == bf16_bits(b));
+  CHECK(read<uint8_t>(x, "c8", 1)[0] == 0);
+  CHECK(read<int64_t>(x, "c64", 1)[0] == 0);
+  CHECK(read<uint8_t>(x, "go", 1)[0] == 0);
+  CHECK(read<int32_t>(x, "k", 1)[0] == 3);
+  CHECK(read<uint64_t>(x, "cu", 1)[0] == 5000000000ull);
+  CHECK(read<int32_t>(x, "steps", 1)[0] == static_cast<int32_t>(std::ceil(limit / 0.5f)));
+  CHECK(read<int16_t>(x, "c16", 1)[0] == 0);
+  CHECK(read<uint16_t>(x, "hv", 3) == std::vector<uint16_t>(3, f16_bits(0.5f)));
+  CHECK(read<double>(x, "d", 1)[0] == 0.0);
+  ORCH_CHECK_OK(x.device_status());
+}
+
+TEST_CASE("scalar loops: conditions of every width and f16/bf16 bodies, exact with and without the speed passes") {
   int config = 0;
   for (const std::string options : {"", "--no-pdl --unroll 1", "--unroll 3", "--no-pdl", "--unroll 1"}) {
     CAPTURE(options);
-    auto p = compile_and_load("condtypes" + std::to_string(config++), source, options.c_str(), nullptr);
+    auto p = compile_and_load("condtypes" + std::to_string(config++), kScalarLoops, options.c_str(), nullptr);
     Stream s;
     auto x = instantiate(*p, orch::Bindings(), s);
     for (uint8_t start : {uint8_t{0}, uint8_t{1}, uint8_t{5}, uint8_t{17}}) {
@@ -595,23 +617,33 @@ graph main {
         ORCH_REQUIRE_OK(x->set_param("start8", start));
         ORCH_REQUIRE_OK(x->set_param("limit", limit));
         run(*x, s);
-        const float h = 1.5f * start + 0.5f * 7 + 0.25f * 3 + 0.125f * 3;
-        const float b = 2.0f * start + 0.5f * 5 + 1.0f * 3 + 0.25f;
-        CHECK(read<uint16_t>(*x, "h", 1)[0] == f16_bits(h));
-        CHECK(read<uint16_t>(*x, "b", 1)[0] == bf16_bits(b));
-        CHECK(read<uint8_t>(*x, "c8", 1)[0] == 0);
-        CHECK(read<int64_t>(*x, "c64", 1)[0] == 0);
-        CHECK(read<uint8_t>(*x, "go", 1)[0] == 0);
-        CHECK(read<int32_t>(*x, "k", 1)[0] == 3);
-        CHECK(read<uint64_t>(*x, "cu", 1)[0] == 5000000000ull);
-        CHECK(read<int32_t>(*x, "steps", 1)[0] == static_cast<int32_t>(std::ceil(limit / 0.5f)));
-        CHECK(read<int16_t>(*x, "c16", 1)[0] == 0);
-        CHECK(read<uint16_t>(*x, "hv", 3) == std::vector<uint16_t>(3, f16_bits(0.5f)));
-        CHECK(read<double>(*x, "d", 1)[0] == 0.0);
-        ORCH_CHECK_OK(x->device_status());
+        check_scalar_loops(*x, start, limit);
       }
     }
   }
+}
+
+// Before lowering/one_loop_at_a_time.cpp and rt::launch_after_other_loops, the loops kScalarLoops
+// leaves free of each other faulted the GPU every few hundred launches (H200, driver 580.159.04)
+// and a few thousand launches in a row crashed cuGraphLaunch on the host; so did two graphs with
+// one WHILE loop each on two streams. Without unrolling, each WHILE runs its body many times.
+TEST_CASE("scalar loops: thousands of launches in a row, and two executables on two streams") {
+  auto p = compile_and_load("condtypes_many", kScalarLoops, "--unroll 1", nullptr);
+  Stream s1, s2;
+  auto x1 = instantiate(*p, orch::Bindings(), s1);
+  auto x2 = instantiate(*p, orch::Bindings(), s2);
+  for (int i = 0; i < 3000; ++i) ORCH_REQUIRE_OK(x1->launch(s1));
+  CUDA_REQUIRE(cudaStreamSynchronize(s1));
+  check_scalar_loops(*x1, 5, 10.0f);
+  for (int i = 0; i < 1000; ++i) {
+    ORCH_REQUIRE_OK(x1->launch(s1));
+    ORCH_REQUIRE_OK(x2->launch(s2));
+  }
+  CUDA_REQUIRE(cudaStreamSynchronize(s1));
+  CUDA_REQUIRE(cudaStreamSynchronize(s2));
+  CUDA_REQUIRE(cudaGetLastError());
+  check_scalar_loops(*x1, 5, 10.0f);
+  check_scalar_loops(*x2, 5, 10.0f);
 }
 
 }  // TEST_SUITE("gpu")
