@@ -688,7 +688,8 @@ TEST_CASE("unroll: the guard code of each role") {
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Decide, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
-        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; *(volatile unsigned*)(S + 2u) = orch_go ? 2u : 3u; } "
+        "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; "
+        "if (blockIdx.x == 0u && blockIdx.y == 0u && blockIdx.z == 0u) *(volatile unsigned*)(S + 2u) = orch_go ? 2u : 3u; } "
         "{ const unsigned orch_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); const unsigned orch_n = blockDim.x * blockDim.y * blockDim.z - (orch_t & ~31u); __syncwarp(orch_n >= 32u ? 0xffffffffu : (1u << orch_n) - 1u); } if (!__syncthreads_or(orch_go)) return; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Race, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "

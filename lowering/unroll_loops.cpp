@@ -96,7 +96,13 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
     case ir::GuardRole::Decide:
       return "{ unsigned orch_go = 0u; if (" + thread0 + ") { " + eval +
              "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; " +
-             (role == ir::GuardRole::Decide ? "*(volatile unsigned*)" + slot + " = orch_go ? 2u : 3u; " : "") +
+             // Every block decides the same (nothing it runs beside writes the condition), so one
+             // block tells the copy's followers: thousands of blocks storing to one word queue up
+             // at it.
+             (role == ir::GuardRole::Decide
+                  ? "if (blockIdx.x == 0u && blockIdx.y == 0u && blockIdx.z == 0u) *(volatile unsigned*)" + slot +
+                        " = orch_go ? 2u : 3u; "
+                  : "") +
              "} " + (function ? std::string("return orch_go; }") : any);
     case ir::GuardRole::Race:
       // A plain read first: once the first block has decided, every later block takes the
