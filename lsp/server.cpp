@@ -8,7 +8,6 @@
 #include <set>
 #include <thread>
 
-#include "lowering/lower.h"
 #include "lsp/text_document.h"
 
 namespace orch::lsp {
@@ -231,16 +230,13 @@ struct Server::Impl {
     const std::string uri = d.uri;
     const int64_t version = d.text.version();
     const PositionEncoding encoding = enc;
-    LowerOptions lower;
-    lower.compile.use_cache = true;
-    lower.compile.cache_dir = options.kernel_cache_dir.empty() ? default_kernel_cache_dir() : options.kernel_cache_dir;
-    worker = std::thread([this, analysis, uri, version, encoding, lower] {
+    CompileKernels compile_kernels = options.compile_kernels;
+    worker = std::thread([this, analysis, uri, version, encoding, compile_kernels] {
       const auto start = Clock::now();
       DiagnosticsByUri by_uri;
       try {
-        std::unique_ptr<ir::Program> program = analysis->take_program();
         DiagnosticEngine diags;
-        lower_to_artifact(*program, analysis->sources(), lower, diags);
+        compile_kernels(*analysis, diags);
         add_diagnostics(by_uri, diags.sorted(), analysis->sources(), encoding, uri, analysis->file());
       } catch (const std::exception& e) {
         log(std::string("compile failed: ") + e.what());
@@ -404,7 +400,7 @@ struct Server::Impl {
 
   void did_save(const json& params) {
     Document* d = find(params);
-    if (!d || !options.compile_on_save) return;
+    if (!d || !options.compile_on_save || !options.compile_kernels) return;
     start_compile(*d);
   }
 

@@ -23,11 +23,17 @@ namespace orch::lsp {
 
 using Clock = std::chrono::steady_clock;
 
+// Compiles the kernels of a checked document (its program taken from the analysis) and reports
+// what compiling finds; runs on the server's worker thread. lsp/kernel_compile.h has the one
+// orch-lsp uses (NVRTC through lowering/, as orchc --check); the server itself does not link
+// lowering/, so its fuzzer and tests that need no NVRTC build without it.
+using CompileKernels = std::function<void(Analysis& analysis, DiagnosticEngine& diags)>;
+
 struct ServerOptions {
   AnalysisOptions analysis;
   int debounce_ms = 15;
-  bool compile_on_save = true;
-  std::string kernel_cache_dir;  // empty: orchc's (~/.cache/orch/kernels, $ORCH_CACHE_DIR)
+  bool compile_on_save = true;   // and compile_kernels is set
+  CompileKernels compile_kernels;
   bool verbose = false;          // a line per check on stderr (times)
 };
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "lsp/kernel_compile.h"
 #include "lsp/test_util.h"
 #include "lsp/text_document.h"
 
@@ -150,7 +151,7 @@ TEST_CASE("UTF-8 positions when the client offers them") {
 TEST_CASE("compile on save: a kernel's NVRTC error at its line in the source block") {
   ServerOptions o;
   o.compile_on_save = true;
-  o.kernel_cache_dir = (std::filesystem::current_path() / "lsp-test-kernel-cache").string();
+  o.compile_kernels = kernel_compiler((std::filesystem::current_path() / "lsp-test-kernel-cache").string());
   Session s(o);
   s.request("initialize", json::object());
   const std::string uri = "file:///tmp/save.orch";

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "lsp/kernel_compile.h"
 #include "lsp/stdio_loop.h"
 
 int main(int argc, char** argv) {
@@ -18,7 +19,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-compile-on-save", no_compile, "do not compile the kernels when a document is saved");
   app.add_option("--target", options.analysis.target_override, "target profile name (sm_90) or .yaml path, as orchc --target");
   app.add_option("--targets-dir", options.analysis.targets_dir, "folder of target profiles, as orchc --targets-dir");
-  app.add_option("--kernel-cache-dir", options.kernel_cache_dir, "kernel cache for compile on save (default: orchc's)");
+  std::string cache_dir;
+  app.add_option("--kernel-cache-dir", cache_dir, "kernel cache for compile on save (default: orchc's)");
   app.add_flag("--verbose", options.verbose, "log each check and compile, with its time, on stderr");
   app.set_version_flag("--version", "orch-lsp 0.1.0");
   try {
@@ -27,6 +29,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   options.compile_on_save = !no_compile;
+  options.compile_kernels = orch::lsp::kernel_compiler(cache_dir);
   std::ios::sync_with_stdio(false);
   int code = 2;
   try {
