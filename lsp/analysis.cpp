@@ -158,6 +158,9 @@ std::string statement_hover(const Analysis& a, const StatementRef& s) {
   if (s.graph >= 0 && static_cast<size_t>(s.graph) < m.graphs.size())
     out += " in graph " + quoted(m.graphs[s.graph].name.name);
   out += "\n\n";
+  if (auto* call = std::get_if<ast::Call>(&s.stmt->node))
+    return out + "Inlines the statements of graph " + quoted(call->graph.name) +
+           " here: they join this graph's DAG, each ordered by what it reads and writes.\n";
   const ir::Program* p = a.program();
   if (!p) return out + "The DAG is not available until the file's errors are fixed.\n";
   NodeRef ref = find_node(*p, s.graph, s.stmt->loc);

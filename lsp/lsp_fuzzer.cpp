@@ -80,9 +80,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     send({{"jsonrpc", "2.0"}, {"id", 200}, {"method", "textDocument/documentSymbol"},
           {"params", {{"textDocument", {{"uri", uri}}}}}});
   }
-  // The input as a message of its own: malformed JSON and odd requests must get replies.
-  alive = alive && server.handle(text);
-  // `exit` inside the input is the one way out; anything else must leave the server running.
-  if (!alive && text.find("exit") == std::string::npos) std::abort();
+  if (!alive) std::abort();  // only `exit` stops the server, and none was sent
+  // The input as a message of its own: malformed JSON and odd requests must get replies, and
+  // only an `exit` notification may stop the server.
+  const json raw = json::parse(text, nullptr, false);
+  const bool is_exit = raw.is_object() && raw.contains("method") && raw["method"] == "exit";
+  if (!server.handle(text) && !is_exit) std::abort();
   return 0;
 }

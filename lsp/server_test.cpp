@@ -184,3 +184,75 @@ TEST_CASE("compile on save: a kernel's NVRTC error at its line in the source blo
 }
 
 }  // namespace orch::lsp
+
+#include <sstream>
+
+#include "lsp/json_rpc.h"
+#include "lsp/stdio_loop.h"
+
+namespace orch::lsp {
+
+namespace {
+
+std::string framed(const nlohmann::json& m) { return frame_message(m.dump()); }
+
+std::vector<nlohmann::json> read_all(const std::string& out) {
+  std::istringstream in(out);
+  MessageReader reader(in);
+  std::vector<nlohmann::json> messages;
+  std::string body, error;
+  while (reader.read(&body, &error) == MessageReader::Status::Ok) messages.push_back(nlohmann::json::parse(body));
+  return messages;
+}
+
+}  // namespace
+
+TEST_CASE("serve: a session over byte streams, garbage included, ended by exit") {
+  using json = nlohmann::json;
+  const std::string uri = "file:///tmp/stream.orch";
+  std::string input = framed({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", json::object()}}) +
+                      "garbage without a header\r\n\r\n" +
+                      framed({{"jsonrpc", "2.0"}, {"method", "textDocument/didOpen"},
+                              {"params", {{"textDocument", {{"uri", uri}, {"version", 1}, {"text", "pipeline s\n"}}}}}}) +
+                      framed({{"jsonrpc", "2.0"}, {"method", "textDocument/didChange"},
+                              {"params", {{"textDocument", {{"uri", uri}, {"version", 2}}},
+                                          {"contentChanges", json::array({{{"text", "pipeline s\ngraph main { fill q = 1 }\n"}}})}}}}) +
+                      framed({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "textDocument/documentSymbol"},
+                              {"params", {{"textDocument", {{"uri", uri}}}}}}) +
+                      framed({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "shutdown"}}) +
+                      framed({{"jsonrpc", "2.0"}, {"method", "exit"}}) +
+                      framed({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "shutdown"}});  // never read
+  // After `exit` the reader thread is left reading the rest of the input (as it would be left
+  // blocked on a pipe), so the stream must outlive this test.
+  static std::istringstream in;
+  in.str(input);
+  std::ostringstream out;
+  ServerOptions options;
+  options.compile_on_save = false;
+  CHECK(serve(in, out, options) == 0);
+  std::vector<json> sent = read_all(out.str());
+  REQUIRE(sent.size() >= 5);
+  CHECK(sent[0]["id"] == 1);
+  CHECK(sent[1]["error"]["code"] == -32700);  // the garbage
+  // The symbols request came after the change: the change is checked first.
+  json last_diagnostics;
+  for (const json& m : sent) {
+    if (m.value("method", "") == "textDocument/publishDiagnostics") last_diagnostics = m["params"];
+    if (m.contains("id") && m["id"] == 2) {
+      REQUIRE(!last_diagnostics.is_null());
+      CHECK(last_diagnostics["version"] == 2);
+      CHECK(last_diagnostics["diagnostics"][0]["code"] == "E0101");
+      CHECK(m["result"].size() == 2);  // the pipeline and `main`
+    }
+  }
+  CHECK(sent.back()["id"] == 3);
+}
+
+TEST_CASE("serve: the input ending without exit is exit code 1") {
+  std::istringstream in(frame_message(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{}})"));
+  std::ostringstream out;
+  ServerOptions options;
+  CHECK(serve(in, out, options) == 1);
+}
+
+}  // namespace orch::lsp
