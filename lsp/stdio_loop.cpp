@@ -62,6 +62,9 @@ int serve(std::istream& in, std::ostream& out, const ServerOptions& options) {
       options,
       [&](const std::string& body) { out << frame_message(body) << std::flush; },
       [&](std::function<void()> task) { queue.push(Task(std::move(task))); });
+  // std::cin is tied to std::cout: every read would flush the output from the reader thread,
+  // racing the writes of this one (a message sent twice, or torn). Only this thread writes.
+  in.tie(nullptr);
   std::thread reader([reader_queue = shared, &in] {
     MessageReader reader(in);
     for (;;) {
