@@ -183,8 +183,10 @@ std::vector<CompletionItem> complete(const std::string& text, size_t offset, con
           if (a && a->module() && d.kind == "kernel") {
             int id = a->index().lookup(d.name);
             if (id >= 0 && a->index().declarations()[id].kind == SymbolKind::Kernel) {
+              // The declaration's text up to its parameter list's end, on one line.
               std::string sig = source_text(a->sources(), a->index().declarations()[id].loc);
-              detail = sig.substr(0, std::min(sig.find(')') == std::string::npos ? sig.size() : sig.find(')') + 1, sig.find('\n')));
+              size_t end = std::min(sig.find(')'), sig.find('\n'));
+              detail = end == std::string::npos ? sig : sig.substr(0, sig[end] == ')' ? end + 1 : end);
             }
           }
           CompletionKind ck = d.kind == "kernel" ? CompletionKind::Function

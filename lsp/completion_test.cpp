@@ -88,3 +88,19 @@ TEST_CASE("nothing in comments, strings and source blocks") {
 }
 
 }  // namespace orch::lsp
+
+namespace orch::lsp {
+
+TEST_CASE("a kernel's completion shows its declaration when the file was checked") {
+  std::string text = kText;
+  const size_t at = text.find('@');
+  text.replace(at, 1, "");
+  Analysis a("/tmp/c.orch", text, {});
+  auto items = complete(text, at, &a);
+  auto k = std::find_if(items.begin(), items.end(), [](const CompletionItem& c) { return c.label == "k"; });
+  REQUIRE(k != items.end());
+  CHECK(k->detail == "kernel k(n: u32, x: inout f32[])");
+  CHECK(k->kind == CompletionKind::Function);
+}
+
+}  // namespace orch::lsp
