@@ -206,6 +206,10 @@ TEST_CASE("describe_pipeline summarizes everything") {
            "  [0] E0410: require n % 256 == 0  else \"n must be a multiple of 256\"  at "
            "sample.orch:4:1\n",
            "collective hash: 0x0123456789abcdef\n",
+           "memory plan: 2 buffers in one arena of 4227072 bytes at the defaults (4227072 bytes alone), alignment 256\n",
+           "  [1] v: 4194304 bytes at 0; in use beside every other\n",
+           "  [4] counts: 32768 bytes at 4194304; in use beside every other\n",
+           "  device memory at the defaults: 8421380 bytes, 8421380 without the plan\n",
        }) {
     CHECK_MESSAGE(text.find(expected) != std::string::npos, "missing: " << expected);
   }
