@@ -270,7 +270,7 @@ struct StatusSite {
 };
 
 // Why a buffer is or is not in the memory plan's arena (lowering/plan_memory.cpp has the rules;
-// docs/performance.md, "Memory planning", the list for people).
+// docs/performance.md, "Memory: the memory plan", the list for people).
 enum class PlanStatus : uint8_t {
   Arena,           // shares the arena with buffers it is never in use beside
   NoPartner,       // could share, but is in use beside every buffer that could

@@ -38,7 +38,7 @@ namespace {
 
 // Beyond these the pass plans nothing more (TooMany): its work grows with the square of both.
 constexpr size_t kMaxPlanned = 1024;
-constexpr size_t kMaxUses = 8192;
+constexpr size_t kMaxUses = 4096;
 constexpr size_t kMaxReachWords = size_t(1) << 24;  // 128 MiB of reachability bits in all
 constexpr int kLaunches = 0;                         // the body id of the launch order
 

@@ -441,7 +441,7 @@ class Executable {
   Stats stats() const;
 
   // Device memory the runtime allocated for the buffers the application did not bind. Buffers
-  // that the memory plan lets share (docs/performance.md, "Memory planning") live in one arena:
+  // that the memory plan lets share (docs/performance.md, "Memory: the memory plan") live in one arena:
   // arena_bytes for arena_buffers buffers that would take arena_buffer_bytes allocated one by
   // one. device_bytes is all of it, the arena counted once (host buffers not included).
   struct MemoryUse {

@@ -174,7 +174,7 @@ int run(int argc, char** argv) {
                "in one wave wait for it)");
   app.add_flag("--no-memory-plan", f.no_memory_plan,
                "allocate every buffer alone (default: buffers never in use at the same time share one arena; "
-               "docs/performance.md, \"Memory planning\")");
+               "docs/performance.md, \"Memory: the memory plan\")");
   app.add_option("--profile", f.profile,
                  "decide the speed passes from the launches and times orch-run --profile measured "
                  "(docs/observe.md, \"--profile\")")

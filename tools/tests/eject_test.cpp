@@ -196,7 +196,7 @@ struct BufferInfo {
   size_t count = 0;
   bool host = false;
   // In the memory plan's arena: its bytes after a launch may be another buffer's, so there is
-  // nothing to compare (docs/performance.md, "Memory planning").
+  // nothing to compare (docs/performance.md, "Memory: the memory plan").
   bool scratch = false;
 };
 
