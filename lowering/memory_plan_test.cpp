@@ -30,13 +30,14 @@ struct Lowered {
   lir::Program program;
 };
 
-std::unique_ptr<Lowered> lower_text(const std::string& text, bool plan = true) {
+std::unique_ptr<Lowered> lower_text(const std::string& text, bool plan = true, uint32_t unroll = 0) {
   auto l = std::make_unique<Lowered>();
   l->checked = check_text("t.orch", text, l->sources, {}, l->diags);
   REQUIRE_MESSAGE(!l->diags.has_errors(), format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text)
                                               << "\n" << text);
   LowerOptions o;
   o.memory_plan = plan;
+  o.unroll = unroll;
   l->program = lower_to_lir(*l->checked.program, o);
   return l;
 }
@@ -370,6 +371,97 @@ graph main {
   CHECK_FALSE(verified(*l, &report));
   CHECK(report.find("`r`, a result the application reads after the launch, is not the later of the two") !=
         std::string::npos);
+}
+
+// Puts buffer `name` into the arena, in conflict with every other slot (so that only the rules
+// about the buffer itself can refuse it), and drops the layout.
+void force_into_arena(lir::Program& p, const std::string& name) {
+  lir::MemoryPlan& m = p.memory_plan;
+  const int b = buffer(p, name);
+  size_t at = 0;
+  while (at < m.slots.size() && m.slots[at].buffer < b) ++at;
+  m.slots.insert(m.slots.begin() + static_cast<std::ptrdiff_t>(at), {b, 0, 0});
+  for (auto& c : m.conflicts) {
+    if (c.first >= at) ++c.first;
+    if (c.second >= at) ++c.second;
+  }
+  for (uint32_t i = 0; i < m.slots.size(); ++i)
+    if (i != at) m.conflicts.emplace_back(std::min<uint32_t>(i, static_cast<uint32_t>(at)), std::max<uint32_t>(i, static_cast<uint32_t>(at)));
+  std::sort(m.conflicts.begin(), m.conflicts.end());
+  m.status[b] = lir::PlanStatus::Arena;
+  m.laid_out = false;
+}
+
+TEST_CASE("memory plan verifier: a buffer read before the write that covers it") {
+  auto l = lower_text(std::string("pipeline p\nparam n: u32 = 1024\n") +
+                      "buffer x: f32[n]\nbuffer a: f32[n]\nbuffer b: f32[n]\nbuffer c: f32[n]\nbuffer d: f32[n]\n" +
+                      kKernels + R"orch(
+graph main {
+  step<<<4, 256>>>(n, x, b)
+  step<<<4, 256>>>(n, a, c)
+  step<<<4, 256>>>(n, x, a)
+  step<<<4, 256>>>(n, c, d)
+  step<<<4, 256>>>(n, b, x)
+}
+)orch");
+  lir::Program& p = l->program;
+  REQUIRE(verified(*l));
+  // `a` is read by the second kernel and written in full only by the third.
+  CHECK(status(p, "a") == lir::PlanStatus::ReadFirst);
+  force_into_arena(p, "a");
+  std::string report;
+  CHECK_FALSE(verified(*l, &report));
+  CHECK(report.find("puts `a` in the arena, but a node may read it before anything writes all of it") !=
+        std::string::npos);
+}
+
+std::string simulate(const lir::Program& p, std::mt19937& rng, int runs);  // below
+
+TEST_CASE("memory plan verifier: a loop-carried buffer and a temporary the loop uses after it") {
+  // A carries from one iteration to the next (bumped in place); B is the loop's own, used after
+  // A in each iteration and never outside the loop. Inside one iteration every use of A comes
+  // before every use of B, and A's first write before the loop too; but the next iteration reads
+  // A after B has written: the loop is one use, and the two may not share. (Not unrolled, so
+  // that the copies of the body do not interleave the two already.)
+  auto l = lower_text(std::string("pipeline p\nparam n: u32 = 1024\n") +
+                      "buffer x: f32[n]\nbuffer A: f32[n]\nbuffer T: f32[n]\nbuffer B: f32[n]\nbuffer C: f32[n]\n"
+                      "buffer iters: u32\n" + kKernels + R"orch(
+graph main {
+  fill A = 0
+  fill iters = 0
+  while iters < 3 {
+    bump<<<4, 256>>>(n, A)
+    step<<<4, 256>>>(n, A, T)
+    step<<<4, 256>>>(n, T, B)
+    step<<<4, 256>>>(n, B, C)
+    iters += 1
+  }
+}
+)orch", true, 1);
+  lir::Program& p = l->program;
+  std::string report;
+  REQUIRE_MESSAGE(verified(*l, &report), report);
+  CHECK_FALSE(may_share(p, "A", "B"));
+  // Forced to share (the conflict dropped, the arena laid out again): refused, and it would
+  // corrupt A.
+  for (const char* name : {"A", "B"})
+    if (slot(p, name) < 0) force_into_arena(p, name);
+  lir::MemoryPlan& m = p.memory_plan;
+  const uint32_t a = static_cast<uint32_t>(slot(p, "A")), b = static_cast<uint32_t>(slot(p, "B"));
+  auto it = std::find(m.conflicts.begin(), m.conflicts.end(), std::make_pair(std::min(a, b), std::max(a, b)));
+  REQUIRE(it != m.conflicts.end());
+  m.conflicts.erase(it);
+  std::vector<uint64_t> bytes(m.slots.size(), 4096);
+  const artifact::ArenaLayout layout = artifact::pack_arena(bytes, m.conflicts);
+  for (size_t i = 0; i < m.slots.size(); ++i) m.slots[i] = {m.slots[i].buffer, layout.offsets[i], 4096};
+  m.arena_bytes = layout.bytes;
+  m.laid_out = true;
+  REQUIRE(m.slots[a].offset == m.slots[b].offset);
+  CHECK_FALSE(verified(*l, &report));
+  CHECK(report.find("lets `A` and `B` share memory, but nothing orders") != std::string::npos);
+  std::mt19937 rng(7);
+  const std::string run = simulate(p, rng, 20);
+  CHECK(run.find("reads `A`, whose bytes hold `B`'s") != std::string::npos);
 }
 
 // ---- examples ---------------------------------------------------------------------------------
