@@ -128,6 +128,22 @@ TEST_CASE("memory plan: a 32-stage chain keeps two temporaries' worth of memory;
                                            << m.device_bytes_planned << " with it");
 }
 
+TEST_CASE("memory plan: --print-passes and --emit=ir show which buffers share, where, and the memory saved") {
+  auto l = lower_text(chain(4));
+  const std::string text = lir::print(l->program, l->sources);
+  const std::string want = R"(memory plan: 4 buffers in one arena of 8388608 bytes at the defaults (16777216 one by one)
+  t1: 4194304 bytes at 0; may share with t3, t4
+  t2: 4194304 bytes at 4194304; may share with t4
+  t3: 4194304 bytes at 0; may share with t1
+  t4: 4194304 bytes at 4194304; may share with t1, t2
+  device memory at the defaults: 12582912 bytes, 20971520 without the plan
+)";
+  CHECK_MESSAGE(text.find(want) != std::string::npos, text);
+  // Without the plan, nothing is printed.
+  auto off = lower_text(chain(4), false);
+  CHECK(lir::print(off->program, off->sources).find("memory plan") == std::string::npos);
+}
+
 TEST_CASE("memory plan: a 32-stage chain with residual connections every 4 stages") {
   auto l = lower_text(chain(32, 4));
   const lir::MemoryPlan& m = l->program.memory_plan;
