@@ -262,6 +262,11 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
                           ", this runtime reads version " + std::to_string(kFormatVersion) +
                           "; recompile the pipeline with this orchc");
 
+  // A format 4 file (before the memory plan): refused with the same message, not read as 5.
+  bad = good;
+  put_u32(bad, 8, 4);
+  CHECK(error(bad) == "pipeline.bin format version 4, this runtime reads version 5; recompile the pipeline with this orchc");
+
   bad = good;
   put_u32(bad, 12, 0x10);
   CHECK(error(bad) == "unsupported header flags 0x00000010 (format version " +
