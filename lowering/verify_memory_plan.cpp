@@ -252,8 +252,13 @@ class Verifier {
     return x[k].first == y[k].first && x[k].second != y[k].second && precedes(x[k].first, x[k].second, y[k].second);
   }
 
-  // A write no later read of the buffer consumes: the buffer is a result.
+  // A write no later read of the buffer consumes: the buffer is a result. Found once per buffer.
   bool result(size_t buffer) {
+    if (result_.size() != uses_.size()) result_.assign(uses_.size(), -1);
+    if (result_[buffer] < 0) result_[buffer] = find_result(buffer);
+    return result_[buffer] == 1;
+  }
+  bool find_result(size_t buffer) {
     for (const Access& w : uses_[buffer]) {
       if (!w.write) continue;
       bool consumed = false;
@@ -346,6 +351,7 @@ class Verifier {
   std::vector<Access> accesses_;   // operands()' result
   std::vector<size_t> buffer_of_;  // the buffer of each of accesses_
   std::map<std::pair<const lir::Body*, size_t>, std::vector<bool>> ancestors_;
+  std::vector<int> result_;  // per buffer: -1 not yet known, else result()
 };
 
 }  // namespace
