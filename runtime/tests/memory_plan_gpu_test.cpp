@@ -30,8 +30,8 @@ std::vector<uint32_t> random_u32(size_t n) {
   return v;
 }
 
-// Launches `x` once on fresh input and checks y and out against the CPU; returns the input's
-// branch (t32[0] & 1 decided it), to see both sides taken over several launches.
+// Launches `x` once on fresh random input and checks y and out against the CPU (the input
+// decides which side of the branch runs: over several launches both do).
 void launch_and_check(orch::Executable& x, cudaStream_t s, uint32_t n, uint32_t rounds, const char* label) {
   CAPTURE(label);
   CAPTURE(n);
