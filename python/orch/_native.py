@@ -67,6 +67,7 @@ class CompileOptions(ctypes.Structure):
         ("jobs", c_uint),
         ("no_pdl", ctypes.c_int),
         ("unroll", c_uint),
+        ("no_memory_plan", ctypes.c_int),
     ]
 
 
