@@ -267,9 +267,9 @@ class Planner {
       // The innermost body every use is inside.
       size_t home = 0;
       for (;; ++home) {
-        bool same = true;
-        for (const Use& u : uses)
-          same &= u.at.size() > home + 1 && u.at[home + 1].body == uses[0].at[home + 1].body;
+        bool same = uses[0].at.size() > home + 1;
+        for (size_t i = 1; same && i < uses.size(); ++i)
+          same = uses[i].at.size() > home + 1 && uses[i].at[home + 1].body == uses[0].at[home + 1].body;
         if (!same) break;
       }
       // Uses come in program order, and a use ordered before another comes first in it: only
