@@ -92,6 +92,7 @@ struct Buffer {
   ScalarType elem;
   std::optional<Expr> count;  // elements; absent for a device scalar
   bool host = false;          // pinned, device-mapped host memory
+  bool keep = false;          // `keep`: never shares memory (lowering/plan_memory.cpp)
   SourceRange loc;
   bool is_scalar() const { return !count.has_value(); }
 };

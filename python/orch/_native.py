@@ -68,6 +68,7 @@ class CompileOptions(ctypes.Structure):
         ("no_pdl", ctypes.c_int),
         ("unroll", c_uint),
         ("profile", c_char_p),
+        ("no_memory_plan", ctypes.c_int),
     ]
 
 

@@ -268,6 +268,8 @@ def test_compile_options_pdl_and_unroll(examples, cache_dir):
         orch.compile(COUNTDOWN_TEXT, unroll=-1)
     with pytest.raises(TypeError):
         orch.compile(COUNTDOWN_TEXT, pdl=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        orch.compile(COUNTDOWN_TEXT, memory_plan=0)  # type: ignore[arg-type]
 
 
 def test_text_pipelines_are_named_string_in_diagnostics():

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "orch/observe.h"
+#include "runtime/src/arena.h"
 #include "runtime/src/binding_checks.h"
 #include "runtime/src/communicators.h"
 #include "runtime/src/driver.h"
@@ -170,8 +171,12 @@ struct Executable::Impl {
     void* host = nullptr;            // for host buffers: the host pointer
     size_t capacity = 0;             // bytes available behind ptr
     bool owned = false;
+    bool in_arena = false;  // at its place in `arena` (the memory plan), which owns the memory
   };
   std::vector<BufferState> buffers;
+  // The memory plan's arena: the buffers that share it, laid out with the bound sizes.
+  rt::DeviceMemory arena;
+  rt::ArenaPlacement arena_place;
   // Per buffer: some node may write it (overlap checks); worked out when two bound buffers
   // first share memory, since it walks every node.
   mutable std::vector<bool> written;
@@ -1198,7 +1203,9 @@ struct Executable::Impl {
     std::vector<rt::Span> spans(buffers.size());
     for (size_t i = 0; i < buffers.size() && i < with.buffers.size(); ++i) {
       void* at = static_cast<int>(i) == replaced ? ptr : buffers[i].ptr;
-      spans[i] = {reinterpret_cast<uint64_t>(at), at ? with.buffers[i].bytes : 0};
+      // Buffers of the arena share bytes by the plan, which proved them never in use together.
+      spans[i] = {reinterpret_cast<uint64_t>(at), at ? with.buffers[i].bytes : 0,
+                  static_cast<int>(i) != replaced && buffers[i].in_arena};
     }
     return rt::check_overlaps(*p, spans, [this]() -> const std::vector<bool>& { return written_flags(); }, b);
   }
@@ -1253,6 +1260,32 @@ struct Executable::Impl {
     }
     out->capacity = bytes;
     out->owned = true;
+    return {};
+  }
+
+  // The buffers of the memory plan that are not bound, in one arena (zero-filled, as every
+  // buffer the runtime allocates is); the others are allocated one by one after this.
+  Status allocate_arena(const std::vector<bool>& bound, cudaStream_t stream) {
+    Result<rt::ArenaPlacement> place = rt::place_arena(*p, plan, bound);
+    if (!place.ok()) return place.error();
+    arena_place = std::move(place.value());
+    if (arena_place.buffers == 0) return {};
+    cudaError_t e = cudaMalloc(arena.out(), arena_place.bytes);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rt::cuda_error(e, "cannot allocate the memory plan's arena of " + std::to_string(arena_place.bytes) +
+                                   " bytes (" + std::to_string(arena_place.buffers) + " buffers)");
+    }
+    e = cudaMemsetAsync(arena.get(), 0, arena_place.bytes, stream);
+    if (e != cudaSuccess) return rt::cuda_error(e, "cannot zero the memory plan's arena");
+    for (size_t i = 0; i < buffers.size() && i < arena_place.offset.size(); ++i) {
+      if (arena_place.offset[i] < 0) continue;
+      BufferState& b = buffers[i];
+      b.ptr = static_cast<char*>(arena.get()) + arena_place.offset[i];
+      b.capacity = plan.buffers[i].bytes;
+      b.owned = true;  // the runtime's memory: it cannot grow (replan)
+      b.in_arena = true;
+    }
     return {};
   }
 
@@ -1339,8 +1372,10 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
     }
     Status st = x->check_overlaps(x->plan, resolved);
     if (!st.ok()) return st;
+    st = x->allocate_arena(bound_here, stream);
+    if (!st.ok()) return st;
     for (uint32_t i = 0; i < nbuffers; ++i) {
-      if (bound_here[i]) continue;
+      if (bound_here[i] || x->buffers[i].in_arena) continue;
       st = x->allocate_buffer(i, &x->buffers[i], stream);
       if (!st.ok()) return st;
     }
@@ -1353,6 +1388,7 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   if (!s.ok()) return s.error();
   bool frees_something = !collectives.empty();
   for (const auto& b : x->buffers) frees_something |= b.owned;
+  frees_something |= static_cast<bool>(x->arena);
   for (const auto& t : x->tables) frees_something |= static_cast<bool>(t);
   for (const auto& t : x->tops) frees_something |= t.device;
   frees_something |= static_cast<bool>(x->status);
@@ -1679,6 +1715,23 @@ size_t Executable::buffer_bytes(std::string_view name) const {
 }
 
 Executable::Stats Executable::stats() const { return impl_->stats; }
+
+Executable::MemoryUse Executable::memory_use() const {
+  const Impl& x = *impl_;
+  MemoryUse m;
+  for (size_t i = 0; i < x.buffers.size() && i < x.plan.buffers.size(); ++i) {
+    const Impl::BufferState& b = x.buffers[i];
+    if (b.in_arena) {
+      ++m.arena_buffers;
+      m.arena_buffer_bytes += x.plan.buffers[i].bytes;
+    } else if (b.owned && !b.host) {
+      m.device_bytes += b.capacity;
+    }
+  }
+  if (x.arena) m.arena_bytes = x.arena_place.bytes;
+  m.device_bytes += m.arena_bytes;
+  return m;
+}
 Executable::InstantiateTimes Executable::instantiate_times() const { return impl_->times; }
 
 Status Executable::device_status() const {

@@ -95,6 +95,7 @@ int run(const orch_compile_options* o, bool compile, const Outputs& out) {
     lower.pdl = o->no_pdl == 0;
     lower.unroll = o->unroll;
     lower.profile = std::move(profile);
+    lower.memory_plan = o->no_memory_plan == 0;
     bytes = orch::lower_to_artifact(*result.program, sources, lower, diags);
   }
   const auto sorted = diags.sorted();

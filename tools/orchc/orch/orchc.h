@@ -51,6 +51,8 @@ typedef struct orch_compile_options {
    * the speed passes decide from; NULL for none. One that cannot be read is the compile's error
    * (E0004-E0006); another pipeline's or GPU's is ignored with warning W0006. */
   const char* profile;
+  /* orchc --no-memory-plan: non-zero for every buffer allocated alone (no arena). */
+  int no_memory_plan;
 } orch_compile_options;
 
 /* orchc -o: returns 0 (compiled; *artifact holds *artifact_size bytes), 1 (the pipeline has
