@@ -238,21 +238,4 @@ Launch launch_of(const ir::Program& p, const ir::Node& n, const Residency& r, co
   return L;
 }
 
-// The rule: unroll only where the body's measured time per iteration is at most a WHILE
-// iteration's turn-around, which is what the copies hide (the node and its condition kernel:
-// 4.3-5.2 us on an H200 and an H100, unroll_loops.cpp; the lower figure is the bound). There the
-// turn-around is at least half of every iteration: the loop is launch-bound, and unrolling
-// measured 1.18x faster (docs/performance.md, "On real kernels": the 1 K and 64 K loops, 3.3-3.5
-// us per iteration unrolled) while a guarded copy costs a node 0.5-0.75 us. A longer body spends
-// its time running: the copies save at most the turn-around's share, and a guarded copy measured
-// up to 1.35x-1.8x slower than the plain kernel on real data.
-bool short_enough_to_unroll(uint64_t body_ns, std::string* why) {
-  const bool ok = body_ns <= kUnrollMaxBodyNs;
-  if (why)
-    *why = "its body ran " + format_ns(body_ns) + " per iteration (its nodes' medians, summed), " +
-           (ok ? "within" : "more than") + " the " + format_ns(kUnrollMaxBodyNs) +
-           " of a WHILE iteration's turn-around that unrolling hides";
-  return ok;
-}
-
 }  // namespace orch::lowering

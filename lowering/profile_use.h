@@ -77,11 +77,6 @@ Launch launch_of(const ir::Program& p, const ir::Node& n, const Residency& r, co
 // and dynamic shared memory it ran with (resident_blocks, lowering/launch_shape.h).
 LaunchShape measured_shape(const MeasuredLaunch& l, const Residency& r);
 
-// The measured-time rule of unrolling (lowering/unroll_loops.cpp): whether a loop whose body's
-// nodes ran `body_ns` per iteration (their medians, summed) is short enough to unroll, and why,
-// for --print-passes: at most a WHILE iteration's turn-around (why: profile_use.cpp).
-constexpr uint64_t kUnrollMaxBodyNs = 4300;
-bool short_enough_to_unroll(uint64_t body_ns, std::string* why);
 
 // "1.23 us", "456 ns", "7.89 ms".
 std::string format_ns(uint64_t ns);

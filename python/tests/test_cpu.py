@@ -217,11 +217,12 @@ graph main {
 '''
 
 
-def _countdown_profile(tmp_path, name, median_ns, pipeline="countdown"):
-    """A profile as orch-run --profile writes it, with only the required fields: the loop body's
-    kernel (`step`, line 11) ran `median_ns` per launch."""
+def _countdown_profile(tmp_path, name, blocks, pipeline="countdown"):
+    """A profile as orch-run --profile writes it: the loop body's kernel (`step`, line 11) ran
+    `blocks` blocks of 1024 threads."""
     node = {"file": "countdown.orch", "line": 11, "column": 5, "kernel": "step", "launches": 100,
-            "median_ns": median_ns, "min_ns": median_ns}
+            "median_ns": 2000, "min_ns": 2000, "grid": [blocks, 1, 1], "block": [1024, 1, 1], "registers": 16,
+            "static_shared_bytes": 0, "dynamic_shared_bytes": 0}
     doc = {"format": "orch-profile", "version": 1,
            "device": {"name": "NVIDIA H200", "sms": 132, "compute_capability": 90},
            "pipeline": {"name": pipeline}, "nodes": [node]}
@@ -231,15 +232,16 @@ def _countdown_profile(tmp_path, name, median_ns, pipeline="countdown"):
 
 
 def test_compile_option_profile(tmp_path, cache_dir):
-    # As orchc --profile: a loop body measured past a WHILE iteration's turn-around (4.3 us) is not
-    # unrolled; one within it is; another pipeline's profile is ignored with W0006.
+    # As orchc --profile: a loop body whose launch ran in several waves (264 blocks of 1024
+    # threads: 2 fit an SM, 264 the H200's 132) is not unrolled, one that ran in one wave is;
+    # another pipeline's profile is ignored with W0006.
     def compiled(profile):
         return orch.load(orch.compile(COUNTDOWN_TEXT, path="countdown.orch", cache_dir=cache_dir, profile=profile))
 
-    assert "orch.guard.0" not in compiled(_countdown_profile(tmp_path, "slow.json", 20000)).buffers
-    assert "orch.guard.0" in compiled(_countdown_profile(tmp_path, "fast.json", 1000)).buffers
+    assert "orch.guard.0" not in compiled(_countdown_profile(tmp_path, "waves.json", 265)).buffers
+    assert "orch.guard.0" in compiled(_countdown_profile(tmp_path, "wave.json", 264)).buffers
     with pytest.warns(orch.CompileWarning, match="W0006"):
-        other = compiled(_countdown_profile(tmp_path, "other.json", 20000, pipeline="other"))
+        other = compiled(_countdown_profile(tmp_path, "other.json", 265, pipeline="other"))
     assert "orch.guard.0" in other.buffers
     with pytest.raises(orch.CompileError) as missing:
         compiled(tmp_path / "missing.json")
