@@ -28,20 +28,31 @@ std::map<int, LastLaunch>& last_launches() {
 
 Status launch_after_other_loops(cudaStream_t stream, const std::function<Status()>& launch) {
   std::lock_guard<std::mutex> hold(lock());
+  // The stream's device, which need not be the current one (a process may drive several GPUs).
   int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
+  cudaError_t e = cudaStreamGetDevice(stream, &device);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return rt::cuda_error(e, "launch: cannot read the current device");
+    return rt::cuda_error(e, "launch: cannot read the launch stream's device");
   }
   LastLaunch& last = last_launches()[device];
-  if (!last.end) {
-    e = cudaEventCreateWithFlags(&last.end, cudaEventDisableTiming);
-    if (e != cudaSuccess) {
+  // An event belongs to the device current when it is made: that one, for the while.
+  auto make_event = [&]() -> cudaError_t {
+    int current = 0;
+    cudaError_t r = cudaGetDevice(&current);
+    if (r == cudaSuccess && current != device) r = cudaSetDevice(device);
+    if (r == cudaSuccess) r = cudaEventCreateWithFlags(&last.end, cudaEventDisableTiming);
+    if (current != device) (void)cudaSetDevice(current);
+    if (r != cudaSuccess) {
       (void)cudaGetLastError();
       last.end = nullptr;
-      return rt::cuda_error(e, "launch: cannot create the event that orders launches with while loops");
     }
+    return r;
+  };
+  if (!last.end) {
+    e = make_event();
+    if (e != cudaSuccess)
+      return rt::cuda_error(e, "launch: cannot create the event that orders launches with while loops");
   }
   if (last.recorded) {
     e = cudaStreamWaitEvent(stream, last.end, 0);
@@ -50,7 +61,7 @@ Status launch_after_other_loops(cudaStream_t stream, const std::function<Status(
       // marked. A new event, and nothing to wait for.
       (void)cudaGetLastError();
       last = LastLaunch{};
-      e = cudaEventCreateWithFlags(&last.end, cudaEventDisableTiming);
+      e = make_event();
     }
     if (e != cudaSuccess) {
       (void)cudaGetLastError();

@@ -17,7 +17,7 @@
 
 namespace orch::rt {
 
-// Makes `stream` wait for the end of the last launch made through here on the current device,
+// Makes `stream` wait for the end of the last launch made through here on the stream's device,
 // calls `launch` (which enqueues the work on `stream`), then records its end for the next one.
 // Holds a process-wide lock meanwhile, so that launches from several threads are ordered too.
 Status launch_after_other_loops(cudaStream_t stream, const std::function<Status()>& launch);

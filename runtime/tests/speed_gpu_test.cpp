@@ -644,6 +644,34 @@ TEST_CASE("scalar loops: thousands of launches in a row, and two executables on 
   CUDA_REQUIRE(cudaGetLastError());
   check_scalar_loops(*x1, 5, 10.0f);
   check_scalar_loops(*x2, 5, 10.0f);
+
+  // With a second GPU: an executable of device 1 launched while device 0 is current, beside one
+  // of device 0 (the runtime orders launches per the stream's device, whichever is current).
+  int devices = 0;
+  CUDA_REQUIRE(cudaGetDeviceCount(&devices));
+  if (devices < 2) {
+    MESSAGE("one GPU: the launches from a process that drives two GPUs are not checked");
+    return;
+  }
+  CUDA_REQUIRE(cudaSetDevice(1));
+  cudaStream_t s3 = nullptr;
+  CUDA_REQUIRE(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking));
+  auto p1 = compile_and_load("condtypes_many", kScalarLoops, "--unroll 1", nullptr);  // loaded on device 1
+  auto x3 = instantiate(*p1, orch::Bindings(), s3);
+  CUDA_REQUIRE(cudaSetDevice(0));
+  for (int i = 0; i < 200; ++i) {
+    ORCH_REQUIRE_OK(x3->launch(s3));
+    ORCH_REQUIRE_OK(x1->launch(s1));
+  }
+  CUDA_REQUIRE(cudaStreamSynchronize(s3));
+  CUDA_REQUIRE(cudaStreamSynchronize(s1));
+  check_scalar_loops(*x1, 5, 10.0f);
+  CUDA_REQUIRE(cudaSetDevice(1));
+  check_scalar_loops(*x3, 5, 10.0f);
+  x3.reset();
+  p1.reset();
+  CUDA_REQUIRE(cudaStreamDestroy(s3));
+  CUDA_REQUIRE(cudaSetDevice(0));
 }
 
 }  // TEST_SUITE("gpu")
