@@ -56,8 +56,13 @@ bool Checker::settle(ir::Expr& e, ir::ScalarType t) {
       e.type = t;
       return ok;
     }
-    default: return true;
+    case ir::ExprKind::Param:
+    case ir::ExprKind::DeviceScalar:
+    case ir::ExprKind::FamilyIndex:
+    case ir::ExprKind::Rank:
+    case ir::ExprKind::WorldSize: return true;  // typed where they are made, never literal
   }
+  return true;
 }
 
 std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
@@ -165,7 +170,9 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
           out.type = b.elem;
           return out;
         }
-        default:
+        case SymbolKind::Kernel:
+        case SymbolKind::Graph:
+        case SymbolKind::Comm:
           diags_.error("E0109", e.loc,
                        "`" + name + "` is " +
                            (sym->kind == SymbolKind::Kernel ? "a kernel"
@@ -275,8 +282,13 @@ expr::Evaluation Checker::evaluation(const ir::Expr& e, std::optional<uint32_t> 
       case expr::InstrKind::FamilyIndex:
         if (member) return ir::Value::of_uint(ir::ScalarType::U32, *member);
         return std::nullopt;
-      default: return std::nullopt;  // device scalars, rank, world_size
+      case expr::InstrKind::Const:
+      case expr::InstrKind::Operator:
+      case expr::InstrKind::DeviceScalar:
+      case expr::InstrKind::Rank:
+      case expr::InstrKind::WorldSize: break;  // unknown on the host (Const and Operator never reach here)
     }
+    return std::nullopt;
   });
 }
 

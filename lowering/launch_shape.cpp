@@ -142,7 +142,13 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
       s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
       return s;
     }
-    default:
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::SetCondition:
+    case ir::NodeKind::LaunchGraph:
+    case ir::NodeKind::If:
+    case ir::NodeKind::While:
+    case ir::NodeKind::Switch:
+    case ir::NodeKind::Collective:
       s.blocks = 1;
       s.threads = 1;
       s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);

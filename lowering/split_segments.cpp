@@ -23,7 +23,10 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
       return k.budgets.empty() && !k.may_launch_kernels ? NodeClass::Plain
                                                         : NodeClass::LaunchOrCollective;
     }
-    default:
+    case ir::NodeKind::Copy:
+    case ir::NodeKind::Fill:
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::SetCondition:
       return NodeClass::Plain;
   }
 }
