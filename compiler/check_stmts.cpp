@@ -2,6 +2,7 @@
 #include <map>
 
 #include "compiler/checker.h"
+#include "support/overloaded.h"
 
 namespace orch::detail {
 
@@ -72,16 +73,19 @@ void Checker::block(const ast::Block& b, BodyContext& ctx, ir::Region& out) {
 }
 
 void Checker::stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out) {
-  if (auto* n = std::get_if<ast::KernelLaunch>(&s.node)) return kernel_launch(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Copy>(&s.node)) return copy(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Fill>(&s.node)) return fill(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Assign>(&s.node)) return assign(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::If>(&s.node)) return if_stmt(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::While>(&s.node)) return while_stmt(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Switch>(&s.node)) return switch_stmt(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Call>(&s.node)) return call(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::LaunchGraph>(&s.node)) return launch_graph(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Collective>(&s.node)) return collective(s, *n, ctx, out);
+  std::visit(overloaded{
+                 [&](const ast::KernelLaunch& n) { kernel_launch(s, n, ctx, out); },
+                 [&](const ast::Copy& n) { copy(s, n, ctx, out); },
+                 [&](const ast::Fill& n) { fill(s, n, ctx, out); },
+                 [&](const ast::Assign& n) { assign(s, n, ctx, out); },
+                 [&](const ast::If& n) { if_stmt(s, n, ctx, out); },
+                 [&](const ast::While& n) { while_stmt(s, n, ctx, out); },
+                 [&](const ast::Switch& n) { switch_stmt(s, n, ctx, out); },
+                 [&](const ast::Call& n) { call(s, n, ctx, out); },
+                 [&](const ast::LaunchGraph& n) { launch_graph(s, n, ctx, out); },
+                 [&](const ast::Collective& n) { collective(s, n, ctx, out); },
+             },
+             s.node);
 }
 
 int Checker::buffer_ref(const ast::Ident& name, const char* role) {
@@ -907,24 +911,36 @@ struct Callee {
 void count_block(const ast::Block& b, const std::map<std::string, Symbol>& symbols,
                  uint64_t depth, uint64_t& statements, uint64_t& max_depth,
                  std::vector<Callee>& callees) {
+  auto nested = [&](const ast::Block& body) {
+    count_block(body, symbols, depth + 1, statements, max_depth, callees);
+  };
   for (const ast::Stmt& s : b) {
     ++statements;
     max_depth = std::max(max_depth, depth);
-    if (auto* n = std::get_if<ast::Call>(&s.node)) {
-      auto it = symbols.find(n->graph.name);
-      if (it != symbols.end() && it->second.kind == SymbolKind::Graph)
-        callees.push_back({it->second.index, depth});
-    } else if (auto* n = std::get_if<ast::If>(&s.node)) {
-      count_block(n->then_body, symbols, depth + 1, statements, max_depth, callees);
-      count_block(n->else_body, symbols, depth + 1, statements, max_depth, callees);
-    } else if (auto* n = std::get_if<ast::While>(&s.node)) {
-      count_block(n->body, symbols, depth + 1, statements, max_depth, callees);
-    } else if (auto* n = std::get_if<ast::Switch>(&s.node)) {
-      for (const ast::SwitchCase& c : n->cases)
-        count_block(c.body, symbols, depth + 1, statements, max_depth, callees);
-      if (n->default_body)
-        count_block(*n->default_body, symbols, depth + 1, statements, max_depth, callees);
-    }
+    std::visit(overloaded{
+                   [&](const ast::Call& n) {
+                     auto it = symbols.find(n.graph.name);
+                     if (it != symbols.end() && it->second.kind == SymbolKind::Graph)
+                       callees.push_back({it->second.index, depth});
+                   },
+                   [&](const ast::If& n) {
+                     nested(n.then_body);
+                     nested(n.else_body);
+                   },
+                   [&](const ast::While& n) { nested(n.body); },
+                   [&](const ast::Switch& n) {
+                     for (const ast::SwitchCase& c : n.cases) nested(c.body);
+                     if (n.default_body) nested(*n.default_body);
+                   },
+                   // No body and no call: counted above, nothing inside.
+                   [](const ast::KernelLaunch&) {},
+                   [](const ast::Copy&) {},
+                   [](const ast::Fill&) {},
+                   [](const ast::Assign&) {},
+                   [](const ast::LaunchGraph&) {},
+                   [](const ast::Collective&) {},
+               },
+               s.node);
   }
 }
 
