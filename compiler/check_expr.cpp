@@ -181,6 +181,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
                            ", not a value");
           return std::nullopt;
       }
+      return std::nullopt;  // every SymbolKind returned above
     }
     case ast::ExprKind::Unary: {
       auto operand = expr(*e.operands[0], ctx, body);

@@ -149,11 +149,12 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
     case ir::NodeKind::While:
     case ir::NodeKind::Switch:
     case ir::NodeKind::Collective:
-      s.blocks = 1;
-      s.threads = 1;
-      s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
-      return s;
+      break;
   }
+  s.blocks = 1;
+  s.threads = 1;
+  s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
+  return s;
 }
 
 }  // namespace orch::lowering

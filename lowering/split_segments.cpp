@@ -27,8 +27,9 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
     case ir::NodeKind::Fill:
     case ir::NodeKind::ScalarUpdate:
     case ir::NodeKind::SetCondition:
-      return NodeClass::Plain;
+      break;
   }
+  return NodeClass::Plain;
 }
 
 }  // namespace
