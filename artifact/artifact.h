@@ -16,7 +16,7 @@ namespace orch::artifact {
 
 // Bump with every change to pipeline.fbs (artifact/golden_test.cpp fails until you do) and add
 // the new version to docs/format.md's history.
-constexpr uint32_t kFormatVersion = 4;
+constexpr uint32_t kFormatVersion = 5;
 
 // The envelope, little-endian, 32 bytes, then the payload (so the payload is 8-byte aligned):
 //   0  char[8]  magic "ORCHPIPE"
@@ -64,6 +64,9 @@ OpenResult open_pipeline(const uint8_t* data, size_t size);
 // empty string. open_pipeline() calls it; it must only be given a pipeline the FlatBuffers
 // verifier accepted.
 std::string validate(const orch::fb::Pipeline& pipeline, size_t payload_size);
+
+// The memory plan's part of validate() (validate_plan.cpp): "" or the problem.
+std::string memory_plan_problem(const orch::fb::Pipeline& pipeline);
 
 // Why `path` cannot be an output file, or "" if it can. An output must be absent or a regular
 // file (after following symbolic links), writable, and not the same file (device and inode, so

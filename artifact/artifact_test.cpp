@@ -206,6 +206,10 @@ TEST_CASE("describe_pipeline summarizes everything") {
            "  [0] E0410: require n % 256 == 0  else \"n must be a multiple of 256\"  at "
            "sample.orch:4:1\n",
            "collective hash: 0x0123456789abcdef\n",
+           "memory plan: 2 buffers in one arena of 4227072 bytes at the defaults (4227072 bytes alone), alignment 256\n",
+           "  [1] v: 4194304 bytes at 0; in use beside every other\n",
+           "  [4] counts: 32768 bytes at 4194304; in use beside every other\n",
+           "  device memory at the defaults: 8421380 bytes, 8421380 without the plan\n",
        }) {
     CHECK_MESSAGE(text.find(expected) != std::string::npos, "missing: " << expected);
   }
@@ -257,6 +261,11 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
   CHECK(error(bad) == "pipeline.bin format version " + std::to_string(kFormatVersion + 1) +
                           ", this runtime reads version " + std::to_string(kFormatVersion) +
                           "; recompile the pipeline with this orchc");
+
+  // A format 4 file (before the memory plan): refused with the same message, not read as 5.
+  bad = good;
+  put_u32(bad, 8, 4);
+  CHECK(error(bad) == "pipeline.bin format version 4, this runtime reads version 5; recompile the pipeline with this orchc");
 
   bad = good;
   put_u32(bad, 12, 0x10);

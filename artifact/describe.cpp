@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "artifact/artifact.h"
@@ -47,6 +48,7 @@ class Describer {
     header();
     params();
     buffers();
+    memory_plan();
     comms();
     kernels();
     graphs();
@@ -138,6 +140,72 @@ class Describer {
       text += b->host() ? " host (pinned, mapped)" : " device";
       line(1, text + at(b->loc()));
     }
+  }
+
+  // Bytes of buffer `i` with the params' defaults, or -1 where some value is known only at bind
+  // time (a param without a default, world_size).
+  int64_t bytes_at_defaults(uint32_t i) const {
+    const fb::Buffer* b = p_.buffers()->Get(i);
+    const uint64_t size = scalar_size(b->type());
+    if (!b->count()) return static_cast<int64_t>(size);
+    expr::Evaluation v = expr::evaluate(to_expr(b->count()), [&](const expr::Instr& in) -> std::optional<expr::Value> {
+      if (in.kind != expr::InstrKind::Param || !p_.params() || in.ref < 0 ||
+          static_cast<uint32_t>(in.ref) >= p_.params()->size())
+        return std::nullopt;
+      const fb::Param* q = p_.params()->Get(static_cast<uint32_t>(in.ref));
+      if (!q->has_default()) return std::nullopt;
+      return default_of(*q);
+    });
+    if (!v.known() || v.value.negative() || size == 0 || v.value.magnitude() > (uint64_t(1) << 62) / size) return -1;
+    return static_cast<int64_t>(v.value.magnitude() * size);
+  }
+
+  // Which buffers share the arena, each one's place at the defaults and the buffers it may share
+  // bytes with; device memory at the defaults with and without the plan.
+  void memory_plan() {
+    const fb::MemoryPlan* m = p_.memory_plan();
+    const uint32_t n = m ? size_of(m->slots()) : 0;
+    if (n == 0) {
+      line(0, "memory plan: none (every buffer the runtime allocates is allocated alone)");
+      return;
+    }
+    std::vector<std::vector<bool>> conflict(n, std::vector<bool>(n, false));
+    for (uint32_t i = 0; i < size_of(m->conflicts()); ++i) {
+      const fb::SlotPair* c = m->conflicts()->Get(i);
+      if (c->a() < n && c->b() < n) conflict[c->a()][c->b()] = conflict[c->b()][c->a()] = true;
+    }
+    uint64_t alone = 0;
+    std::vector<bool> in_arena(size_of(p_.buffers()), false);
+    for (uint32_t i = 0; i < n; ++i) {
+      alone += m->slots()->Get(i)->bytes();
+      if (m->slots()->Get(i)->buffer() < in_arena.size()) in_arena[m->slots()->Get(i)->buffer()] = true;
+    }
+    line(0, "memory plan: " + count(n, "buffer") + " in one arena" +
+                (m->laid_out() ? " of " + std::to_string(m->arena_bytes()) + " bytes at the defaults (" +
+                                     std::to_string(alone) + " bytes alone)"
+                               : ", laid out at instantiate (some size is known only then)") +
+                ", alignment " + std::to_string(m->alignment()));
+    for (uint32_t i = 0; i < n; ++i) {
+      const fb::ArenaSlot* s = m->slots()->Get(i);
+      std::string with;
+      for (uint32_t j = 0; j < n; ++j)
+        if (j != i && !conflict[i][j]) with += (with.empty() ? "" : ", ") + name_at(p_.buffers(), m->slots()->Get(j)->buffer());
+      line(1, "[" + std::to_string(s->buffer()) + "] " + name_at(p_.buffers(), s->buffer()) +
+                  (m->laid_out() ? ": " + std::to_string(s->bytes()) + " bytes at " + std::to_string(s->offset()) : "") +
+                  (with.empty() ? "; in use beside every other" : "; may share with " + with));
+    }
+    if (!m->laid_out()) return;
+    // Device memory the runtime allocates at the defaults (the application binds none).
+    uint64_t separate = 0, planned = m->arena_bytes();
+    for (uint32_t i = 0; i < size_of(p_.buffers()); ++i) {
+      if (p_.buffers()->Get(i)->host()) continue;
+      const int64_t b = bytes_at_defaults(i);
+      if (b < 0) return;
+      separate += static_cast<uint64_t>(b);
+      if (!in_arena[i]) planned += static_cast<uint64_t>(b);
+    }
+    line(1, "device memory at the defaults: " + std::to_string(planned) + " bytes, " + std::to_string(separate) +
+                " without the plan");
   }
 
   void comms() {

@@ -10,6 +10,7 @@
 //                                         ops: one per node, but main's then body and expert
 //                                           share one (the same scale launch)
 //   buffer u, v: f32[n]; u_host: f32[n] host; flag: u32; counts: i32[ceil_div(n, 256) * 2]
+//   memory plan: v and counts in one arena, conflicting (apart)
 #include "artifact/sample_pipeline.h"
 
 #include <vector>
@@ -59,10 +60,14 @@ class SampleBuilder {
             expr({param(kN), lit(256), op(fb::ExprOp::Mod), lit(0), op(fb::ExprOp::Eq, Bool)}),
             &check_loc)});
     const auto ops = fbb_.CreateVector(ops_);
+    // v and counts in one arena, kept apart by a conflict: laid out at the defaults (n = 2^20).
+    const std::vector<fb::ArenaSlot> slots = {fb::ArenaSlot(kV, 0, 4u << 20), fb::ArenaSlot(kCounts, 4u << 20, 32768)};
+    const std::vector<fb::SlotPair> conflicts = {fb::SlotPair(0, 1)};
+    const auto plan = fb::CreateMemoryPlanDirect(fbb_, 256, &slots, &conflicts, true, (4u << 20) + 32768);
     const auto root =
         fb::CreatePipeline(fbb_, name, compiler, files, targets, params, buffers, comms, kernels,
                            graphs, kMain, segments, handles, checks, 0x0123456789ABCDEFull,
-                           /*status_sites=*/0, modules, ops);
+                           /*status_sites=*/0, modules, ops, plan);
     fb::FinishPipelineBuffer(fbb_, root);
     return std::string(reinterpret_cast<const char*>(fbb_.GetBufferPointer()), fbb_.GetSize());
   }

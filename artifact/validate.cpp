@@ -498,6 +498,7 @@ class Validator {
       std::string problem = loc_problem(site->loc());
       if (!problem.empty()) return fail("status site " + std::to_string(i) + ": " + problem);
     }
+    if (std::string problem = memory_plan_problem(p_); !problem.empty()) return fail(problem);
     return true;
   }
 

@@ -4,7 +4,7 @@ and with the speed passes off in turn, the same graph built by hand, and the sam
 and JAX where it is expressible there, timed on one GPU in one run, each result checked against a
 CPU reference first.
 
-  bench/real_bench.py BUILD_DIR [--quick] [--only SUBSTRING]... [--markdown]
+  bench/real_bench.py BUILD_DIR [--quick] [--only SUBSTRING]... [--markdown] [--no-profile]
   bench/real_bench.py BUILD_DIR --prepare     # compile everything into the cache; no GPU needed
   bench/real_bench.py BUILD_DIR --self-test   # CPU only: every pipeline checked and compiled small,
                                               # the references against plain loops (a ctest)
@@ -20,7 +20,10 @@ The rows (bench/real_workloads.py has each pipeline and why it is exact):
   sum-while x -= x >> 6 with the sum reduced into a device scalar, while the sum > n 2^14
   sgemm     4 chained products of n x n float matrices by a shared-memory tiled kernel
   moe       route tokens to 8 experts, each a device graph launched from the GPU (relu(x W_e))
-Columns: orchc's default, --no-pdl, --unroll 1, --no-pdl --unroll 1; "by hand": the CUDA that
+Columns: orchc's default, --no-pdl, --unroll 1, --no-pdl --unroll 1; "profile": orchc --profile
+with what `orch-run --profile` measured of the default artifact on these inputs, compiled on the
+GPU machine (--no-profile leaves it out; rows with graphs launched from the device have none:
+CUPTI cannot trace them); "by hand": the CUDA that
 `orchc --emit=cuda --no-pdl --unroll 1` ejects, built with nvcc and timed by a generated harness
 the way orch-run times an artifact (CUDA events around each cudaGraphLaunch, queued on one stream,
 median); torch eager and torch.cuda.graph (torch's own ops, same event timing; a `while` is a host
@@ -58,7 +61,10 @@ OPTIONS = {"default": [], "--no-pdl": ["--no-pdl"], "--unroll 1": ["--unroll", "
 # Not a default: what a guarded copy costs where the compiler would not unroll (loops only).
 FORCED = {"--unroll 16": ["--unroll", "16"]}
 BASELINES = ["by hand", "torch eager", "torch graph", "JAX", "JAX cmdbuf"]
-COLUMNS = list(OPTIONS) + BASELINES + list(FORCED)
+# orchc --profile: the defaults decided from what `orch-run --profile` measured on the default
+# artifact with the row's inputs (docs/observe.md), compiled on the GPU machine.
+PROFILED = "profile"
+COLUMNS = list(OPTIONS) + [PROFILED] + BASELINES + list(FORCED)
 # XLA's command buffers (CUDA graphs) for the loop and its condition; min_graph_size 1 because a
 # jitted function whose top level is one while loop is a single command, below the default of 5.
 JAX_FLAGS = {"JAX": "", "JAX cmdbuf": "--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL "
@@ -108,6 +114,15 @@ class Builder:
 
     def key(self, *parts) -> str:
         return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:20]
+
+    def profiled(self, row_dir: pathlib.Path, slug: str, default: pathlib.Path, fills: list, repeat: int):
+        """The default artifact's profile with the row's inputs, and the pipeline compiled from
+        it (orchc --profile); never cached, since the profile is this GPU's."""
+        prof = row_dir / "profile.json"
+        run([self.orch_run, default, "--warmup", 3, "--repeat", max(3, min(repeat, 20)), *fills, "--profile", prof])
+        out = row_dir / f"{slug}.profiled.bin"
+        run([self.orchc, "--profile", prof, f"{slug}.orch", "-o", out], cwd=row_dir)
+        return out
 
     def artifact(self, row_dir: pathlib.Path, slug: str, opts: list) -> pathlib.Path:
         text = (row_dir / f"{slug}.orch").read_text()
@@ -373,10 +388,12 @@ def print_tables(results: list, markdown: bool):
     main = [["row", *cols, "checked"]]
     for name, cells, checked in results:
         main.append([name, *(fmt(cells.get(c)) for c in cols), checked])
-    ratios = [["row", "default/best other orch", "default/by hand", "default/torch graph", "default/JAX cmdbuf"]]
+    ratios = [["row", "default/best other orch", "default/profile", "default/by hand", "default/torch graph",
+               "default/JAX cmdbuf"]]
     for name, cells, _ in results:
         others = [cells[k] for k in OPTIONS if k != "default" and isinstance(cells.get(k), float)]
         ratios.append([name, ratio(cells.get("default"), min(others) if others else None),
+                       ratio(cells.get("default"), cells.get(PROFILED)),
                        ratio(cells.get("default"), cells.get("by hand")), ratio(cells.get("default"), cells.get("torch graph")),
                        ratio(cells.get("default"), cells.get("JAX cmdbuf"))])
     for table in (main, ratios):
@@ -459,9 +476,17 @@ def bench(a, builder: Builder, rows: list) -> int:
                 except Exception as e:
                     notes.append(f"{row.name}: torch failed: {type(e).__name__}: {str(e).splitlines()[0]}")
             bound = row_bound(row, inputs)
-            for label, art in list(arts.items()) + [("by hand", hand)]:
+            columns = list(arts.items())
+            if not a.no_profile:
+                try:
+                    columns.append((PROFILED, builder.profiled(d, row.slug, arts["default"], fills, repeat)))
+                except RuntimeError as e:
+                    columns.append((PROFILED, f"{' / '.join(str(e).strip().splitlines()[-2:])}"))
+            for label, art in columns + [("by hand", hand)]:
                 if not isinstance(art, pathlib.Path):
-                    notes.append(f"{row.name}: by hand: {art}")
+                    # A row orch-run cannot profile (graphs launched from the device: CUPTI
+                    # cannot trace them) has no profile column; it is not a wrong result.
+                    notes.append(f"{row.name}: {label}: {art}")
                     continue
                 out = d / f"out-{label.replace(' ', '_')}"
                 out.mkdir()
@@ -512,6 +537,11 @@ def bench(a, builder: Builder, rows: list) -> int:
                  for _, c, _ in results if isinstance(c.get("default"), float)
                  and any(isinstance(c.get(k), float) for k in OPTIONS if k != "default")), default=0)
     print(f"worst default/best other orch: {worst:.3f} (target: <= 1.02)")
+    gains = [c["default"] / c[PROFILED] for _, c, _ in results
+             if isinstance(c.get("default"), float) and isinstance(c.get(PROFILED), float)]
+    if gains:
+        print(f"default/profile: {min(gains):.3f} to {max(gains):.3f} over {len(gains)} rows (> 1: the profile's "
+              f"choices faster), geometric mean {float(np.exp(np.mean(np.log(gains)))):.3f}")
     for n in notes:
         print(f"note: {n}")
     # A wrong result or a failed run anywhere (orch, by hand, torch or JAX) fails the run.
@@ -565,6 +595,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="a third of the repetitions")
     ap.add_argument("--only", action="append", default=[], help="rows whose name contains SUBSTRING (repeatable)")
     ap.add_argument("--markdown", action="store_true", help="print the tables as markdown")
+    ap.add_argument("--no-profile", action="store_true", help="no `profile` column (orch-run --profile, orchc --profile)")
     ap.add_argument("--cache", help="compiled pipelines and by-hand binaries (default BUILD_DIR/real_bench_cache)")
     ap.add_argument("--prepare", action="store_true", help="compile and build every row into the cache; no GPU")
     ap.add_argument("--self-test", action="store_true", help="CPU only: pipelines and references, small")

@@ -190,7 +190,27 @@ cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* a, 
   a->devicePointer = const_cast<void*>(p);
   return cudaSuccess;
 }
-cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t, enum cudaStreamCaptureMode) { return cudaSuccess; }
+cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph(cudaStream_t, cudaGraph_t, const cudaGraphNode_t*,
+                                                    const cudaGraphEdgeData*, size_t, enum cudaStreamCaptureMode) {
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamUpdateCaptureDependencies(cudaStream_t, cudaGraphNode_t*, const cudaGraphEdgeData*,
+                                                          size_t, unsigned int) {
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaStreamGetCaptureInfo(cudaStream_t, enum cudaStreamCaptureStatus* status,
+                                               unsigned long long* id, cudaGraph_t* graph,
+                                               const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
+                                               size_t* count) {
+  static cudaGraphNode_t last = fake<cudaGraphNode_t>();  // what an NCCL call would have captured
+  if (status) *status = cudaStreamCaptureStatusActive;
+  if (id) *id = 1;
+  if (graph) *graph = nullptr;
+  if (deps) *deps = &last;
+  if (edges) *edges = nullptr;
+  if (count) *count = 1;
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) {
   *s = fake<cudaStream_t>();
   return cudaSuccess;

@@ -13,6 +13,9 @@
 #                                                   Makefile users: pkg-config --cflags --libs orch
 #   include/orch/runtime.h, include/orch/orch.h     the C++ and C APIs
 #   bin/orchc, bin/orch-run, bin/orch-inspect       orch::orchc, orch::orch-run, orch::orch-inspect
+#   bin/orch-lsp                                    the language server (docs/editors.md)
+#   share/orch/editors/orch-<v>.vsix,               the VS Code extension (where Python packed it)
+#   share/orch/editors/orch.tmLanguage.json         and its TextMate grammar, for other editors
 #   share/orch/targets/*.yaml                       the target profiles orchc reads
 #   lib/cmake/orch/                                 orchConfig.cmake, orch_add_pipeline.cmake, ...
 # orch::runtime links the static CUDA runtime (CUDA::cudart_static), so the package config
@@ -72,17 +75,24 @@ set_target_properties(orch_expr PROPERTIES EXPORT_NAME expr_internal)
 set_target_properties(orchc PROPERTIES EXPORT_NAME orchc)
 set_target_properties(orch-run PROPERTIES EXPORT_NAME orch-run)
 set_target_properties(orch-inspect PROPERTIES EXPORT_NAME orch-inspect)
+set_target_properties(orch-lsp PROPERTIES EXPORT_NAME orch-lsp)
 # Installed programs find libraries outside the system folders (NVRTC, nvJitLink when the
 # toolkit is not in ld.so.conf) through an RPATH to where they were linked from.
-set_target_properties(orchc orch-run orch-inspect PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+set_target_properties(orchc orch-run orch-inspect orch-lsp PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 
 install(TARGETS orch_runtime orch_artifact orch_expr orch_ranks
   EXPORT orchTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS orchc orch-run orch-inspect
+install(TARGETS orchc orch-run orch-inspect orch-lsp
   EXPORT orchTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Editor support beside the server (docs/editors.md).
+install(FILES ${PROJECT_SOURCE_DIR}/editors/vscode/syntaxes/orch.tmLanguage.json
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/orch/editors)
+if(ORCH_VSIX_PATH)
+  install(FILES ${ORCH_VSIX_PATH} DESTINATION ${CMAKE_INSTALL_DATADIR}/orch/editors)
+endif()
 # The C library and its pkg-config file (not in sanitized or fuzzing builds, which lack it).
 if(TARGET orch_c)
   install(TARGETS orch_c LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

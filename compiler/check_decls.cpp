@@ -178,6 +178,16 @@ void Checker::check_buffers() {
     out.name = b.name.name;
     out.loc = b.loc;
     out.host = b.host;
+    out.keep = b.keep;
+    // Attributes that change nothing: the memory plan never moves host buffers or device
+    // scalars, and saying a thing twice says it once.
+    for (const SourceRange& r : b.repeated_attributes)
+      diags_.warning("W0118", r, "this attribute of buffer `" + b.name.name + "` is given twice; once is enough");
+    if (b.keep && (b.host || !b.size))
+      diags_.warning("W0118", b.keep_loc,
+                     "`keep` has no effect on " + std::string(b.host ? "a `host` buffer" : "a device scalar") +
+                         ": the memory plan never lets " + (b.host ? "host buffers" : "device scalars") +
+                         " share memory");
     auto type = ir::parse_scalar_type(b.elem_type.name);
     if (!type) diags_.error(DiagCode::E0106, b.elem_type.loc, "unknown type `" + b.elem_type.name + "`");
     out.elem = type.value_or(ir::ScalarType::U8);

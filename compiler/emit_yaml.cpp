@@ -116,7 +116,9 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << b.name
         << YAML::Key << "type" << YAML::Value << ir::to_string(b.elem);
     if (b.count) out << YAML::Key << "count" << YAML::Value << ir::to_string(*b.count, p);
-    out << YAML::Key << "memory" << YAML::Value << (b.host ? "host" : "device") << YAML::EndMap;
+    out << YAML::Key << "memory" << YAML::Value << (b.host ? "host" : "device");
+    if (b.keep) out << YAML::Key << "keep" << YAML::Value << true;
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq;
   out << YAML::Key << "comms" << YAML::Value << YAML::Flow << YAML::BeginSeq;

@@ -12,6 +12,7 @@ const char* to_string(GuardRole r) {
     case GuardRole::Decide: return "decide";
     case GuardRole::Race: return "race";
     case GuardRole::Follow: return "follow";
+    case GuardRole::Each: return "each";
   }
   return "?";
 }

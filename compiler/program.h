@@ -93,6 +93,7 @@ struct Buffer {
   ScalarType elem;
   std::optional<Expr> count;  // elements; absent for a device scalar
   bool host = false;          // pinned, device-mapped host memory
+  bool keep = false;          // `keep`: never shares memory (lowering/plan_memory.cpp)
   SourceRange loc;
   bool is_scalar() const { return !count.has_value(); }
 };
@@ -224,7 +225,10 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view name);
 // its late ones start): the first block to reach it claims the slot (atomicCAS), evaluates and
 // publishes; the others wait for it. Follow: a node after another node of its copy: it reads the
 // decided slot.
-enum class GuardRole : uint8_t { Alone, Decide, Race, Follow };
+// Each: a decider that writes none of the condition's buffers, so every thread decides for itself
+// (lowering/unroll_loops.cpp, assign_guards); Alone and Decide: thread 0 of each block decides, the
+// block learns it at a barrier (a source that writes the condition, one block).
+enum class GuardRole : uint8_t { Alone, Decide, Race, Follow, Each };
 const char* to_string(GuardRole r);
 
 // Set by lowering (unroll_loops): the node belongs to copy `copy` (2 and up) of unrolled loop

@@ -1041,6 +1041,33 @@ buffer dyn: f64[n]
   CHECK(c->result.program->bind_checks.empty());
 }
 
+TEST_CASE("W0118: `keep` on a buffer the memory plan never moves, and an attribute given twice") {
+  const std::string program = R"orch(pipeline p
+param n: u32 = 1024
+buffer h: f32[n] host keep
+buffer flag: u32 keep
+buffer x: f32[n] keep keep
+graph main { fill x = 0 }
+)orch";
+  CHECK(diagnostics_of(program) == R"txt(t.orch:3:23: warning[W0118]: `keep` has no effect on a `host` buffer: the memory plan never lets host buffers share memory
+buffer h: f32[n] host keep
+                      ^~~~
+t.orch:4:18: warning[W0118]: `keep` has no effect on a device scalar: the memory plan never lets device scalars share memory
+buffer flag: u32 keep
+                 ^~~~
+t.orch:5:23: warning[W0118]: this attribute of buffer `x` is given twice; once is enough
+buffer x: f32[n] keep keep
+                      ^~~~
+3 warnings generated.
+)txt");
+  // Closest clean: `keep` once, where it means something; the flag reaches the program.
+  auto c = check(fix(program, {{"host keep", "host"}, {"u32 keep", "u32"}, {"keep keep", "keep"}}));
+  CHECK(c->text() == "");
+  REQUIRE(c->result.program);
+  CHECK(c->result.program->buffers[2].keep);
+  CHECK_FALSE(c->result.program->buffers[0].keep);
+}
+
 TEST_CASE("E0117: a kernel's cost clause names what it counts, over its value parameters") {
   const std::string program = R"orch(pipeline p
 param n: u32 = 1024

@@ -17,7 +17,10 @@ decl
 
 targetDecl : TARGET ident (COMMA ident)* ;
 paramDecl : PARAM ident COLON ident (ASSIGN expr)? ;
-bufferDecl : BUFFER ident COLON ident (LBRACK expr RBRACK)? HOST? ;
+bufferDecl : BUFFER ident COLON ident (LBRACK expr RBRACK)? bufferAttr* ;
+// `host`: pinned, device-mapped host memory; `keep`: never shares memory with another buffer
+// (the memory plan leaves it alone, so its contents stay readable between launches).
+bufferAttr : HOST | KEEP ;
 commDecl : COMM ident ;
 
 kernelDecl : KERNEL ident LPAREN (kernelParam (COMMA kernelParam)*)? RPAREN kernelClause* ;
@@ -87,7 +90,7 @@ expr
 
 // Words that only mean something in one position stay usable as names (`out`, `self`, ...).
 ident
-  : ID | IN | OUT | INOUT | HOST | DEVICE | COND | SELF | FROM | SOURCE | ENTRY | LAUNCHES
+  : ID | IN | OUT | INOUT | HOST | KEEP | DEVICE | COND | SELF | FROM | SOURCE | ENTRY | LAUNCHES
   | TAIL | FIRE_AND_FORGET | SIBLING | ON | COST
   ;
 
@@ -119,6 +122,7 @@ IN : 'in' ;
 OUT : 'out' ;
 INOUT : 'inout' ;
 HOST : 'host' ;
+KEEP : 'keep' ;
 DEVICE : 'device' ;
 COND : 'cond' ;
 SELF : 'self' ;

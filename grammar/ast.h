@@ -51,6 +51,9 @@ struct Buffer {
   Ident elem_type;
   ExprPtr size;  // null: a device scalar
   bool host = false;
+  bool keep = false;
+  SourceRange keep_loc;                    // the `keep` attribute, when given
+  std::vector<SourceRange> repeated_attributes;  // `host` or `keep` given again
   SourceRange loc;
 };
 

@@ -431,7 +431,7 @@ TEST_SUITE("parse") {
   TEST_CASE("parse words that are keywords only in one place stay usable as names") {
     const char* words[] = {
         "in",     "out",   "inout",    "host", "device",          "cond",    "self", "from",
-        "source", "entry", "launches", "tail", "fire_and_forget", "sibling", "on"};
+        "source", "entry", "launches", "tail", "fire_and_forget", "sibling", "on", "keep"};
     for (const char* w : words) {
       CAPTURE(w);
       std::string name(w);
@@ -448,6 +448,24 @@ TEST_SUITE("parse") {
       CHECK(p->module->kernels[0].params.at(0).name.name == name);
       CHECK(p->module->graphs.at(0).body.size() == 3);
     }
+  }
+
+  TEST_CASE("parse buffer attributes: `host` and `keep` in either order, repeats recorded") {
+    auto p = parse_string("pipeline p\nbuffer a: f32[4] keep\nbuffer b: f32[4] host keep\n"
+                          "buffer c: f32[4] keep host\nbuffer d: u32 keep keep\n");
+    INFO(p->diagnostics());
+    CHECK(p->diags.all().empty());
+    const auto& b = p->module->buffers;
+    REQUIRE(b.size() == 4);
+    CHECK((b[0].keep && !b[0].host));
+    CHECK((b[1].keep && b[1].host && b[2].keep && b[2].host));
+    CHECK(b[0].keep_loc.begin.col == 18);
+    CHECK(b[2].keep_loc.begin.col == 18);
+    CHECK(b[1].repeated_attributes.empty());
+    REQUIRE(b[3].repeated_attributes.size() == 1);
+    CHECK(b[3].repeated_attributes[0].begin.col == 20);
+    CHECK(clean_ast("pipeline p\nbuffer a: f32[4] host keep") ==
+          "Module p <1:10>\n  Buffer a: f32[] host keep <2:1>\n    Int 4 <2:15>\n");
   }
 
   TEST_CASE("parse an empty pipeline") {

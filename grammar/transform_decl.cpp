@@ -27,7 +27,12 @@ void Transformer::decl(OrchParser::DeclContext* ctx, ast::Module& m) {
     buffer.name = ident(b->ident(0));
     buffer.elem_type = ident(b->ident(1));
     if (b->expr()) buffer.size = expr(b->expr());
-    buffer.host = b->HOST() != nullptr;
+    for (auto* a : b->bufferAttr()) {
+      bool& flag = a->HOST() ? buffer.host : buffer.keep;
+      if (flag) buffer.repeated_attributes.push_back(range(a));
+      flag = true;
+      if (a->KEEP() && !buffer.keep_loc.valid()) buffer.keep_loc = range(a);
+    }
     buffer.loc = range(b);
     m.buffers.push_back(std::move(buffer));
   } else if (auto* c = ctx->commDecl()) {

@@ -34,6 +34,7 @@ class Builder {
       b.elem = x.elem;
       if (x.count) b.count = expr(*x.count);
       b.host = x.host;
+      b.keep = x.keep;
       b.loc = x.loc;
       out.buffers.push_back(std::move(b));
     }

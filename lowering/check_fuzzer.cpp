@@ -2,6 +2,9 @@
 // it): every input is checked, and every input that checks clean is lowered, verified, written
 // as pipeline.bin and opened again. Beyond "no crash, hang, leak or throw", two oracles abort:
 //   - the ordering verifier (E0899) must accept what the checker accepted;
+//   - the memory plan's verifier (E0899) must accept the plan made for it (plan_memory and
+//     verify_memory_plan are separate code: a disagreement is a bug in one of them), and the
+//     plan's layout must pass artifact::check_arena;
 //   - the loader's validator must accept the artifact of what the checker accepted (the checker
 //     and artifact/validate.cpp must agree, issue 8).
 // Kernels are not compiled (no NVRTC in the loop): each gets a stand-in image, which the
@@ -45,6 +48,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         stderr, "check_fuzzer: the ordering verifier refused a checked pipeline:\n%s\n%s\n",
         orch::format_diagnostics(verify.sorted(), sources, orch::DiagnosticFormat::Text).c_str(),
         text.c_str());
+    std::abort();
+  }
+  orch::DiagnosticEngine plan;
+  if (!orch::lowering::verify_memory_plan(lowered, plan)) {
+    std::fprintf(stderr, "check_fuzzer: the memory plan's verifier refused the plan of a checked pipeline:\n%s\n%s\n",
+                 orch::format_diagnostics(plan.sorted(), sources, orch::DiagnosticFormat::Text).c_str(),
+                 text.c_str());
     std::abort();
   }
   for (orch::lir::Kernel& k : lowered.kernels) {

@@ -121,6 +121,9 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     if (!k.generated && !k.guard_code.empty()) {
       e.patch.guard = "orch_guard";
       e.patch.extra_params = k.guard_param_sizes;
+      // Every thread holds the decision in these roles (unroll_loops.cpp's guard_statement).
+      e.patch.guard_per_thread =
+          k.guard && (k.guard->role == ir::GuardRole::Each || k.guard->role == ir::GuardRole::Follow);
       e.guard_code = k.guard_code;
     }
     std::string unit;

@@ -1073,6 +1073,18 @@ class Emitter {
       return;
     }
     line("cudaGraphNode_t " + nodes + "[" + std::to_string(r.nodes.size()) + "] = {};");
+    // Collectives are top-level nodes of host graphs only. Their NCCL work is recorded by stream
+    // capture straight into this graph, in one capture session (the runtime does the same:
+    // runtime/src/executable.cpp, begin_capture), with the other nodes added beside it.
+    const bool collectives = std::any_of(r.nodes.begin(), r.nodes.end(), [](const lir::Node& n) {
+      return std::holds_alternative<lir::CollectiveNode>(n.op);
+    });
+    if (collectives) {
+      line("cudaStream_t capture = nullptr;");
+      line("ORCH_CHECK(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking), \"the stream that captures NCCL's work\");");
+      line("ORCH_CHECK(cudaStreamBeginCaptureToGraph(capture, " + s.graph_var +
+           ", nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal), \"capturing NCCL's work\");");
+    }
     for (int i : topological_order(r)) {
       const lir::Node& n = r.nodes[i];
       line();
@@ -1106,6 +1118,12 @@ class Emitter {
       }
       node(n, s, nodes + "[" + std::to_string(i) + "]", dep_args, programmatic);
       close();
+    }
+    if (collectives) {
+      line("cudaGraph_t captured = nullptr;  // the same graph");
+      line("const cudaError_t ended = cudaStreamEndCapture(capture, &captured);");
+      line("cudaStreamDestroy(capture);");
+      line("ORCH_CHECK(ended, \"capturing NCCL's work\");");
     }
   }
 
@@ -1310,21 +1328,23 @@ class Emitter {
                ", " + nccl_op(n.op) + ", " + comm + ", capture)";
         break;
     }
-    line("// NCCL work is recorded by stream capture into a child graph.");
-    line("cudaStream_t capture = nullptr;");
-    line("cudaGraph_t child = nullptr;");
-    line("ORCH_CHECK(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking), " + w + ");");
-    line("ORCH_CHECK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal), " + w +
+    // Captured after the node's dependencies; what depends on it waits for NCCL's last nodes
+    // (joined by an empty node where there are several).
+    const bool none = deps.rfind("nullptr", 0) == 0;
+    const std::string count = deps.substr(deps.find(',') + 2);
+    line("ORCH_CHECK(cudaStreamUpdateCaptureDependencies(capture, " +
+         std::string(none ? "nullptr" : "const_cast<cudaGraphNode_t*>(deps)") + ", nullptr, " + count +
+         ", cudaStreamSetCaptureDependencies), " + w + ");");
+    line("ORCH_NCCL_CHECK(" + call + ", " + w + ");");
+    line("cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;");
+    line("const cudaGraphNode_t* last = nullptr;");
+    line("size_t nlast = 0;");
+    line("ORCH_CHECK(cudaStreamGetCaptureInfo(capture, &status, nullptr, nullptr, &last, nullptr, &nlast), " + w +
          ");");
-    line("ncclResult_t recorded = " + call + ";");
-    line("cudaError_t captured = cudaStreamEndCapture(capture, &child);");
-    line("cudaStreamDestroy(capture);");
-    line("ORCH_NCCL_CHECK(recorded, " + w + ");");
-    line("ORCH_CHECK(captured, " + w + ");");
-    line("cudaError_t added = cudaGraphAddChildGraphNode(&" + slot + ", " + s.graph_var + ", " +
-         deps + ", child);");
-    line("cudaGraphDestroy(child);  // the node keeps its own copy");
-    line("ORCH_CHECK(added, " + w + ");");
+    line("if (status != cudaStreamCaptureStatusActive || nlast == 0) ORCH_CHECK(cudaErrorStreamCaptureInvalidated, " +
+         w + ");");
+    line("if (nlast == 1) " + slot + " = last[0];");
+    line("else ORCH_CHECK(cudaGraphAddEmptyNode(&" + slot + ", " + s.graph_var + ", last, nlast), " + w + ");");
   }
 
   void build() {

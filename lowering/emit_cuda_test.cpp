@@ -292,7 +292,12 @@ TEST_CASE("eject: switch bodies, `while kernel` defaults, collectives") {
   CHECK(has_eval(dp,
             "ncclAllReduce(b.g, b.g, static_cast<size_t>(orch_x#.v), ncclFloat32, ncclSum, "
             "p.world, capture)"));
-  CHECK(has(dp, "cudaGraphAddChildGraphNode(&node[1], graph, deps, 1, child)"));
+  // Captured straight into the segment's graph, in one session, after the node's dependencies.
+  CHECK(has(dp, "cudaStreamBeginCaptureToGraph(capture, graph, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal)"));
+  CHECK(has(dp, "cudaStreamUpdateCaptureDependencies(capture, const_cast<cudaGraphNode_t*>(deps), nullptr, 1, "
+                "cudaStreamSetCaptureDependencies)"));
+  CHECK(has(dp, "if (nlast == 1) node[1] = last[0];"));
+  CHECK_FALSE(has(dp, "cudaGraphAddChildGraphNode"));
   // 1.0 / world_size computes in f64 (a float literal meeting an integer), then converts to f32.
   CHECK(has(dp, "orch_convert<orch_f32, orch_f64>(orch_div<orch_f64>(orch_ok<orch_f64>(0x1p+0), "
                 "orch_promote<orch_f64, orch_u32>(orch_ok<orch_u32>(static_cast<unsigned>(p.world_size))))));"));

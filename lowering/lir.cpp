@@ -31,6 +31,26 @@ const char* to_string(DepKind k) {
   return "?";
 }
 
+const char* to_string(PlanStatus s) {
+  switch (s) {
+    case PlanStatus::Arena: return "shares the arena";
+    case PlanStatus::NoPartner: return "in use beside every buffer it could share with";
+    case PlanStatus::Off: return "planning is off (--no-memory-plan)";
+    case PlanStatus::Host: return "host memory";
+    case PlanStatus::Scalar: return "a device scalar";
+    case PlanStatus::Keep: return "declared `keep`";
+    case PlanStatus::Generated: return "orchc's own";
+    case PlanStatus::Unused: return "no statement uses it";
+    case PlanStatus::Collective: return "a collective's buffer";
+    case PlanStatus::DeviceGraph: return "used by a graph launched from the device";
+    case PlanStatus::ReadFirst: return "may be read before a launch writes all of it (its contents carry between launches)";
+    case PlanStatus::ResultSometimes:
+      return "a result some launches may not write (its contents carry between launches)";
+    case PlanStatus::TooMany: return "past the planner's limits (buffers or uses)";
+  }
+  return "?";
+}
+
 const char* kind_name(const NodeOp& op) {
   return std::visit(overloaded{
                         [](const KernelNode&) { return "kernel"; },

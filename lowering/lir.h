@@ -55,6 +55,7 @@ struct Buffer {
   ScalarType elem = ScalarType::U8;
   std::optional<Expr> count;  // elements; absent for a device scalar
   bool host = false;          // pinned, device-mapped host memory
+  bool keep = false;          // `keep`: never shares memory (the memory plan leaves it alone)
   SourceRange loc;
   bool is_scalar() const { return !count.has_value(); }
 };
@@ -264,6 +265,45 @@ struct StatusSite {
   std::string what;
 };
 
+// Why a buffer is or is not in the memory plan's arena (lowering/plan_memory.cpp has the rules;
+// docs/performance.md, "Memory: the memory plan", the list for people).
+enum class PlanStatus : uint8_t {
+  Arena,           // shares the arena with buffers it is never in use beside
+  NoPartner,       // could share, but is in use beside every buffer that could
+  Off,             // orchc --no-memory-plan
+  Host,            // pinned host memory: the CPU reads it
+  Scalar,          // a device scalar: one element; conditions and guards read it
+  Keep,            // declared `keep`
+  Generated,       // orchc's own (guard slots)
+  Unused,          // no statement touches it
+  Collective,      // a collective's buffer: NCCL's, across ranks
+  DeviceGraph,     // used by a graph launched from the device: its work is not a node of the DAG
+  ReadFirst,       // may be read before a launch writes all of it: contents carry between launches
+  ResultSometimes, // a result (written last) that some launches may not write: its old contents carry
+  TooMany,         // past the planner's limits on buffers and uses
+};
+const char* to_string(PlanStatus s);
+
+// The memory plan: buffers (slots) laid out in one arena, where two slots may share bytes unless
+// they conflict (may be in use at the same time). orchc lays the arena out at the params'
+// defaults; the runtime again at instantiate with the bound sizes (artifact/arena.h).
+struct MemoryPlan {
+  bool ran = false;                  // planning was on (not --no-memory-plan)
+  std::vector<PlanStatus> status;    // per buffer
+  struct Slot {
+    int buffer = -1;
+    uint64_t offset = 0;  // at the params' defaults (laid_out)
+    uint64_t bytes = 0;
+  };
+  std::vector<Slot> slots;                             // in buffer order
+  std::vector<std::pair<uint32_t, uint32_t>> conflicts;  // slot pairs (lower first, sorted)
+  bool laid_out = false;     // every slot's size is known at the defaults
+  uint64_t arena_bytes = 0;  // at the defaults
+  // Device memory at the defaults: every device buffer one by one, and with the arena.
+  uint64_t device_bytes_separate = 0, device_bytes_planned = 0;
+  bool sized = false;  // every device buffer's size is known at the defaults
+};
+
 struct Program {
   std::string name;
   uint32_t file = 0;  // the .orch file
@@ -281,6 +321,7 @@ struct Program {
   std::vector<BindCheck> bind_checks;
   std::vector<StatusSite> status_sites;
   std::vector<UnrolledLoop> unrolled_loops;
+  MemoryPlan memory_plan;
   uint64_t collective_hash = 0;
   // Where programmatic edges may be (lowering/programmatic_edges.cpp sets these from
   // PassOptions; the verifier holds every edge to them).

@@ -3,6 +3,7 @@
 // what it reads and writes. Stable: the same program prints the same bytes.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "lowering/lir.h"
 
@@ -59,7 +60,7 @@ class Printer {
     }
     for (const Buffer& b : p_.buffers)
       line("buffer " + b.name + ": " + expr::to_string(b.elem) +
-           (b.count ? "[" + b.count->text + "]" : "") + (b.host ? " host" : ""));
+           (b.count ? "[" + b.count->text + "]" : "") + (b.host ? " host" : "") + (b.keep ? " keep" : ""));
     for (const Comm& c : p_.comms) line("comm " + c.name);
     for (size_t i = 0; i < p_.kernels.size(); ++i) kernel(i);
     for (size_t i = 0; i < p_.modules.size(); ++i) {
@@ -79,6 +80,7 @@ class Printer {
       line("status site " + std::to_string(i) + ": " + p_.status_sites[i].what + "  at " +
            at(p_.status_sites[i].loc));
     if (p_.collective_hash) line("collective hash " + hex(p_.collective_hash, 16));
+    memory_plan();
     std::string segments;
     for (int s : p_.segments) segments += (segments.empty() ? "" : ", ") + graph_name(s);
     line("segments " + segments);
@@ -98,6 +100,35 @@ class Printer {
   std::string buffer_name(int b) const {
     return b >= 0 && static_cast<size_t>(b) < p_.buffers.size() ? p_.buffers[b].name
                                                                 : "#" + std::to_string(b);
+  }
+
+  // The arena, when buffers share one: each buffer's place at the defaults and the buffers it may
+  // share bytes with (every one it has no conflict with), then device memory with and without.
+  void memory_plan() {
+    const MemoryPlan& m = p_.memory_plan;
+    if (m.slots.empty()) return;
+    uint64_t separate = 0;
+    for (const MemoryPlan::Slot& s : m.slots) separate += s.bytes;
+    line("memory plan: " + std::to_string(m.slots.size()) + " buffers in one arena" +
+         (m.laid_out ? " of " + std::to_string(m.arena_bytes) + " bytes at the defaults (" + std::to_string(separate) +
+                           " one by one)"
+                     : ", laid out at instantiate (some size needs a value known only then)"));
+    ++indent_;
+    std::vector<std::vector<bool>> conflict(m.slots.size(), std::vector<bool>(m.slots.size(), false));
+    for (const auto& [a, b] : m.conflicts) conflict[a][b] = conflict[b][a] = true;
+    for (size_t i = 0; i < m.slots.size(); ++i) {
+      std::string with;
+      for (size_t j = 0; j < m.slots.size(); ++j)
+        if (j != i && !conflict[i][j]) with += (with.empty() ? "" : ", ") + buffer_name(m.slots[j].buffer);
+      line(buffer_name(m.slots[i].buffer) +
+           (m.laid_out ? ": " + std::to_string(m.slots[i].bytes) + " bytes at " + std::to_string(m.slots[i].offset)
+                       : std::string()) +
+           (with.empty() ? "; in use beside every other" : "; may share with " + with));
+    }
+    if (m.sized)
+      line("device memory at the defaults: " + std::to_string(m.device_bytes_planned) + " bytes, " +
+           std::to_string(m.device_bytes_separate) + " without the plan");
+    --indent_;
   }
 
   void kernel(size_t i) {

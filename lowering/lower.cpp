@@ -86,6 +86,7 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   x.patch_user_kernels = o.patch_user_kernels;
   x.unroll = o.unroll;
   x.line_up_collectives = o.line_up_collectives;
+  x.memory_plan = o.memory_plan;
   x.residency = lowering::residency_of(p.profile);
   x.profile.profile = o.profile;
   return x;
@@ -114,6 +115,7 @@ void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const Sour
   r.note(r.run("line_up_collectives", [&] { return lowering::line_up_collectives(l, o); }));
   r.note(r.run("one_loop_at_a_time", [&] { return lowering::one_loop_at_a_time(l); }));
   r.note(r.run("programmatic_edges", [&] { return lowering::programmatic_edges(l, o, false); }));
+  r.note(r.run("plan_memory", [&] { return lowering::plan_memory(l, o.memory_plan); }));
 }
 
 }  // namespace
@@ -159,6 +161,7 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   for (bool again = checked.has_value();;) {
     run_graph_passes(r, p, l, sources, o);
     if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
+    if (!r.run("verify_memory_plan", [&] { return lowering::verify_memory_plan(l, diags); })) return std::nullopt;
     r.show(nullptr);  // CUBINs make the program unreadable; the timing is what matters
     if (!r.run("compile_all_kernels",
                [&] { return lowering::compile_all_kernels(l, options.compile, sources, diags); }))
@@ -181,6 +184,10 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   // the final edges.
   r.note(r.run("programmatic_edges (compiled)", [&] { return lowering::programmatic_edges(l, o, true); }));
   if (!r.run("verify_ordering (compiled)", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
+  // The plan was made on the edges before compiling; the compiled pass only changes edge kinds,
+  // which order memory alike, and the verifier checks the plan on the final edges.
+  if (!r.run("verify_memory_plan (compiled)", [&] { return lowering::verify_memory_plan(l, diags); }))
+    return std::nullopt;
   r.show(nullptr);
   return r.run("serialize", [&] { return lowering::serialize(l, sources); });
 }

@@ -33,6 +33,9 @@ struct LowerOptions {
   // whose kernels nvcc compiles from their source: edges into them stay full and loops holding
   // them are not unrolled.
   bool patch_user_kernels = true;
+  // Buffers that are never in use at the same time share one arena (lowering/plan_memory.cpp;
+  // orchc --no-memory-plan turns it off).
+  bool memory_plan = true;
   // A profile measured by orch-run --profile (orchc --profile; lowering/profile_use.h): the
   // speed passes decide from the launches it measured where it has them. Null: none.
   std::shared_ptr<const lowering::BoundProfile> profile;
@@ -56,7 +59,7 @@ lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options = {}
 void lower_graphs(ir::Program& program, const LowerOptions& options = {});
 
 // LowerOptions with every speed pass off (--no-pdl --unroll 1 --no-line-up): the graph as the
-// DAG of accesses gives it.
+// DAG of accesses gives it. (The memory plan stays on: it changes no node.)
 LowerOptions plain_lowering();
 // `options` for --emit=cuda (emit_cuda needs it): nvcc compiles the user kernels from their source,
 // so none is patched (edges into them stay full, loops holding them are not unrolled).

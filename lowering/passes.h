@@ -47,6 +47,9 @@ struct PassOptions {
   // their body turned out, once compiled, to have a launch of more than one wave
   // (unrolled_past_one_wave; lower.cpp lowers again without them).
   std::vector<std::pair<SourceRange, std::string>> keep_rolled;
+  // Buffers never in use at the same time share one arena (plan_memory; orchc
+  // --no-memory-plan turns it off).
+  bool memory_plan = true;
   // A profile of an earlier run (orchc --profile; lowering/profile_use.h): where it measured a
   // launch, both decisions take it as it ran, and unrolling also needs the body's measured time.
   ProfileUse profile;
@@ -134,6 +137,17 @@ std::vector<std::string> programmatic_edges(lir::Program& program, const PassOpt
 // nothing from the device into a kernel that waits at entry, on targets with PDL. False, with an
 // internal-error diagnostic, if not.
 bool verify_ordering(const lir::Program& program, DiagnosticEngine& diags);
+
+// plan_memory.cpp: the memory plan (lir::Program::memory_plan): which buffers orch allocates
+// may share bytes, because every use of one is ordered before every use of the other and
+// neither's contents need to outlive its uses, and their layout in one arena at the params'
+// defaults. `enabled` false (--no-memory-plan): every buffer alone. Returns a line per decision
+// for --print-passes.
+std::vector<std::string> plan_memory(lir::Program& program, bool enabled);
+
+// verify_memory_plan.cpp: the plan checked by separate code (ordering of every pair allowed to
+// share, writes before reads, results last, the layout); false with E0899 if a rule fails.
+bool verify_memory_plan(const lir::Program& program, DiagnosticEngine& diags);
 
 // compile_all_kernels.cpp: NVRTC for every kernel and target arch. False on errors.
 bool compile_all_kernels(lir::Program& program, const CompileOptions& options,

@@ -140,6 +140,7 @@ std::string PtxEntryPatch::describe() const {
     for (size_t i = 0; i < extra_params.size(); ++i)
       s += (i ? ", " : "") + std::to_string(extra_params[i]);
     s += ")";
+    if (guard_per_thread) s += " per thread";
   }
   if (wait) s += " launch_dependents";
   return s;
@@ -200,12 +201,21 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
     }
     block += "\tcall.uni (" + pn + "ret), " + patch.guard + (n ? ", (" + args + ")" : "") + ";\n";
     block += "\tld.param.b32 " + rn + "go, [" + pn + "ret];\n";
+    block += "\t.reg .pred " + rn + "go_p;\n";
+    block += "\tsetp.ne.b32 " + rn + "go_p, " + rn + "go, 0;\n";
+  }
+  if (!patch.guard.empty() && patch.guard_per_thread) {
+    // Every thread holds the decision, the same everywhere: each leaves on its own.
+    block += "\t@!" + rn + "go_p exit;\n";
+    block += trigger;
+    block += "\t}\n";
+  } else if (!patch.guard.empty()) {
     // The guard returns thread 0's decision (or, following, every thread's): the warp
     // reconverges (thread 0 may come back last, from a spin) over the lanes it has, (1 << lanes)
     // - 1 where shl clamps a shift of 32 or more to give 0, then the block ORs the decision and
     // leaves whole unless it is go. Here in the kernel, not in the callee, where synccheck
     // reported every warp divergent at the barrier.
-    block += "\t.reg .pred " + rn + "go_p;\n\t.reg .b32 " + rn + "t<4>;\n";
+    block += "\t.reg .b32 " + rn + "t<4>;\n";
     block += "\tmov.u32 " + rn + "t0, %tid.z;\n\tmov.u32 " + rn + "t1, %ntid.y;\n\tmov.u32 " + rn + "t2, %tid.y;\n";
     block += "\tmad.lo.u32 " + rn + "t0, " + rn + "t0, " + rn + "t1, " + rn + "t2;\n";
     block += "\tmov.u32 " + rn + "t2, %ntid.x;\n\tmov.u32 " + rn + "t3, %tid.x;\n";
@@ -215,7 +225,6 @@ std::optional<std::string> patch_ptx_entry(const std::string& ptx, const std::st
     block += "\tand.b32 " + rn + "t0, " + rn + "t0, -32;\n\tsub.u32 " + rn + "t2, " + rn + "t2, " + rn + "t0;\n";
     block += "\tshl.b32 " + rn + "t2, 1, " + rn + "t2;\n\tsub.u32 " + rn + "t2, " + rn + "t2, 1;\n";
     block += "\tbar.warp.sync " + rn + "t2;\n";
-    block += "\tsetp.ne.b32 " + rn + "go_p, " + rn + "go, 0;\n";
     block += "\tbar.red.or.pred " + rn + "run, 0, " + rn + "go_p;\n";
     block += "\t@!" + rn + "run exit;\n";
     block += trigger;

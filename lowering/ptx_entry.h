@@ -24,19 +24,23 @@ struct PtxEntryPatch {
   bool wait = false;  // griddepcontrol.wait first, griddepcontrol.launch_dependents after it or the guard
   // The guard: a function `.func (.param .b32 r) NAME(.param .b64 a0, ...)` defined in the module
   // (merge_ptx_modules), called with every appended parameter zero-extended to 64 bits, in order.
-  // Returns non-zero where the kernel runs; the same value in every thread of a block (the
-  // guard broadcasts its decision). Empty: no guard.
+  // Returns non-zero where the kernel runs. Empty: no guard.
   std::string guard;
+  // Whether every thread's return value is its own decision, the same in every thread of the
+  // grid (each evaluates it, or reads a settled slot): then each thread leaves on its own, with
+  // no barrier. Otherwise only thread 0's value holds, and the block learns it by a barrier.
+  bool guard_per_thread = false;
   // Sizes (1, 2, 4 or 8 bytes) of the parameters appended to the entry, after its own; a
   // launch passes them after the kernel's own arguments.
   std::vector<uint32_t> extra_params;
 
   bool empty() const { return !wait && guard.empty(); }
   bool operator==(const PtxEntryPatch& o) const {
-    return wait == o.wait && guard == o.guard && extra_params == o.extra_params;
+    return wait == o.wait && guard == o.guard && guard_per_thread == o.guard_per_thread &&
+           extra_params == o.extra_params;
   }
   // One line naming everything above, for cache keys and messages: "wait launch_dependents",
-  // "wait guard orch_guard(8, 4) launch_dependents".
+  // "wait guard orch_guard(8, 4) launch_dependents", "guard orch_guard(8) per thread".
   std::string describe() const;
 };
 

@@ -252,6 +252,23 @@ TEST_CASE("ptx entry: a guard call with appended parameters of 8, 4, 2 and 1 byt
   CHECK(out->find("griddepcontrol.wait") == std::string::npos);
   CHECK(out->find("griddepcontrol.launch_dependents") == std::string::npos);
   CHECK(link_problem(*out) == "");
+  CHECK(out->find("bar.red.or.pred") != std::string::npos);  // thread 0's decision, told at the barrier
+  // Every thread deciding for itself: each leaves on its own, no barrier, and it still links.
+  PtxEntryPatch each = guard_only;
+  each.guard_per_thread = true;
+  each.wait = true;
+  CHECK(each.describe() == "wait guard orch_guard(8, 8, 8, 8) per thread launch_dependents");
+  CHECK_FALSE(each == guard_only);
+  out = patch_ptx_entry(*joined, "no_params", each, &error);
+  REQUIRE(out.has_value());
+  CHECK(out->find("bar.red") == std::string::npos);
+  CHECK(out->find("bar.warp.sync") == std::string::npos);
+  const std::vector<std::string> lines = body_lines(*out, "no_params");
+  const auto exit_line = std::find(lines.begin(), lines.end(), "@!%orch_go_p exit;");
+  REQUIRE(exit_line != lines.end());
+  REQUIRE(exit_line + 1 != lines.end());
+  CHECK(*(exit_line + 1) == "griddepcontrol.launch_dependents;");
+  CHECK(link_problem(*out) == "");
 }
 
 TEST_CASE("ptx entry: names already in the module are not reused") {

@@ -3,6 +3,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "artifact/arena.h"
 #include "artifact/artifact.h"
 #include "artifact/expr_code.h"
 #include "lowering/passes.h"
@@ -118,6 +119,7 @@ class Serializer {
     auto sites_v = fbb().CreateVector(sites);
     auto modules_v = modules.empty() ? 0 : fbb().CreateVector(modules);
     auto ops_v = fbb().CreateVector(ops_);
+    auto plan = memory_plan();
     fb::PipelineBuilder b(fbb());
     b.add_name(name);
     b.add_compiler_version(version);
@@ -136,11 +138,32 @@ class Serializer {
     b.add_status_sites(sites_v);
     if (!modules.empty()) b.add_modules(modules_v);
     b.add_ops(ops_v);
+    if (!plan.IsNull()) b.add_memory_plan(plan);
     fb::FinishPipelineBuffer(fbb(), b.Finish());
     return artifact::wrap_payload(fbb().GetBufferPointer(), fbb().GetSize());
   }
 
  private:
+  // The arena's slots and conflicts; none when no buffer shares.
+  Offset<fb::MemoryPlan> memory_plan() {
+    const lir::MemoryPlan& m = p_.memory_plan;
+    if (m.slots.empty()) return 0;
+    std::vector<fb::ArenaSlot> slots;
+    for (const lir::MemoryPlan::Slot& s : m.slots)
+      slots.emplace_back(static_cast<uint32_t>(s.buffer), m.laid_out ? s.offset : 0, m.laid_out ? s.bytes : 0);
+    std::vector<fb::SlotPair> conflicts;
+    for (const auto& [a, b] : m.conflicts) conflicts.emplace_back(a, b);
+    auto slots_v = fbb().CreateVectorOfStructs(slots);
+    auto conflicts_v = fbb().CreateVectorOfStructs(conflicts);
+    fb::MemoryPlanBuilder b(fbb());
+    b.add_alignment(artifact::kArenaAlignment);
+    b.add_slots(slots_v);
+    b.add_conflicts(conflicts_v);
+    b.add_laid_out(m.laid_out);
+    b.add_arena_bytes(m.laid_out ? m.arena_bytes : 0);
+    return b.Finish();
+  }
+
   fb::SourceLoc loc(const SourceRange& r) {
     if (!r.valid()) return fb::SourceLoc(0, 0, 0);
     auto [it, inserted] = file_index_.emplace(r.file, static_cast<uint32_t>(file_order_.size()));

@@ -619,10 +619,10 @@ graph main {
   const std::string body = copies(p, first_loop(p).bodies[0]);
   // Copy 1 as written (a memset does the fill, a memcpy the copy); in copies 2 on three sources
   // (the wide kernel, the fill, the update of d) write nothing the condition reads, so each of
-  // their blocks decides; the copy follows the wide kernel, count follows everything (it writes
+  // their threads decides; the copy follows the wide kernel, count follows everything (it writes
   // c, which every guard reads).
-  CHECK(body.rfind("wide memcpy memset update count wide[2/decide] copy[2/follow] fill[2/decide] update[2/decide] "
-                   "count[2/follow] wide[3/decide]",
+  CHECK(body.rfind("wide memcpy memset update count wide[2/each] copy[2/follow] fill[2/each] update[2/each] "
+                   "count[2/follow] wide[3/each]",
                    0) == 0);
   CHECK(verify(p) == "");
   for (const lir::Kernel& k : p.kernels) {
@@ -677,6 +677,14 @@ graph main {
 TEST_CASE("unroll: the guard code of each role") {
   using lowering::guard_statement;
   const std::string t = "T", s = "S", i = "2u";
+  // Every thread decides, no barrier; thread 0 of a block reports, block 0 stores.
+  const std::string each =
+      "{ orch_v<orch_bool> orch_c = T; if (orch_c.e && threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) "
+      "orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); const unsigned orch_go = (!orch_c.e && orch_c.v) ? "
+      "1u : 0u; if (blockIdx.x == 0u && blockIdx.y == 0u && blockIdx.z == 0u && threadIdx.x == 0u && threadIdx.y == 0u "
+      "&& threadIdx.z == 0u) *(volatile unsigned*)(S + 2u) = orch_go ? 2u : 3u; ";
+  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Each, false) == each + "if (!orch_go) return; }");
+  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Each, true) == each + "return orch_go; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Follow, false) ==
         "if (*(volatile const unsigned*)(S + 2u) != 2u) return;");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Alone, true) ==
@@ -764,6 +772,14 @@ graph main {
     k.grid[0].code[0].value.bits = 16;
     CHECK(verify(p).find("lets each of its blocks decide for its copy, but may run more than one block and writes "
                          "what the condition reads") != std::string::npos);
+  }
+  {
+    lir::Program p = l->program;  // every thread deciding in a node that writes the condition
+    lir::Node& n = body(p).nodes[2];
+    n.guard->role = ir::GuardRole::Each;
+    p.kernels[std::get<lir::KernelNode>(n.op).kernel].guard->role = ir::GuardRole::Each;
+    CHECK(verify(p).find("lets every thread decide for its copy, but writes what the condition reads") !=
+          std::string::npos);
   }
 }
 

@@ -150,6 +150,10 @@ std::string guard_problem(const lir::Program& p, const lir::Body& r) {
       if (writes && !one_block(n))
         return at + " lets each of its blocks decide for its copy, but may run more than one block and writes what "
                     "the condition reads";
+      // Every thread decides for itself: they agree only if nothing in the kernel changes the
+      // condition while its threads read it.
+      if (role == ir::GuardRole::Each && writes)
+        return at + " lets every thread decide for its copy, but writes what the condition reads";
       if (role == ir::GuardRole::Alone && members.size() != 1)
         return at + " keeps its copy's decision to itself, but its copy has other nodes";
       writing_deciders += writes;

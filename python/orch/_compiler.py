@@ -34,6 +34,8 @@ def _options(
     jobs: int,
     pdl: bool = True,
     unroll: int = 0,
+    profile: Union[str, "os.PathLike[str]", None] = None,
+    memory_plan: bool = True,
 ) -> Tuple[_native.CompileOptions, list]:
     keep: list = []  # the buffers the struct points into
     o = _native.CompileOptions()
@@ -74,7 +76,11 @@ def _options(
         raise TypeError(f"orch: pdl is True or False, not {pdl!r}")
     o.no_pdl = 0 if pdl else 1
     o.unroll = c_int(unroll, "`unroll` (loop body copies, 1 to 64; 0: the compiler's choice)", 0, 64, "`unroll`")
-    keep += [o.path, o.target, o.targets_dir, o.archs, o.cache_dir]
+    o.profile = c_path(profile, "`profile`") if profile is not None else None
+    if not isinstance(memory_plan, bool):
+        raise TypeError(f"orch: memory_plan is True or False, not {memory_plan!r}")
+    o.no_memory_plan = 0 if memory_plan else 1
+    keep += [o.path, o.target, o.targets_dir, o.archs, o.cache_dir, o.profile]
     return o, keep
 
 
@@ -120,6 +126,8 @@ def compile(
     jobs: int = 0,
     pdl: bool = True,
     unroll: int = 0,
+    profile: Union[str, "os.PathLike[str]", None] = None,
+    memory_plan: bool = True,
 ) -> bytes:
     """Checks and compiles a pipeline, as ``orchc pipeline.orch -o pipeline.bin`` does, and
     returns the artifact's bytes (for :func:`orch.load`, or to write to a file).
@@ -134,6 +142,11 @@ def compile(
     ``~/.cache/orch/kernels``; ``""`` for none). ``jobs`` is ``orchc -j`` (0: all cores).
     ``pdl=False`` is ``orchc --no-pdl`` (no programmatic edges); ``unroll`` is ``orchc --unroll``
     (copies of a ``while`` body per iteration; 0: the compiler's choice, 1: none).
+    ``profile`` is ``orchc --profile``: the path of a profile ``orch-run --profile`` wrote,
+    which the speed passes decide from (docs/observe.md); one that cannot be read is a
+    :class:`orch.CompileError`, another pipeline's or GPU's a warning (W0006).
+    ``memory_plan=False`` is ``orchc --no-memory-plan`` (every buffer allocated alone, rather
+    than buffers never in use at the same time sharing one arena).
 
     Raises :class:`orch.CompileError` (``.diagnostics``; ``str()`` is what orchc prints) when
     the pipeline has errors, :class:`orch.Error` when NVRTC or nvJitLink cannot be found.
@@ -150,6 +163,8 @@ def compile(
         jobs=jobs,
         pdl=pdl,
         unroll=unroll,
+        profile=profile,
+        memory_plan=memory_plan,
     )
     if rc != 0:
         raise CompileError(text, diagnostics)

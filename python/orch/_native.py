@@ -67,6 +67,8 @@ class CompileOptions(ctypes.Structure):
         ("jobs", c_uint),
         ("no_pdl", ctypes.c_int),
         ("unroll", c_uint),
+        ("profile", c_char_p),
+        ("no_memory_plan", ctypes.c_int),
     ]
 
 

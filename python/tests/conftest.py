@@ -51,7 +51,7 @@ _artifacts: dict = {}
 
 def orchc_options() -> dict:
     """$ORCH_ORCHC_OPTIONS (as the C++ test helpers pass it to orchc) as orch.compile's arguments:
-    --no-pdl and --unroll N, the options the GPU suites run again with."""
+    --no-pdl, --unroll N and --no-memory-plan, the options the GPU suites may run again with."""
     words = os.environ.get("ORCH_ORCHC_OPTIONS", "").split()
     out: dict = {}
     for i, w in enumerate(words):
@@ -61,6 +61,8 @@ def orchc_options() -> dict:
             out["unroll"] = int(words[i + 1])
         elif w.startswith("--unroll="):
             out["unroll"] = int(w.split("=", 1)[1])
+        elif w == "--no-memory-plan":
+            out["memory_plan"] = False
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import ctypes
 import gc
+import json
 import pathlib
 import pickle
 import re
@@ -216,6 +217,42 @@ graph main {
 '''
 
 
+def _countdown_profile(tmp_path, name, median_ns, pipeline="countdown"):
+    """A profile as orch-run --profile writes it, with only the required fields: the loop body's
+    kernel (`step`, line 11) ran `median_ns` per launch."""
+    node = {"file": "countdown.orch", "line": 11, "column": 5, "kernel": "step", "launches": 100,
+            "median_ns": median_ns, "min_ns": median_ns}
+    doc = {"format": "orch-profile", "version": 1,
+           "device": {"name": "NVIDIA H200", "sms": 132, "compute_capability": 90},
+           "pipeline": {"name": pipeline}, "nodes": [node]}
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_compile_option_profile(tmp_path, cache_dir):
+    # As orchc --profile: a loop body measured past a WHILE iteration's turn-around (4.3 us) is not
+    # unrolled; one within it is; another pipeline's profile is ignored with W0006.
+    def compiled(profile):
+        return orch.load(orch.compile(COUNTDOWN_TEXT, path="countdown.orch", cache_dir=cache_dir, profile=profile))
+
+    assert "orch.guard.0" not in compiled(_countdown_profile(tmp_path, "slow.json", 20000)).buffers
+    assert "orch.guard.0" in compiled(_countdown_profile(tmp_path, "fast.json", 1000)).buffers
+    with pytest.warns(orch.CompileWarning, match="W0006"):
+        other = compiled(_countdown_profile(tmp_path, "other.json", 20000, pipeline="other"))
+    assert "orch.guard.0" in other.buffers
+    with pytest.raises(orch.CompileError) as missing:
+        compiled(tmp_path / "missing.json")
+    assert [d.code for d in missing.value.diagnostics] == ["E0004"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "orch-profile", "version": 1,,}')
+    with pytest.raises(orch.CompileError) as invalid:
+        compiled(bad)
+    assert [d.code for d in invalid.value.diagnostics] == ["E0006"]
+    with pytest.raises(TypeError):
+        orch.compile(COUNTDOWN_TEXT, profile=3)  # type: ignore[arg-type]
+
+
 def test_compile_options_pdl_and_unroll(examples, cache_dir):
     # Unrolled by default: the loop's guard slots are a buffer of their own, and step has a guarded
     # variant; --no-pdl --unroll 1 gives the plain graph.
@@ -231,6 +268,8 @@ def test_compile_options_pdl_and_unroll(examples, cache_dir):
         orch.compile(COUNTDOWN_TEXT, unroll=-1)
     with pytest.raises(TypeError):
         orch.compile(COUNTDOWN_TEXT, pdl=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        orch.compile(COUNTDOWN_TEXT, memory_plan=0)  # type: ignore[arg-type]
 
 
 def test_text_pipelines_are_named_string_in_diagnostics():

@@ -405,7 +405,9 @@ class Executable {
 
   // The pointer of a buffer (runtime-allocated or bound). For a `host` buffer, the host
   // pointer, which the CPU may read and write (and which is also its device address under
-  // unified addressing); never a device-only pointer. nullptr for an unknown name.
+  // unified addressing); never a device-only pointer. nullptr for an unknown name. A buffer the
+  // memory plan put in the arena holds its data only while a launch uses it: after the launch
+  // its bytes may be another buffer's (declare it `keep`, or bind it, to read it afterwards).
   void* buffer(std::string_view name) const;
   // Bytes of the buffer as declared (count times element size), 0 for an unknown name.
   size_t buffer_bytes(std::string_view name) const;
@@ -437,6 +439,18 @@ class Executable {
     size_t programmatic_edges_made_full = 0;
   };
   Stats stats() const;
+
+  // Device memory the runtime allocated for the buffers the application did not bind. Buffers
+  // that the memory plan lets share (docs/performance.md, "Memory: the memory plan") live in one arena:
+  // arena_bytes for arena_buffers buffers that would take arena_buffer_bytes allocated one by
+  // one. device_bytes is all of it, the arena counted once (host buffers not included).
+  struct MemoryUse {
+    size_t device_bytes = 0;
+    size_t arena_bytes = 0;
+    size_t arena_buffers = 0;
+    size_t arena_buffer_bytes = 0;
+  };
+  MemoryUse memory_use() const;
 
   // Where instantiate() spent its time, in seconds of the host clock: building the graphs
   // (evaluating every node and adding it with the explicit node calls, conditional handles and

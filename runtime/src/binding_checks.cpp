@@ -281,6 +281,7 @@ Status check_overlaps(const fb::Pipeline& p, const std::vector<Span>& spans,
     const uint64_t end = s.begin + s.bytes;  // spans come from real allocations: no overflow
     for (size_t y = x + 1; y < order.size() && spans[order[y]].begin < end; ++y) {
       const size_t i = order[x], j = order[y];
+      if (spans[i].arena && spans[j].arena) continue;
       const std::vector<bool>& written = written_flags();
       const bool wi = i < written.size() && written[i], wj = j < written.size() && written[j];
       if (!wi && !wj) continue;  // both only read: sharing memory is harmless

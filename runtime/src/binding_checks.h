@@ -40,11 +40,14 @@ std::vector<bool> written_buffers(const fb::Pipeline& p);
 struct Span {
   uint64_t begin = 0;
   uint64_t bytes = 0;
+  bool arena = false;  // placed in the memory plan's arena: shares bytes with others there by design
 };
 
 // BuffersOverlap for the first two spans that share a byte where at least one of the two is
 // written and the application did not allow the pair (Bindings::allow_overlap); UnknownName for
-// an allowed pair that names no buffer. Spans are per Pipeline.buffers.
+// an allowed pair that names no buffer. Spans are per Pipeline.buffers. Two spans both in the
+// arena are not compared: the memory plan proved them never in use at the same time, and the
+// runtime checked the layout against its conflicts (runtime/src/arena.h).
 Status check_overlaps(const fb::Pipeline& p, const std::vector<Span>& spans, const std::vector<bool>& written,
                       const Bindings& bindings);
 // The same, asking for the written flags only when two spans share a byte: most bindings share

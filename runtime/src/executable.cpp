@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "orch/observe.h"
+#include "runtime/src/arena.h"
 #include "runtime/src/binding_checks.h"
 #include "runtime/src/communicators.h"
 #include "runtime/src/driver.h"
@@ -170,8 +171,12 @@ struct Executable::Impl {
     void* host = nullptr;            // for host buffers: the host pointer
     size_t capacity = 0;             // bytes available behind ptr
     bool owned = false;
+    bool in_arena = false;  // at its place in `arena` (the memory plan), which owns the memory
   };
   std::vector<BufferState> buffers;
+  // The memory plan's arena: the buffers that share it, laid out with the bound sizes.
+  rt::DeviceMemory arena;
+  rt::ArenaPlacement arena_place;
   // Per buffer: some node may write it (overlap checks); worked out when two bound buffers
   // first share memory, since it walks every node.
   mutable std::vector<bool> written;
@@ -196,7 +201,6 @@ struct Executable::Impl {
     int graph = -1;   // Pipeline.graphs index
     int member = -1;  // family member, -1 otherwise
     bool device = false;
-    std::vector<rt::Graph> captured;  // NCCL captures cloned into child nodes, kept alive with them
     rt::Graph graph_template;  // destroyed after the exec (declared first)
     rt::GraphExec exec;
     bool upload_needed = false;  // a device graph patched since its last upload
@@ -487,31 +491,59 @@ struct Executable::Impl {
     return {};
   }
 
-  // Records the NCCL call into a graph of its own by stream capture (relaxed mode: NCCL may
-  // set up connections on the first use of an algorithm, which allocates), which build() adds
-  // as a child graph node. Capturing straight into the segment's graph instead
-  // (cudaStreamBeginCaptureToGraph) fails at the second collective of a graph with NCCL 2.28.3:
-  // "dependency created on uncaptured work in another stream" (NCCL's internal stream remembers
-  // the earlier capture); a capture of its own per collective has no such history.
-  Status capture(const NodeRef& at, const Top& t, const CollectiveCall& c, rt::Graph* out) {
+  // The collectives of a segment are recorded by stream capture straight into the segment's
+  // graph, in one capture session for the whole build (relaxed mode: NCCL may set up
+  // connections on the first use of an algorithm, which allocates). build() adds the other
+  // nodes to that graph itself (CUDA allows any operation but removal on a graph being captured
+  // into) and, before each NCCL call, sets the stream's capture dependencies to the node's: so
+  // NCCL's nodes sit in the segment graph as a stream capture of the whole step would put them,
+  // with no child graph node around each (those cost 2.7-3.7% of a step of small allreduces on
+  // two H200s, bench/collective_bench). One session matters: capturing each call into the graph
+  // in a session of its own fails at the second collective with NCCL 2.28.3 ("dependency
+  // created on uncaptured work in another stream": NCCL's internal stream remembers the earlier
+  // capture).
+  Status begin_capture(const NodeRef& at, const Top& t, cudaGraph_t g) {
     if (!side_stream) {
       cudaError_t e = cudaStreamCreateWithFlags(side_stream.out(), cudaStreamNonBlocking);
       if (e != cudaSuccess) return node_cuda_error(e, at, t, "cannot create the stream that captures collectives");
     }
-    cudaStream_t cs = side_stream.get();
-    cudaError_t e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed);
-    if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaStreamBeginCapture");
-    rt::nccl::Result r = comms.issue(c, cs);
+    cudaError_t e =
+        cudaStreamBeginCaptureToGraph(side_stream.get(), g, nullptr, nullptr, 0, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaStreamBeginCaptureToGraph");
+    return {};
+  }
+
+  // Ends the capture begin_capture started (on success or on an error: the stream must leave
+  // capture mode either way). The graph stays the caller's.
+  cudaError_t end_capture() {
     cudaGraph_t g = nullptr;
-    cudaError_t end = cudaStreamEndCapture(cs, &g);
-    rt::Graph owner(g);
+    cudaError_t e = cudaStreamEndCapture(side_stream.get(), &g);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    return e;
+  }
+
+  // The NCCL call of collective `c`, captured after `deps`; its last nodes (what a node that
+  // depends on the collective waits for) into `ends`.
+  Status capture(const NodeRef& at, const Top& t, const CollectiveCall& c, std::vector<cudaGraphNode_t>& deps,
+                 std::vector<cudaGraphNode_t>* ends) {
+    cudaStream_t cs = side_stream.get();
+    cudaError_t e = cudaStreamUpdateCaptureDependencies(cs, deps.empty() ? nullptr : deps.data(), nullptr,
+                                                        deps.size(), cudaStreamSetCaptureDependencies);
+    if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaStreamUpdateCaptureDependencies");
+    rt::nccl::Result r = comms.issue(c, cs);
     const std::string call = std::string(rt::nccl_function(c.kind)) + " of " + std::to_string(c.count) + " elements";
     if (r != rt::nccl::kSuccess) {
       (void)cudaGetLastError();
       return Error(ErrorCode::Nccl, node_name(at, t) + ": " + call + ": " + comms.describe(r, c.comm), node_where(at));
     }
-    if (end != cudaSuccess || !g) return node_cuda_error(end, at, t, "capturing " + call);
-    *out = std::move(owner);
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const cudaGraphNode_t* last = nullptr;
+    size_t nlast = 0;
+    e = cudaStreamGetCaptureInfo(cs, &status, nullptr, nullptr, &last, nullptr, &nlast);
+    if (e != cudaSuccess) return node_cuda_error(e, at, t, "capturing " + call + ": cudaStreamGetCaptureInfo");
+    if (status != cudaStreamCaptureStatusActive || nlast == 0)
+      return node_cuda_error(cudaErrorStreamCaptureInvalidated, at, t, "capturing " + call + ": no work was captured");
+    ends->assign(last, last + nlast);
     return {};
   }
 
@@ -616,6 +648,9 @@ struct Executable::Impl {
     np.type = CU_GRAPH_NODE_TYPE_KERNEL;
     const uint32_t count = graph.nodes() ? graph.nodes()->size() : 0;
     std::vector<cudaGraphNode_t> made(count, nullptr);
+    // A collective's last captured nodes (NCCL's work may end in several), which its
+    // dependents wait for; made[] holds the first of them.
+    std::vector<std::vector<cudaGraphNode_t>> ends(count);
     std::vector<size_t> rec_at(count, SIZE_MAX);  // node -> its index in `records`
     std::vector<int8_t> one_wave_at(count, -1);   // node -> one_wave() of its launch, once asked
     auto fits = [&](uint32_t node) {
@@ -629,21 +664,42 @@ struct Executable::Impl {
     // NCCL needs every rank to issue its collectives in one order, and two branches of a CUDA
     // graph that nothing orders may run in either order (or at once): each collective waits
     // for the one before it in the graph's node order, which every rank shares.
-    cudaGraphNode_t last_collective = nullptr;
+    int last_collective = -1;
     const auto* nodes = graph.nodes();
     const auto* graph_deps = graph.deps();
     const auto* ops = p->ops();
     const auto* dep_kinds = graph.dep_kinds();
+    // Collectives are top-level nodes of host graphs only (the checker's E0401, E0703).
+    bool collectives = false;
+    for (uint32_t i = 0; i < count; ++i)
+      collectives |= ops->Get(nodes->Get(i)->op())->kind() == fb::NodeKind::Collective;
+    if (collectives) {
+      if (Status s = begin_capture(NodeRef{ops->Get(nodes->Get(0)->op()), nodes->Get(0)}, t, g); !s.ok()) return s;
+    }
+    struct CaptureEnd {  // the stream leaves capture mode on every way out
+      Impl* x;
+      bool on;
+      ~CaptureEnd() {
+        if (on) (void)x->end_capture();
+      }
+    } capture_end{this, collectives};
     uint32_t first = 0;  // where node i's dependencies begin in graph_deps
     for (uint32_t i = 0; i < count; ++i) {
       const NodeRef at{ops->Get(nodes->Get(i)->op()), nodes->Get(i)};
       const fb::Op& n = *at.op;
       const uint32_t deps_end = at.at->deps_end();
+      // A dependency on a collective is one on each of its last nodes; edge data (programmatic
+      // edges) joins kernels only, so the dependencies keep their order and count there.
       deps.clear();
-      for (uint32_t j = first; j < deps_end; ++j) deps.push_back(made[graph_deps->Get(j)]);
-      if (n.kind() == fb::NodeKind::Collective && last_collective &&
-          std::find(deps.begin(), deps.end(), last_collective) == deps.end())
-        deps.push_back(last_collective);
+      for (uint32_t j = first; j < deps_end; ++j) {
+        const uint32_t from = graph_deps->Get(j);
+        if (ends[from].empty()) deps.push_back(made[from]);
+        else deps.insert(deps.end(), ends[from].begin(), ends[from].end());
+      }
+      if (n.kind() == fb::NodeKind::Collective && last_collective >= 0) {
+        for (cudaGraphNode_t d : ends[last_collective])
+          if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
+      }
       const cudaGraphNode_t* dp = deps.empty() ? nullptr : deps.data();
       // The observer hears which artifact node the CUDA nodes made until node_end belong to.
       struct ObservedNode {
@@ -762,13 +818,10 @@ struct Executable::Impl {
         case fb::NodeKind::Collective: {
           Status s = compute_collective(at, t, &rec->collective);
           if (!s.ok()) return s;
-          rt::Graph child;
-          s = capture(at, t, rec->collective, &child);
+          s = capture(at, t, rec->collective, deps, &ends[i]);
           if (!s.ok()) return s;
-          e = cudaGraphAddChildGraphNode(&made[i], g, deps.empty() ? nullptr : deps.data(), deps.size(), child.get());
-          if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddChildGraphNode (the captured NCCL call)");
-          t.captured.push_back(std::move(child));
-          last_collective = made[i];
+          made[i] = ends[i].front();
+          last_collective = static_cast<int>(i);
           break;
         }
       }
@@ -776,6 +829,12 @@ struct Executable::Impl {
       rec->handle = made[i];
       record_index_stale = true;
       first = deps_end;
+    }
+    if (collectives) {
+      capture_end.on = false;
+      if (cudaError_t e = end_capture(); e != cudaSuccess)
+        return node_cuda_error(e, NodeRef{ops->Get(nodes->Get(0)->op()), nodes->Get(0)}, t,
+                               "cudaStreamEndCapture (the collectives' capture)");
     }
     return {};
   }
@@ -835,7 +894,6 @@ struct Executable::Impl {
   // What rebuild_top replaced, kept until the refresh it belongs to has succeeded.
   struct Rebuilt {
     int top = -1;
-    std::vector<rt::Graph> captured;
     rt::Graph graph_template;  // destroyed after the exec (declared first)
     rt::GraphExec exec;
     std::vector<NodeRecord> records;
@@ -849,7 +907,6 @@ struct Executable::Impl {
     const int top = old.top;
     records.erase(std::remove_if(records.begin(), records.end(), [&](const NodeRecord& r) { return r.top == top; }),
                   records.end());
-    t.captured = std::move(old.captured);
     t.exec = std::move(old.exec);
     t.graph_template = std::move(old.graph_template);
     t.update_needed = old.update_needed;
@@ -866,7 +923,6 @@ struct Executable::Impl {
     Top& t = tops[top];
     Rebuilt old;
     old.top = top;
-    old.captured = std::move(t.captured);
     old.graph_template = std::move(t.graph_template);
     old.exec = std::move(t.exec);
     old.update_needed = t.update_needed;
@@ -1147,7 +1203,9 @@ struct Executable::Impl {
     std::vector<rt::Span> spans(buffers.size());
     for (size_t i = 0; i < buffers.size() && i < with.buffers.size(); ++i) {
       void* at = static_cast<int>(i) == replaced ? ptr : buffers[i].ptr;
-      spans[i] = {reinterpret_cast<uint64_t>(at), at ? with.buffers[i].bytes : 0};
+      // Buffers of the arena share bytes by the plan, which proved them never in use together.
+      spans[i] = {reinterpret_cast<uint64_t>(at), at ? with.buffers[i].bytes : 0,
+                  static_cast<int>(i) != replaced && buffers[i].in_arena};
     }
     return rt::check_overlaps(*p, spans, [this]() -> const std::vector<bool>& { return written_flags(); }, b);
   }
@@ -1202,6 +1260,32 @@ struct Executable::Impl {
     }
     out->capacity = bytes;
     out->owned = true;
+    return {};
+  }
+
+  // The buffers of the memory plan that are not bound, in one arena (zero-filled, as every
+  // buffer the runtime allocates is); the others are allocated one by one after this.
+  Status allocate_arena(const std::vector<bool>& bound, cudaStream_t stream) {
+    Result<rt::ArenaPlacement> place = rt::place_arena(*p, plan, bound);
+    if (!place.ok()) return place.error();
+    arena_place = std::move(place.value());
+    if (arena_place.buffers == 0) return {};
+    cudaError_t e = cudaMalloc(arena.out(), arena_place.bytes);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rt::cuda_error(e, "cannot allocate the memory plan's arena of " + std::to_string(arena_place.bytes) +
+                                   " bytes (" + std::to_string(arena_place.buffers) + " buffers)");
+    }
+    e = cudaMemsetAsync(arena.get(), 0, arena_place.bytes, stream);
+    if (e != cudaSuccess) return rt::cuda_error(e, "cannot zero the memory plan's arena");
+    for (size_t i = 0; i < buffers.size() && i < arena_place.offset.size(); ++i) {
+      if (arena_place.offset[i] < 0) continue;
+      BufferState& b = buffers[i];
+      b.ptr = static_cast<char*>(arena.get()) + arena_place.offset[i];
+      b.capacity = plan.buffers[i].bytes;
+      b.owned = true;  // the runtime's memory: it cannot grow (replan)
+      b.in_arena = true;
+    }
     return {};
   }
 
@@ -1288,8 +1372,10 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
     }
     Status st = x->check_overlaps(x->plan, resolved);
     if (!st.ok()) return st;
+    st = x->allocate_arena(bound_here, stream);
+    if (!st.ok()) return st;
     for (uint32_t i = 0; i < nbuffers; ++i) {
-      if (bound_here[i]) continue;
+      if (bound_here[i] || x->buffers[i].in_arena) continue;
       st = x->allocate_buffer(i, &x->buffers[i], stream);
       if (!st.ok()) return st;
     }
@@ -1302,6 +1388,7 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
   if (!s.ok()) return s.error();
   bool frees_something = !collectives.empty();
   for (const auto& b : x->buffers) frees_something |= b.owned;
+  frees_something |= static_cast<bool>(x->arena);
   for (const auto& t : x->tables) frees_something |= static_cast<bool>(t);
   for (const auto& t : x->tops) frees_something |= t.device;
   frees_something |= static_cast<bool>(x->status);
@@ -1628,6 +1715,23 @@ size_t Executable::buffer_bytes(std::string_view name) const {
 }
 
 Executable::Stats Executable::stats() const { return impl_->stats; }
+
+Executable::MemoryUse Executable::memory_use() const {
+  const Impl& x = *impl_;
+  MemoryUse m;
+  for (size_t i = 0; i < x.buffers.size() && i < x.plan.buffers.size(); ++i) {
+    const Impl::BufferState& b = x.buffers[i];
+    if (b.in_arena) {
+      ++m.arena_buffers;
+      m.arena_buffer_bytes += x.plan.buffers[i].bytes;
+    } else if (b.owned && !b.host) {
+      m.device_bytes += b.capacity;
+    }
+  }
+  if (x.arena) m.arena_bytes = x.arena_place.bytes;
+  m.device_bytes += m.arena_bytes;
+  return m;
+}
 Executable::InstantiateTimes Executable::instantiate_times() const { return impl_->times; }
 
 Status Executable::device_status() const {

@@ -12,6 +12,7 @@
 
 #include "compiler/check.h"
 #include "lowering/lower.h"
+#include "lowering/profile_use.h"
 
 namespace {
 
@@ -75,6 +76,14 @@ int run(const orch_compile_options* o, bool compile, const Outputs& out) {
   orch::CheckResult result = o->source ? orch::check_text(o->path, std::string(o->source, o->source_size), sources,
                                                           check, diags)
                                        : orch::check_file(o->path, sources, check, diags);
+  // The profile as orchc --profile takes it: read whatever the pipeline's state, then matched.
+  std::shared_ptr<const orch::lowering::BoundProfile> profile;
+  if (o->profile) {
+    uint32_t profile_file = 0;
+    std::optional<orch::lowering::Profile> read = orch::lowering::read_profile(o->profile, sources, diags, &profile_file);
+    if (read && !diags.has_errors() && result.program)
+      profile = orch::lowering::match_profile(std::move(*read), profile_file, *result.program, sources, diags);
+  }
   std::optional<std::string> bytes;
   if (!diags.has_errors() && compile && result.program) {
     orch::LowerOptions lower;
@@ -85,6 +94,8 @@ int run(const orch_compile_options* o, bool compile, const Outputs& out) {
     lower.compile.jobs = o->jobs;
     lower.pdl = o->no_pdl == 0;
     lower.unroll = o->unroll;
+    lower.profile = std::move(profile);
+    lower.memory_plan = o->no_memory_plan == 0;
     bytes = orch::lower_to_artifact(*result.program, sources, lower, diags);
   }
   const auto sorted = diags.sorted();

@@ -47,6 +47,12 @@ typedef struct orch_compile_options {
   /* orchc --unroll: copies of a `while` body per WHILE iteration (1: none); 0 for the compiler's
    * choice. At most 64. */
   unsigned unroll;
+  /* orchc --profile: a profile orch-run --profile wrote (docs/observe.md, "--profile"), which
+   * the speed passes decide from; NULL for none. One that cannot be read is the compile's error
+   * (E0004-E0006); another pipeline's or GPU's is ignored with warning W0006. */
+  const char* profile;
+  /* orchc --no-memory-plan: non-zero for every buffer allocated alone (no arena). */
+  int no_memory_plan;
 } orch_compile_options;
 
 /* orchc -o: returns 0 (compiled; *artifact holds *artifact_size bytes), 1 (the pipeline has
