@@ -182,9 +182,9 @@ void Checker::check_buffers() {
     // Attributes that change nothing: the memory plan never moves host buffers or device
     // scalars, and saying a thing twice says it once.
     for (const SourceRange& r : b.repeated_attributes)
-      diags_.warning("W0118", r, "this attribute of buffer `" + b.name.name + "` is given twice; once is enough");
+      diags_.warning(DiagCode::W0118, r, "this attribute of buffer `" + b.name.name + "` is given twice; once is enough");
     if (b.keep && (b.host || !b.size))
-      diags_.warning("W0118", b.keep_loc,
+      diags_.warning(DiagCode::W0118, b.keep_loc,
                      "`keep` has no effect on " + std::string(b.host ? "a `host` buffer" : "a device scalar") +
                          ": the memory plan never lets " + (b.host ? "host buffers" : "device scalars") +
                          " share memory");
