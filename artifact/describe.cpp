@@ -496,8 +496,11 @@ std::string expr_to_string(const fb::Expr* e, const fb::Pipeline& p) {
       case expr::InstrKind::FamilyIndex: return "family_index";
       case expr::InstrKind::Rank: return "rank";
       case expr::InstrKind::WorldSize: return "world_size";
-      default: return "?";
+      case expr::InstrKind::DeviceScalar:
+      case expr::InstrKind::Const:
+      case expr::InstrKind::Operator: break;
     }
+    return "?";
   });
   if (bad || text.empty()) return kInvalid;
   return text;

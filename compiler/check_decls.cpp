@@ -98,10 +98,10 @@ void Checker::declare(const std::string& name, SymbolKind kind, int index, Sourc
   if (inserted) return;
   const Symbol& prev = it->second;
   if (prev.kind == SymbolKind::Builtin) {
-    diags_.error("E0102", loc, "`" + name + "` is a built-in name and cannot be redeclared");
+    diags_.error(DiagCode::E0102, loc, "`" + name + "` is a built-in name and cannot be redeclared");
     return;
   }
-  Diagnostic& d = diags_.error("E0102", loc,
+  Diagnostic& d = diags_.error(DiagCode::E0102, loc,
                                "`" + name + "` is already declared as " + kind_name(prev.kind));
   diags_.add_note(d, prev.loc, "previous declaration of `" + name + "` is here");
 }
@@ -142,7 +142,7 @@ void Checker::check_params() {
     out.name = p.name.name;
     out.loc = p.loc;
     auto type = ir::parse_scalar_type(p.type.name);
-    if (!type) diags_.error("E0106", p.type.loc, "unknown type `" + p.type.name + "`");
+    if (!type) diags_.error(DiagCode::E0106, p.type.loc, "unknown type `" + p.type.name + "`");
     out.type = type.value_or(ir::ScalarType::U32);
     bool broken = !type;
     // Declared after its default is checked, so a default cannot read its own param.
@@ -157,11 +157,11 @@ void Checker::check_params() {
       // A literal default takes the param's type (so `~0` as a u32 is 4294967295); any default
       // must then convert to it exactly.
       ir::Param& param = program_->params.back();
-      expr::Evaluation v = finish(*param.default_value, param.type, "E0115");
+      expr::Evaluation v = finish(*param.default_value, param.type, DiagCode::E0115);
       if (!v.known()) {
         param_broken_.back() = true;
       } else if (expr::Outcome c = expr::convert(v.value, param.type); !c.ok()) {
-        diags_.error("E0115", p.default_value->loc,
+        diags_.error(DiagCode::E0115, p.default_value->loc,
                      "default of param `" + p.name.name + "` does not fit its type: " + c.message);
         param_broken_.back() = true;
       } else {
@@ -182,36 +182,36 @@ void Checker::check_buffers() {
     // Attributes that change nothing: the memory plan never moves host buffers or device
     // scalars, and saying a thing twice says it once.
     for (const SourceRange& r : b.repeated_attributes)
-      diags_.warning("W0118", r, "this attribute of buffer `" + b.name.name + "` is given twice; once is enough");
+      diags_.warning(DiagCode::W0118, r, "this attribute of buffer `" + b.name.name + "` is given twice; once is enough");
     if (b.keep && (b.host || !b.size))
-      diags_.warning("W0118", b.keep_loc,
+      diags_.warning(DiagCode::W0118, b.keep_loc,
                      "`keep` has no effect on " + std::string(b.host ? "a `host` buffer" : "a device scalar") +
                          ": the memory plan never lets " + (b.host ? "host buffers" : "device scalars") +
                          " share memory");
     auto type = ir::parse_scalar_type(b.elem_type.name);
-    if (!type) diags_.error("E0106", b.elem_type.loc, "unknown type `" + b.elem_type.name + "`");
+    if (!type) diags_.error(DiagCode::E0106, b.elem_type.loc, "unknown type `" + b.elem_type.name + "`");
     out.elem = type.value_or(ir::ScalarType::U8);
     bool broken = !type;
     if (b.size) {
       out.count = expr(*b.size, ExprContext::Size, nullptr);
       if (!out.count) broken = true;
       if (out.count && (ir::is_float(out.count->type) || out.count->type == ir::ScalarType::Bool)) {
-        diags_.error("E0115", b.size->loc, "size of buffer `" + b.name.name +
+        diags_.error(DiagCode::E0115, b.size->loc, "size of buffer `" + b.name.name +
                                                "` must be an integer, not a " +
                                                (out.count->type == ir::ScalarType::Bool ? "bool" : "floating-point value"));
         broken = true;
       } else if (out.count) {
-        expr::Evaluation v = finish(*out.count, ir::ScalarType::U64, "E0115");
+        expr::Evaluation v = finish(*out.count, ir::ScalarType::U64, DiagCode::E0115);
         if (v.failed()) broken = true;
         if (v.known() && (v.value.negative() || v.value.magnitude() == 0)) {
-          diags_.error("E0115", b.size->loc,
+          diags_.error(DiagCode::E0115, b.size->loc,
                        "buffer `" + b.name.name + "` has " + v.value.to_string() + " elements" +
                            default_values_note(*out.count) + "; a buffer needs at least one");
         } else if (type) {
           // Its bytes must be countable: count * element size fits u64.
           const uint64_t limit = UINT64_MAX / ir::size_of(*type);
           if (v.known() && v.value.magnitude() > limit) {
-            diags_.error("E0116", b.size->loc,
+            diags_.error(DiagCode::E0116, b.size->loc,
                          "buffer `" + b.name.name + "` has " + v.value.to_string() + " " +
                              ir::to_string(*type) + " elements" + default_values_note(*out.count) +
                              ": its size in bytes does not fit u64 (at most " +
@@ -222,7 +222,7 @@ void Checker::check_buffers() {
                                                                                    : (uint64_t(1) << expr::bit_width(out.count->type)) - 1) > limit) {
             // Only a count whose type reaches past the limit can exceed it at bind time.
             program_->bind_checks.push_back(
-                {"E0116", "buffer `" + b.name.name + "` has at most " + std::to_string(limit) + " elements",
+                {DiagCode::E0116, "buffer `" + b.name.name + "` has at most " + std::to_string(limit) + " elements",
                  make_binary(expr::Op::Le, *out.count, ir::constant(ir::Value::of_uint(ir::ScalarType::U64, limit))),
                  b.size->loc});
           }
@@ -259,7 +259,7 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
   out.loc = k.loc;
   out.entry = k.entry ? k.entry->name : k.name.name;
   for (const SourceRange& r : k.duplicate_clauses)
-    diags_.error("E0110", r, "kernel `" + k.name.name + "` has more than one source or entry");
+    diags_.error(DiagCode::E0110, r, "kernel `" + k.name.name + "` has more than one source or entry");
   if (k.inline_source) {
     out.inline_source = true;
     out.source = k.inline_source->name;
@@ -272,12 +272,12 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     fs::path path = base / k.from_file->name;
     InputFile in = read_input_file(path.string());
     if (in.status == InputFile::Status::TooLarge) {
-      diags_.error("E0005", k.from_file->loc,
+      diags_.error(DiagCode::E0005, k.from_file->loc,
                    "kernel source `" + k.from_file->name + "` is " + std::to_string(in.size) +
                        " bytes; orchc reads at most " + std::to_string(kMaxInputBytes) +
                        " bytes from one input file");
     } else if (in.status != InputFile::Status::Ok) {
-      diags_.error("E0110", k.from_file->loc,
+      diags_.error(DiagCode::E0110, k.from_file->loc,
                    "cannot read kernel source `" + k.from_file->name + "` (looked for " +
                        path.string() + "): " + in.error);
     } else {
@@ -286,7 +286,7 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
       out.source_file = sources_.add(path.string(), out.source);
     }
   } else {
-    diags_.error("E0110", k.name.loc,
+    diags_.error(DiagCode::E0110, k.name.loc,
                  "kernel `" + k.name.name +
                      "` has no code; add `from \"file.cu\"` or `source \"\"\"...\"\"\"`");
   }
@@ -310,7 +310,7 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     param.name = p.name.name;
     param.loc = p.loc;
     if (auto [it, inserted] = seen.emplace(p.name.name, p.name.loc); !inserted) {
-      Diagnostic& d = diags_.error("E0102", p.name.loc,
+      Diagnostic& d = diags_.error(DiagCode::E0102, p.name.loc,
                                    "kernel `" + k.name.name + "` has two parameters named `" +
                                        p.name.name + "`");
       diags_.add_note(d, it->second, "first one is here");
@@ -330,7 +330,7 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
         out.uses_device_runtime = true;
         if (auto n = constant_uint(*p.family_size, "the size of a graph family")) {
           if (*n == 0)
-            diags_.error("E0115", p.family_size->loc, "a graph family has at least one member");
+            diags_.error(DiagCode::E0115, p.family_size->loc, "a graph family has at least one member");
           param.family_size = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
         }
         if (param.family_size == 0) broken.back() = true;
@@ -338,14 +338,14 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
       case ast::KernelParamKind::Data: {
         auto type = ir::parse_scalar_type(p.elem_type.name);
         if (!type) {
-          diags_.error("E0106", p.elem_type.loc, "unknown type `" + p.elem_type.name + "`");
+          diags_.error(DiagCode::E0106, p.elem_type.loc, "unknown type `" + p.elem_type.name + "`");
           broken.back() = true;
         }
         param.elem = type.value_or(ir::ScalarType::U8);
         if (p.is_array) {
           param.kind = ir::KernelParamKind::Array;
           if (p.access == ast::Access::None)
-            diags_.error("E0110", p.loc,
+            diags_.error(DiagCode::E0110, p.loc,
                          "array parameter `" + p.name.name +
                              "` needs an access mode (`in`, `out` or `inout`): the compiler "
                              "orders statements by what they read and write");
@@ -357,7 +357,7 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
       }
     }
     if (p.kind != ast::KernelParamKind::Data && p.access != ast::Access::None)
-      diags_.error("E0110", p.loc,
+      diags_.error(DiagCode::E0110, p.loc,
                    "parameter `" + p.name.name + "` is a " +
                        (p.kind == ast::KernelParamKind::Cond ? "`cond`" : "`graph`") +
                        " and takes no access mode");
@@ -374,13 +374,13 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     for (size_t i = 0; i < out.params.size(); ++i)
       if (out.params[i].name == b.param.name) budget.param = static_cast<int>(i);
     if (budget.param < 0) {
-      diags_.error("E0605", b.param.loc,
+      diags_.error(DiagCode::E0605, b.param.loc,
                    "kernel `" + k.name.name + "` has no parameter `" + b.param.name + "`");
       continue;
     }
     const ir::KernelParam& p = out.params[budget.param];
     if (p.kind != ir::KernelParamKind::Graph && p.kind != ir::KernelParamKind::GraphFamily) {
-      Diagnostic& d = diags_.error("E0605", b.param.loc,
+      Diagnostic& d = diags_.error(DiagCode::E0605, b.param.loc,
                                    "launch budget names `" + b.param.name +
                                        "`, which is not a `graph` parameter");
       diags_.add_note(d, p.loc, "`" + b.param.name + "` is declared here");
@@ -393,13 +393,13 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     if (!profile_ok_) {
       // Limits come from the profile, which did not load (reported).
     } else if (budget.mode == ir::LaunchMode::Tail && budget.limit > prof.max_tail_launches) {
-      diags_.error("E0602", b.loc,
+      diags_.error(DiagCode::E0602, b.loc,
                    "kernel `" + k.name.name + "` may leave " + std::to_string(budget.limit) +
                        " tail launches pending, but one graph execution allows at most " +
                        std::to_string(prof.max_tail_launches));
     } else if (budget.mode != ir::LaunchMode::Tail &&
                budget.limit > prof.max_fire_and_forget_launches) {
-      diags_.error("E0601", b.loc,
+      diags_.error(DiagCode::E0601, b.loc,
                    "kernel `" + k.name.name + "` may make " + std::to_string(budget.limit) +
                        " fire-and-forget launches, but one graph execution allows at most " +
                        std::to_string(prof.max_fire_and_forget_launches));
@@ -408,7 +408,7 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     // (E0608 counts them so): a budget over N would launch some member twice.
     if (p.kind == ir::KernelParamKind::GraphFamily && p.family_size > 0 &&
         budget.limit > p.family_size)
-      diags_.error("E0608", b.loc,
+      diags_.error(DiagCode::E0608, b.loc,
                    "kernel `" + k.name.name + "` may make " + std::to_string(budget.limit) +
                        " launches from `" + p.name + "`, a family of " +
                        std::to_string(p.family_size) +
@@ -420,7 +420,7 @@ void Checker::check_kernel(const ast::Kernel& k, ir::Kernel& out) {
     const ir::KernelParam& p = out.params[i];
     if ((p.kind == ir::KernelParamKind::Graph || p.kind == ir::KernelParamKind::GraphFamily) &&
         !budgeted[i])
-      diags_.error("E0605", p.loc,
+      diags_.error(DiagCode::E0605, p.loc,
                    "graph parameter `" + p.name + "` of kernel `" + k.name.name +
                        "` has no launch budget; declare one, e.g. `launches " + p.name +
                        " tail <= 1`");
@@ -436,7 +436,7 @@ void Checker::check_cost(const ast::Kernel& k, ir::Kernel& out) {
   for (const ast::CostItem& c : k.costs) {
     const std::string& what = c.what.name;
     if (what != "bytes" && what != "flops") {
-      diags_.error("E0117", c.what.loc,
+      diags_.error(DiagCode::E0117, c.what.loc,
                    "`" + what + "` is not a cost; a kernel's cost is `bytes` and `flops` (e.g. `cost bytes 12 * n, "
                    "flops 2 * n`)");
       out.cost_ok = false;
@@ -444,7 +444,7 @@ void Checker::check_cost(const ast::Kernel& k, ir::Kernel& out) {
     }
     bool& seen = what == "bytes" ? seen_bytes : seen_flops;
     if (seen) {
-      diags_.error("E0117", c.loc, "kernel `" + k.name.name + "` declares its `" + what + "` cost twice");
+      diags_.error(DiagCode::E0117, c.loc, "kernel `" + k.name.name + "` declares its `" + what + "` cost twice");
       out.cost_ok = false;
       continue;
     }
@@ -452,12 +452,12 @@ void Checker::check_cost(const ast::Kernel& k, ir::Kernel& out) {
     if (c.precision) {
       const std::optional<ir::ScalarType> t = ir::parse_scalar_type(c.precision->name);
       if (what == "bytes") {
-        diags_.error("E0117", c.precision->loc,
+        diags_.error(DiagCode::E0117, c.precision->loc,
                      "`bytes` counts bytes and takes no precision; the precision goes on `flops`, e.g. "
                      "`flops[f64] 2 * n`");
         out.cost_ok = false;
       } else if (!t || (*t != ir::ScalarType::F16 && *t != ir::ScalarType::F32 && *t != ir::ScalarType::F64)) {
-        diags_.error("E0117", c.precision->loc,
+        diags_.error(DiagCode::E0117, c.precision->loc,
                      "`flops[" + c.precision->name + "]`: the precision of FLOPs is f16, f32 or f64");
         out.cost_ok = false;
       } else {
@@ -478,7 +478,7 @@ void Checker::check_cost(const ast::Kernel& k, ir::Kernel& out) {
         case ast::ExprKind::Float:
           break;
         case ast::ExprKind::Bool:
-          diags_.error("E0117", e->loc, "a cost is a number of bytes or FLOPs, not a bool");
+          diags_.error(DiagCode::E0117, e->loc, "a cost is a number of bytes or FLOPs, not a bool");
           out.cost_ok = false;
           break;
         case ast::ExprKind::Name: {
@@ -486,12 +486,12 @@ void Checker::check_cost(const ast::Kernel& k, ir::Kernel& out) {
           for (const ir::KernelParam& q : out.params)
             if (q.name == e->text) p = &q;
           if (!p) {
-            diags_.error("E0117", e->loc,
+            diags_.error(DiagCode::E0117, e->loc,
                          "`" + e->text + "` is not a parameter of kernel `" + k.name.name +
                              "`; a cost is written over the kernel's value parameters");
             out.cost_ok = false;
           } else if (p->kind != ir::KernelParamKind::Value) {
-            Diagnostic& d = diags_.error("E0117", e->loc,
+            Diagnostic& d = diags_.error(DiagCode::E0117, e->loc,
                                          "`" + e->text +
                                              "` is not a value parameter; a cost is written over the values a "
                                              "launch passes, such as `n: u32`");
@@ -502,21 +502,21 @@ void Checker::check_cost(const ast::Kernel& k, ir::Kernel& out) {
         }
         case ast::ExprKind::Unary:
           if (e->text != "-" && e->text != "+") {
-            diags_.error("E0117", at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
+            diags_.error(DiagCode::E0117, at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
             out.cost_ok = false;
           }
           break;
         case ast::ExprKind::Binary: {
           static const char* const kOps[] = {"+", "-", "*", "/", "%", "<<", ">>"};
           if (std::find(std::begin(kOps), std::end(kOps), e->text) == std::end(kOps)) {
-            diags_.error("E0117", at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
+            diags_.error(DiagCode::E0117, at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
             out.cost_ok = false;
           }
           break;
         }
         case ast::ExprKind::Call:
           if (e->text != "min" && e->text != "max" && e->text != "ceil_div") {
-            diags_.error("E0117", at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
+            diags_.error(DiagCode::E0117, at, "`" + e->text + "` in a cost: a cost is arithmetic (+ - * / % << >> min max ceil_div)");
             out.cost_ok = false;
           }
           break;
@@ -535,12 +535,12 @@ void Checker::check_graph_headers() {
     if (g.family_index) {
       out.family_index = g.family_index->name;
       if (!g.device)
-        diags_.error("E0504", g.name.loc,
+        diags_.error(DiagCode::E0504, g.name.loc,
                      "graph family `" + g.name.name +
                          "` must be a device graph: families exist to be launched from the GPU");
       if (auto n = constant_uint(*g.family_size, "the size of a graph family")) {
         if (*n == 0 || *n > ir::kMaxFamilySize)
-          diags_.error("E0115", g.family_size->loc,
+          diags_.error(DiagCode::E0115, g.family_size->loc,
                        "graph family `" + g.name.name + "` must have 1 to " +
                            std::to_string(ir::kMaxFamilySize) + " members, not " +
                            std::to_string(*n));
@@ -549,11 +549,11 @@ void Checker::check_graph_headers() {
       }
       if (out.family_size == 0) out.family_size = 1;
       if (lookup(g.family_index->name))
-        diags_.error("E0102", g.family_index->loc,
+        diags_.error(DiagCode::E0102, g.family_index->loc,
                      "family index `" + g.family_index->name + "` hides a declaration of the same name");
     }
     if (g.device && !program_->profile.supports_device_launch)
-      diags_.error("E0505", g.name.loc,
+      diags_.error(DiagCode::E0505, g.name.loc,
                    "target " + program_->profile.name + " does not support graphs launched from the device");
     declare(g.name.name, SymbolKind::Graph, static_cast<int>(program_->graphs.size()),
             g.name.loc);
@@ -563,7 +563,7 @@ void Checker::check_graph_headers() {
   footprints_.resize(program_->graphs.size());
   const Symbol* main = lookup("main");
   if (!main || main->kind != SymbolKind::Graph) {
-    diags_.error("E0112", module_.pipeline.loc,
+    diags_.error(DiagCode::E0112, module_.pipeline.loc,
                  "pipeline `" + module_.pipeline.name +
                      "` has no `graph main`, the graph the application launches");
     return;
@@ -571,7 +571,7 @@ void Checker::check_graph_headers() {
   program_->main_graph = main->index;
   const ir::Graph& g = program_->graphs[main->index];
   if (g.device || !g.family_index.empty())
-    diags_.error("E0112", g.loc,
+    diags_.error(DiagCode::E0112, g.loc,
                  "`graph main` is launched from the host; it cannot be a device graph or a family");
 }
 
@@ -598,13 +598,13 @@ CheckResult check_file(const std::string& path, SourceManager& sources,
                        const CheckOptions& options, DiagnosticEngine& diags) {
   InputFile in = read_input_file(path);
   if (in.status == InputFile::Status::TooLarge) {
-    diags.error("E0005", {},
+    diags.error(DiagCode::E0005, {},
                 "`" + path + "` is " + std::to_string(in.size) + " bytes; orchc reads at most " +
                     std::to_string(kMaxInputBytes) + " bytes from one input file");
     return {};
   }
   if (in.status != InputFile::Status::Ok) {
-    diags.error("E0004", {}, "cannot read `" + path + "`: " + in.error);
+    diags.error(DiagCode::E0004, {}, "cannot read `" + path + "`: " + in.error);
     return {};
   }
   return check_text(path, std::move(in.text), sources, options, diags);

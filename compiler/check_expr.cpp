@@ -33,7 +33,7 @@ bool Checker::settle(ir::Expr& e, ir::ScalarType t) {
     case ir::ExprKind::Const: {
       expr::Outcome o = expr::settle_literal(e.value, t);
       if (!o.ok()) {
-        diags_.error("E0109", e.loc, o.message);
+        diags_.error(DiagCode::E0109, e.loc, o.message);
         return false;
       }
       e.value = o.value;
@@ -44,7 +44,7 @@ bool Checker::settle(ir::Expr& e, ir::ScalarType t) {
     case ir::ExprKind::Binary:
     case ir::ExprKind::Call: {
       if (expr::is_integer_only(e.op) && ir::is_float(t)) {
-        diags_.error("E0109", op_place(e),
+        diags_.error(DiagCode::E0109, op_place(e),
                      std::string("`") + expr::symbol(e.op) + "` needs integers, but this literal expression takes the type " +
                          ir::to_string(t) + " of its use");
         return false;
@@ -56,8 +56,13 @@ bool Checker::settle(ir::Expr& e, ir::ScalarType t) {
       e.type = t;
       return ok;
     }
-    default: return true;
+    case ir::ExprKind::Param:
+    case ir::ExprKind::DeviceScalar:
+    case ir::ExprKind::FamilyIndex:
+    case ir::ExprKind::Rank:
+    case ir::ExprKind::WorldSize: return true;  // typed where they are made, never literal
   }
+  return true;
 }
 
 std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
@@ -96,7 +101,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
       }
       if (body && !body->family_index.empty() && name == body->family_index) {
         if (ctx != ExprContext::Host && ctx != ExprContext::Device) {
-          diags_.error("E0115", e.loc, "family index `" + name + "` is not a constant");
+          diags_.error(DiagCode::E0115, e.loc, "family index `" + name + "` is not a constant");
           return std::nullopt;
         }
         ir::Expr out = make(ir::ExprKind::FamilyIndex, e.loc);
@@ -106,21 +111,21 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
       }
       const Symbol* sym = lookup(name);
       if (!sym) {
-        diags_.error("E0101", e.loc, "`" + name + "` is not declared");
+        diags_.error(DiagCode::E0101, e.loc, "`" + name + "` is not declared");
         return std::nullopt;
       }
       switch (sym->kind) {
         case SymbolKind::Builtin: {
           bool is_rank = name == "rank";
           if (program_->comms.empty()) {
-            diags_.error("E0114", e.loc,
+            diags_.error(DiagCode::E0114, e.loc,
                          "`" + name + "` comes from the bound communicator, but this pipeline "
                                       "declares no `comm`");
             return std::nullopt;
           }
           if (ctx == ExprContext::Constant || ctx == ExprContext::ParamDefault ||
               (is_rank && ctx == ExprContext::Size)) {
-            diags_.error("E0115", e.loc, "`" + name + "` is not known " +
+            diags_.error(DiagCode::E0115, e.loc, "`" + name + "` is not known " +
                                              (ctx == ExprContext::Size ? "when buffers are sized"
                                                                        : "at compile time"));
             return std::nullopt;
@@ -132,7 +137,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
         }
         case SymbolKind::Param: {
           if (ctx == ExprContext::Constant) {
-            diags_.error("E0115", e.loc, "this must be a constant, but `" + name + "` is a param");
+            diags_.error(DiagCode::E0115, e.loc, "this must be a constant, but `" + name + "` is a param");
             return std::nullopt;
           }
           ir::Expr out = make(ir::ExprKind::Param, e.loc);
@@ -143,19 +148,19 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
         case SymbolKind::Buffer: {
           const ir::Buffer& b = program_->buffers[sym->index];
           if (!b.is_scalar()) {
-            diags_.error(in_condition_ ? "E0406" : "E0109", e.loc,
+            diags_.error(in_condition_ ? DiagCode::E0406 : DiagCode::E0109, e.loc,
                          "`" + name + "` is an array buffer; expressions read params and device "
                                       "scalars (buffers without a size)");
             return std::nullopt;
           }
           if (ctx != ExprContext::Device) {
             if (ctx == ExprContext::Host)
-              diags_.error("E0108", e.loc,
+              diags_.error(DiagCode::E0108, e.loc,
                            "`" + name + "` is a device scalar, read on the GPU, but this value is "
                                         "computed on the host" +
                                (in_value_arg_ ? "; pass it to an `in` parameter" : ""));
             else
-              diags_.error("E0115", e.loc, "`" + name + "` is a device scalar; this must be known "
+              diags_.error(DiagCode::E0115, e.loc, "`" + name + "` is a device scalar; this must be known "
                                                         "on the host");
             return std::nullopt;
           }
@@ -165,8 +170,10 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
           out.type = b.elem;
           return out;
         }
-        default:
-          diags_.error("E0109", e.loc,
+        case SymbolKind::Kernel:
+        case SymbolKind::Graph:
+        case SymbolKind::Comm:
+          diags_.error(DiagCode::E0109, e.loc,
                        "`" + name + "` is " +
                            (sym->kind == SymbolKind::Kernel ? "a kernel"
                             : sym->kind == SymbolKind::Graph ? "a graph"
@@ -174,6 +181,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
                            ", not a value");
           return std::nullopt;
       }
+      return std::nullopt;  // every SymbolKind returned above
     }
     case ast::ExprKind::Unary: {
       auto operand = expr(*e.operands[0], ctx, body);
@@ -181,7 +189,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
       if (expr::is_unary_plus(e.text)) return operand;
       std::optional<expr::Op> op = expr::unary_op(e.text);
       if (!op) {
-        diags_.error("E0109", e.name_loc.valid() ? e.name_loc : e.loc, "unknown operator `" + e.text + "`");
+        diags_.error(DiagCode::E0109, e.name_loc.valid() ? e.name_loc : e.loc, "unknown operator `" + e.text + "`");
         return std::nullopt;
       }
       if (*op == expr::Op::Neg && operand->kind == ir::ExprKind::Const && operand->is_literal) {
@@ -194,7 +202,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
           v = m > static_cast<uint64_t>(INT64_MAX) ? ir::Value::of_uint(ir::ScalarType::U64, m)
                                                    : ir::Value::of_int(ir::ScalarType::I64, static_cast<int64_t>(m));
         } else if (v.magnitude() > (uint64_t(1) << 63)) {
-          diags_.error("E0002", e.loc, "integer literal -" + v.to_string() + " does not fit in 64 bits");
+          diags_.error(DiagCode::E0002, e.loc, "integer literal -" + v.to_string() + " does not fit in 64 bits");
           return std::nullopt;
         } else {
           v = ir::Value::of_int(ir::ScalarType::I64, static_cast<int64_t>(0 - v.magnitude()));
@@ -206,7 +214,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
       }
       expr::Typing t = expr::type_unary(*op, operand_of(*operand));
       if (!t.error.empty()) {
-        diags_.error("E0109", e.name_loc.valid() ? e.name_loc : e.loc, t.error);
+        diags_.error(DiagCode::E0109, e.name_loc.valid() ? e.name_loc : e.loc, t.error);
         return std::nullopt;
       }
       if (t.settle[0] && !settle(*operand, *t.settle[0])) return std::nullopt;
@@ -223,17 +231,17 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
       const bool call = e.kind == ast::ExprKind::Call;
       std::optional<expr::Op> op = call ? expr::call_op(e.text) : expr::binary_op(e.text);
       if (call && e.text == "dim3") {
-        diags_.error("E0109", e.loc, "`dim3(...)` is a launch shape; it can only be a grid or a block");
+        diags_.error(DiagCode::E0109, e.loc, "`dim3(...)` is a launch shape; it can only be a grid or a block");
         return std::nullopt;
       }
       if (!op) {
-        diags_.error("E0109", e.name_loc.valid() ? e.name_loc : e.loc,
+        diags_.error(DiagCode::E0109, e.name_loc.valid() ? e.name_loc : e.loc,
                      call ? "unknown function `" + e.text + "`; expressions may call min, max and ceil_div"
                           : "unknown operator `" + e.text + "`");
         return std::nullopt;
       }
       if (call && e.operands.size() != 2) {
-        diags_.error("E0109", e.loc,
+        diags_.error(DiagCode::E0109, e.loc,
                      "`" + e.text + "` takes 2 arguments, not " + std::to_string(e.operands.size()));
         return std::nullopt;
       }
@@ -243,7 +251,7 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
       expr::Typing t = expr::type_binary(*op, operand_of(*lhs), operand_of(*rhs));
       const SourceRange& place = e.name_loc.valid() ? e.name_loc : e.loc;
       if (!t.error.empty()) {
-        diags_.error("E0109", call ? e.loc : place, t.error);
+        diags_.error(DiagCode::E0109, call ? e.loc : place, t.error);
         return std::nullopt;
       }
       bool ok = !t.settle[0] || settle(*lhs, *t.settle[0]);
@@ -275,8 +283,13 @@ expr::Evaluation Checker::evaluation(const ir::Expr& e, std::optional<uint32_t> 
       case expr::InstrKind::FamilyIndex:
         if (member) return ir::Value::of_uint(ir::ScalarType::U32, *member);
         return std::nullopt;
-      default: return std::nullopt;  // device scalars, rank, world_size
+      case expr::InstrKind::Const:
+      case expr::InstrKind::Operator:
+      case expr::InstrKind::DeviceScalar:
+      case expr::InstrKind::Rank:
+      case expr::InstrKind::WorldSize: break;  // unknown on the host (Const and Operator never reach here)
     }
+    return std::nullopt;
   });
 }
 
@@ -287,7 +300,7 @@ std::optional<ir::Value> Checker::evaluate(const ir::Expr& e, std::optional<uint
 }
 
 expr::Evaluation Checker::finish(ir::Expr& e, std::optional<ir::ScalarType> expected,
-                                 const char* code) {
+                                 DiagCode code) {
   if (e.is_literal) {
     const expr::Literal kind = ir::is_float(e.type) ? expr::Literal::Float : expr::Literal::Int;
     const ir::ScalarType t = expected ? expr::settle_type(kind, *expected) : e.type;
@@ -315,7 +328,7 @@ expr::Evaluation Checker::finish(ir::Expr& e, std::optional<ir::ScalarType> expe
     expr::Evaluation constant =
         expr::evaluate(code_without, [](const expr::Instr&) { return std::optional<ir::Value>(); });
     if (constant.failed() || !ir::depends_on_host_values(e))
-      diags_.error("E0109", op_place(*at), constant.failed() ? constant.message : v.message);
+      diags_.error(DiagCode::E0109, op_place(*at), constant.failed() ? constant.message : v.message);
     else
       diags_.error(code, op_place(*at), v.message + default_values_note(e));
   }
@@ -325,11 +338,11 @@ expr::Evaluation Checker::finish(ir::Expr& e, std::optional<ir::ScalarType> expe
 std::optional<uint64_t> Checker::constant_uint(const ast::Expr& e, const std::string& what) {
   auto x = expr(e, ExprContext::Constant, nullptr);
   if (!x) return std::nullopt;
-  expr::Evaluation v = finish(*x, ir::ScalarType::U64, "E0115");
+  expr::Evaluation v = finish(*x, ir::ScalarType::U64, DiagCode::E0115);
   if (!v.known()) return std::nullopt;
   expr::Outcome n = expr::convert(v.value, ir::ScalarType::U64);
   if (!n.ok()) {
-    diags_.error("E0115", e.loc, what + " must be a non-negative integer: " + n.message);
+    diags_.error(DiagCode::E0115, e.loc, what + " must be a non-negative integer: " + n.message);
     return std::nullopt;
   }
   return n.value.u64();

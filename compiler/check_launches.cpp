@@ -222,13 +222,13 @@ void Checker::check_launches() {
                                  p.buffers[c->buffer].name + "`, which " + name_of(a) + " " +
                                  c->earlier_does;
         if (a.mode == ir::LaunchMode::Tail) {
-          Diagnostic& d = diags_.error("E0607", later.loc,
+          Diagnostic& d = diags_.error(DiagCode::E0607, later.loc,
                                        what + ", but " + name_of(a) +
                                            " is tail-launched: it runs after this whole graph, "
                                            "not before this statement");
           diags_.add_note(d, an.loc, name_of(a) + " is tail-launched here");
         } else {
-          Diagnostic& d = diags_.error("E0606", later.loc,
+          Diagnostic& d = diags_.error(DiagCode::E0606, later.loc,
                                        what + "; " + name_of(a) + " is launched " + mode_of(a) +
                                            ", so nothing orders its work before this statement");
           diags_.add_note(d, an.loc,
@@ -259,13 +259,13 @@ void Checker::check_launches() {
           auto c = conflict(bf, af);
           if (!c) continue;
           if (same_node) {
-            diags_.error("E0606", bn.loc,
+            diags_.error(DiagCode::E0606, bn.loc,
                          kernel_of(bn) + " launches " + name_of(a) + " " + mode_of(a) + " and " +
                              name_of(b) + " " + mode_of(b) + ": " + name_of(b) + " " +
                              does(*c, name_of(a)) + ", and nothing orders one before the other");
           } else {
             Diagnostic& d = diags_.error(
-                "E0606", bn.loc,
+                DiagCode::E0606, bn.loc,
                 name_of(b) + ", launched " + mode_of(b) + " here, " + does(*c, name_of(a)) + "; " +
                     name_of(a) + " is launched " + mode_of(a) + ", so nothing orders its work "
                     "before " + name_of(b) + "'s");
@@ -281,7 +281,7 @@ void Checker::check_launches() {
           if (same_node) {
             auto c = conflict(bf, af);
             if (!c) continue;
-            diags_.error("E0611", bn.loc,
+            diags_.error(DiagCode::E0611, bn.loc,
                          kernel_of(bn) + " tail-launches " + name_of(a) + " and " + name_of(b) +
                              ", and " + name_of(b) + " " + does(*c, name_of(a)) +
                              ": they run in the order the kernel launches them, which orch "
@@ -292,7 +292,7 @@ void Checker::check_launches() {
             auto c = conflict(bf, esc[a.target]);
             if (!c) continue;
             Diagnostic& d = diags_.error(
-                "E0610", bn.loc,
+                DiagCode::E0610, bn.loc,
                 name_of(b) + " is tail-launched here and " + c->later_does + " `" +
                     p.buffers[c->buffer].name + "`, which work that " + name_of(a) +
                     " launches as a sibling " + c->earlier_does + "; tail launches wait for " +
@@ -304,7 +304,7 @@ void Checker::check_launches() {
           auto c = conflict(bf, af);
           if (!c) continue;
           if (same_node) {
-            diags_.error("E0610", bn.loc,
+            diags_.error(DiagCode::E0610, bn.loc,
                          kernel_of(bn) + " tail-launches " + name_of(a) + " and launches " +
                              name_of(b) + " as a sibling, which " + does(*c, name_of(a)) +
                              "; a sibling runs in the parent graph's execution, so the tail "
@@ -312,7 +312,7 @@ void Checker::check_launches() {
             continue;
           }
           Diagnostic& d = diags_.error(
-              "E0607", bn.loc,
+              DiagCode::E0607, bn.loc,
               name_of(b) + ", launched " + mode_of(b) + " here, " + does(*c, name_of(a)) +
                   ", but " + name_of(a) + " is tail-launched: it runs after this whole graph, "
                   "not before " + name_of(b));
@@ -322,7 +322,7 @@ void Checker::check_launches() {
           auto c = conflict(bf, af);
           if (!c) continue;
           if (same_node) {
-            diags_.error("E0610", bn.loc,
+            diags_.error(DiagCode::E0610, bn.loc,
                          kernel_of(bn) + " launches " + name_of(a) + " as a sibling and "
                          "tail-launches " + name_of(b) + ", which " + does(*c, name_of(a)) +
                              "; a sibling runs in the parent graph's execution, so the tail "
@@ -330,7 +330,7 @@ void Checker::check_launches() {
             continue;
           }
           Diagnostic& d = diags_.error(
-              "E0610", bn.loc,
+              DiagCode::E0610, bn.loc,
               name_of(b) + " is tail-launched here and " + does(*c, name_of(a)) + "; " +
                   name_of(a) + " is launched as a sibling, which runs in the parent graph's "
                   "execution, so the tail launch does not wait for it");
@@ -359,7 +359,7 @@ void Checker::check_launches() {
                       " as a sibling: the next round does not wait for it, so two rounds' "
                       "launches of " + name_of(s) + " could run at once";
         CallSites where(diags_, body.nodes[s.node].call_stack);
-        Diagnostic& d = diags_.error("E0609", body.nodes[s.node].loc,
+        Diagnostic& d = diags_.error(DiagCode::E0609, body.nodes[s.node].loc,
                                      gname + " relaunches itself and " + why);
         if (relaunch->node != s.node)
           diags_.add_note(d, body.nodes[relaunch->node].loc, gname + " relaunches itself here");
@@ -374,7 +374,7 @@ void Checker::check_launches() {
     for (const Site& s : sites[g]) {
       if (!s.self || s.mode == ir::LaunchMode::Tail) continue;
       CallSites where(diags_, p.graphs[g].body.nodes[s.node].call_stack);
-      diags_.error("E0608", p.graphs[g].body.nodes[s.node].loc,
+      diags_.error(DiagCode::E0608, p.graphs[g].body.nodes[s.node].loc,
                    "`" + p.graphs[g].name + "` launches itself " + ir::to_string(s.mode) +
                        " while it is running; an executable graph runs one launch at a time, "
                        "and CUDA refuses to launch it while a launch is running "
@@ -512,7 +512,7 @@ void Checker::check_launches() {
     const auto& [lg, ln] = u.sites.back();
     CallSites where(diags_, p.graphs[lg].body.nodes[ln].call_stack);
     Diagnostic& d = diags_.error(
-        "E0608", p.graphs[lg].body.nodes[ln].loc,
+        DiagCode::E0608, p.graphs[lg].body.nodes[ln].loc,
         name + " may be launched " + std::to_string(count) + " times in one execution of `" +
             p.graphs[p.main_graph].name + "`; an executable graph runs one launch at a time, "
             "and CUDA refuses to launch it while a launch is pending or running "

@@ -206,7 +206,7 @@ void Checker::check_loop_conditions() {
       const std::string cond_text = ir::to_string(*loop.cond, p);
       if (reads.empty()) {
         Diagnostic& d = diags_.error(
-            "E0410", loop.loc,
+            DiagCode::E0410, loop.loc,
             "this `while` loop never ends once it starts: its condition reads no device scalar, "
             "so nothing the loop does can change it");
         diags_.add_note(
@@ -223,7 +223,7 @@ void Checker::check_loop_conditions() {
         for (const ir::BufferAccess& a : n.accesses)
           if (a.write && std::find(reads.begin(), reads.end(), a.buffer) != reads.end()) return;
       Diagnostic& d =
-          diags_.error("E0410", loop.loc,
+          diags_.error(DiagCode::E0410, loop.loc,
                        "this `while` loop never ends once it starts: nothing in its body writes " +
                            either(p, reads) + ", which its condition reads");
       diags_.add_note(d, loop.cond->loc,
@@ -273,7 +273,7 @@ void Checker::check_bind_checks_possible() {
 void Checker::check_device_graphs() {
   for (ir::Graph& g : program_->graphs) {
     if (!g.device || !g.body.nodes.empty()) continue;
-    diags_.error("E0502", g.loc,
+    diags_.error(DiagCode::E0502, g.loc,
                  "device graph `" + g.name +
                      "` is empty; a graph launched from the device needs at least one kernel, "
                      "copy or fill");
@@ -305,7 +305,7 @@ void Checker::check_budgets() {
             reported_tail = true;
             CallSites where(diags_, node.call_stack);
             Diagnostic& d = diags_.error(
-                "E0602", node.loc,
+                DiagCode::E0602, node.loc,
                 "one execution of `" + g.name + "` may leave " + std::to_string(g.tail_launches) +
                     " tail launches pending; " + prof.name + " allows at most " +
                     std::to_string(prof.max_tail_launches));
@@ -316,7 +316,7 @@ void Checker::check_budgets() {
           if (!reported_self && g.self_tail_launches > prof.max_self_tail_launches) {
             reported_self = true;
             CallSites where(diags_, node.call_stack);
-            diags_.error("E0603", node.loc,
+            diags_.error(DiagCode::E0603, node.loc,
                          "one execution of `" + g.name + "` may leave " +
                              std::to_string(g.self_tail_launches) +
                              " self tail launches pending; at most " +
@@ -331,7 +331,7 @@ void Checker::check_budgets() {
             reported_ff = true;
             CallSites where(diags_, node.call_stack);
             Diagnostic& d = diags_.error(
-                "E0601", node.loc,
+                DiagCode::E0601, node.loc,
                 "one execution of `" + g.name + "` may make " +
                     std::to_string(g.fire_and_forget_launches) +
                     " fire-and-forget launches; " + prof.name + " allows at most " +

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "compiler/checker.h"
+#include "support/overloaded.h"
 
 namespace orch::detail {
 
@@ -72,26 +73,29 @@ void Checker::block(const ast::Block& b, BodyContext& ctx, ir::Region& out) {
 }
 
 void Checker::stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out) {
-  if (auto* n = std::get_if<ast::KernelLaunch>(&s.node)) return kernel_launch(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Copy>(&s.node)) return copy(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Fill>(&s.node)) return fill(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Assign>(&s.node)) return assign(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::If>(&s.node)) return if_stmt(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::While>(&s.node)) return while_stmt(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Switch>(&s.node)) return switch_stmt(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Call>(&s.node)) return call(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::LaunchGraph>(&s.node)) return launch_graph(s, *n, ctx, out);
-  if (auto* n = std::get_if<ast::Collective>(&s.node)) return collective(s, *n, ctx, out);
+  std::visit(overloaded{
+                 [&](const ast::KernelLaunch& n) { kernel_launch(s, n, ctx, out); },
+                 [&](const ast::Copy& n) { copy(s, n, ctx, out); },
+                 [&](const ast::Fill& n) { fill(s, n, ctx, out); },
+                 [&](const ast::Assign& n) { assign(s, n, ctx, out); },
+                 [&](const ast::If& n) { if_stmt(s, n, ctx, out); },
+                 [&](const ast::While& n) { while_stmt(s, n, ctx, out); },
+                 [&](const ast::Switch& n) { switch_stmt(s, n, ctx, out); },
+                 [&](const ast::Call& n) { call(s, n, ctx, out); },
+                 [&](const ast::LaunchGraph& n) { launch_graph(s, n, ctx, out); },
+                 [&](const ast::Collective& n) { collective(s, n, ctx, out); },
+             },
+             s.node);
 }
 
 int Checker::buffer_ref(const ast::Ident& name, const char* role) {
   const Symbol* sym = lookup(name.name);
   if (!sym) {
-    diags_.error("E0101", name.loc, "buffer `" + name.name + "` is not declared");
+    diags_.error(DiagCode::E0101, name.loc, "buffer `" + name.name + "` is not declared");
     return -1;
   }
   if (sym->kind != SymbolKind::Buffer) {
-    Diagnostic& d = diags_.error("E0104", name.loc,
+    Diagnostic& d = diags_.error(DiagCode::E0104, name.loc,
                                  "the " + std::string(role) + " must be a buffer, but `" +
                                      name.name + "` is not one");
     if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + name.name + "` is declared here");
@@ -105,13 +109,13 @@ void Checker::device_launch_placement(const SourceRange& where, const std::strin
                                       const BodyContext& ctx) {
   if (ctx.loop_depth > 0) {
     Diagnostic& d = diags_.error(
-        "E0604", where,
+        DiagCode::E0604, where,
         what + " inside a `while` loop: the loop has no trip bound, so neither have the launches "
                "one graph execution makes");
     diags_.add_note(d, ctx.loop_loc, "the loop is here");
   } else if (ctx.conditional_depth > 0) {
     Diagnostic& d = diags_.error(
-        "E0402", where,
+        DiagCode::E0402, where,
         what + " inside a conditional body: an executable graph that holds both conditional "
                "nodes and device graph launches hangs, and a conditional body cannot be split "
                "into separate graphs");
@@ -129,12 +133,12 @@ void Checker::kernel_launch_placement(const ast::Stmt& s, const ir::Kernel& k,
       "kernel `" + k.name + "` launches kernels from the device (CUDA dynamic parallelism), which ";
   if (ctx.device) {
     Diagnostic& d =
-        diags_.error("E0506", s.loc, what + "a graph launched from the device cannot hold");
+        diags_.error(DiagCode::E0506, s.loc, what + "a graph launched from the device cannot hold");
     diags_.add_note(d, k.launch_in_source, "`" + k.name + "` launches a kernel here");
     diags_.add_note(d, program_->graphs[ctx.graph].loc,
                     "`" + program_->graphs[ctx.graph].name + "` is a device graph");
   } else if (ctx.conditional_depth > 0) {
-    Diagnostic& d = diags_.error("E0507", s.loc, what + "a conditional body cannot hold");
+    Diagnostic& d = diags_.error(DiagCode::E0507, s.loc, what + "a conditional body cannot hold");
     diags_.add_note(d, k.launch_in_source, "`" + k.name + "` launches a kernel here");
     diags_.add_note(d, ctx.conditional_loc, "the conditional is here");
   }
@@ -149,7 +153,7 @@ bool Checker::launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3]
   std::vector<const ast::Expr*> dims;
   if (e->kind == ast::ExprKind::Call && e->text == "dim3") {
     if (e->operands.empty() || e->operands.size() > 3) {
-      diags_.error("E0109", e->loc, "`dim3` takes 1 to 3 dimensions");
+      diags_.error(DiagCode::E0109, e->loc, "`dim3` takes 1 to 3 dimensions");
       return false;
     }
     for (const auto& o : e->operands) dims.push_back(o.get());
@@ -167,12 +171,12 @@ bool Checker::launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3]
       ok = false;
       continue;
     }
-    if (!ir::is_float(x->type) && finish(*x, ir::ScalarType::U32, what[0] == 'g' ? "E0203" : "E0202").failed()) {
+    if (!ir::is_float(x->type) && finish(*x, ir::ScalarType::U32, what[0] == 'g' ? DiagCode::E0203 : DiagCode::E0202).failed()) {
       ok = false;
       continue;
     }
     if (ir::is_float(x->type)) {
-      diags_.error("E0109", dims[i]->loc,
+      diags_.error(DiagCode::E0109, dims[i]->loc,
                    std::string("the ") + what + " must be an integer, not a floating-point value");
       ok = false;
       continue;
@@ -195,7 +199,7 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
   uint32_t members = by_member ? std::max<uint32_t>(ctx.family_size, 1) : 1;
 
   struct Limit {
-    const char* code;
+    DiagCode code;
     std::string message;
     ir::Expr value;  // must be <= max
     uint64_t max;
@@ -207,23 +211,23 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
   ir::Expr threads = binary(expr::Op::Mul, binary(expr::Op::Mul, node.block[0], node.block[1]), node.block[2]);
   threads.loc = node.block[0].loc;
   for (int i = 0; i < 3; ++i) {
-    limits.push_back({"E0202",
+    limits.push_back({DiagCode::E0202,
                       "block of `" + kname + "` has {} threads in " + dim_name(i) + "; " +
                           prof.name + " allows at most " + std::to_string(prof.max_block_dim[i]),
                       node.block[i], prof.max_block_dim[i], 1, node.block[i].loc, i});
   }
   limits.insert(limits.begin(),
-                Limit{"E0201",
+                Limit{DiagCode::E0201,
                       "block of `" + kname + "` has {} threads; " + prof.name +
                           " allows at most " + std::to_string(prof.max_threads_per_block) +
                           " per block",
                       threads, prof.max_threads_per_block, 0, node.block_loc});
   for (int i = 0; i < 3; ++i)
-    limits.push_back({"E0203",
+    limits.push_back({DiagCode::E0203,
                       "grid of `" + kname + "` has {} blocks in " + dim_name(i) + "; " +
                           prof.name + " allows at most " + std::to_string(prof.max_grid_dim[i]),
                       node.grid[i], prof.max_grid_dim[i], 1, node.grid[i].loc, i});
-  limits.push_back({"E0204",
+  limits.push_back({DiagCode::E0204,
                     "launch of `" + kname + "` asks for {} bytes of dynamic shared memory; " +
                         prof.name + " allows at most " +
                         std::to_string(prof.max_shared_bytes_per_block_optin) + " per block",
@@ -233,15 +237,15 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
   bool block_reported = false;
   for (const Limit& l : limits) {
     bool dynamic = ir::depends_on_host_values(l.value);
-    if (std::string(l.code) == "E0202" && block_reported) continue;
+    if (l.code == DiagCode::E0202 && block_reported) continue;
     for (uint32_t m = 0; m < members; ++m) {
       auto v = evaluate(l.value, by_member ? std::optional<uint32_t>(m) : std::nullopt);
       if (!v) break;
       std::string message = l.message;
       message.replace(message.find("{}"), 2, v->to_string());
       if (v->negative() || v->magnitude() < static_cast<uint64_t>(l.min)) {
-        std::string what = l.code == std::string("E0203") ? "grid" : "block";
-        diags_.error("E0205", l.loc,
+        std::string what = l.code == DiagCode::E0203 ? "grid" : "block";
+        diags_.error(DiagCode::E0205, l.loc,
                      what + " of `" + kname + "` is empty (" + v->to_string() + ")" +
                          default_values_note(l.value));
         if (what == "block") block_reported = true;
@@ -250,7 +254,7 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
       if (v->magnitude() > l.max) {
         std::string member = by_member ? " for member " + std::to_string(m) : "";
         diags_.error(l.code, l.loc, message + member + default_values_note(l.value));
-        if (l.code == std::string("E0201")) block_reported = true;
+        if (l.code == DiagCode::E0201) block_reported = true;
         break;
       }
     }
@@ -267,16 +271,16 @@ void Checker::check_shape_limits(const ast::Stmt& s, const ir::Node& node,
       // The lower bound is a check of its own, so that a binding making a shape empty is
       // reported as empty (E0205), not as too large. The thread count needs none: each block
       // dimension has one.
-      const std::string code = l.code;
-      if (code == "E0202" || code == "E0203") {
-        const bool grid = code == "E0203";
+      const DiagCode code = l.code;
+      if (code == DiagCode::E0202 || code == DiagCode::E0203) {
+        const bool grid = code == DiagCode::E0203;
         const std::string dim = dim_name(l.dim);
         program_->bind_checks.push_back(
-            {"E0205",
+            {DiagCode::E0205,
              std::string(grid ? "grid" : "block") + " of `" + kname + "` is empty in " + dim + " (no " +
                  (grid ? "blocks" : "threads") + ")",
              binary(expr::Op::Ge, l.value, constant(l.min)), l.loc, members});
-      } else if (code == "E0204") {
+      } else if (code == DiagCode::E0204) {
         program_->bind_checks.push_back(
             {l.code, "launch of `" + kname + "` asks for a negative number of bytes of dynamic shared memory",
              binary(expr::Op::Ge, l.value, constant(l.min)), l.loc, members});
@@ -307,7 +311,7 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
   switch (p.kind) {
     case ir::KernelParamKind::Value: {
       if (sym && sym->kind == SymbolKind::Buffer && !program_->buffers[sym->index].is_scalar()) {
-        Diagnostic& d = diags_.error("E0104", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                      "`" + arg.text + "` is an array buffer, but " + param_desc() +
                                          " takes a " + ir::to_string(p.elem) + " value");
         note_param(d);
@@ -315,7 +319,7 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       }
       if (sym && (sym->kind == SymbolKind::Graph || sym->kind == SymbolKind::Kernel ||
                   sym->kind == SymbolKind::Comm)) {
-        Diagnostic& d = diags_.error("E0104", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                      "`" + arg.text + "` is not a value, but " + param_desc() +
                                          " takes a " + ir::to_string(p.elem) + " value");
         note_param(d);
@@ -326,18 +330,18 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       in_value_arg_ = false;
       if (!x) return std::nullopt;
       if (ir::is_float(x->type) && !ir::is_float(p.elem)) {
-        Diagnostic& d = diags_.error("E0104", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                      param_desc() + " is " + ir::to_string(p.elem) +
                                          ", but the argument is a floating-point value");
         note_param(d);
         return std::nullopt;
       }
       // A literal argument takes the parameter's type; any argument converts to it exactly.
-      expr::Evaluation v = finish(*x, p.elem, "E0104");
+      expr::Evaluation v = finish(*x, p.elem, DiagCode::E0104);
       if (v.failed()) return std::nullopt;
       if (v.known()) {
         if (expr::Outcome c = expr::convert(v.value, p.elem); !c.ok()) {
-          Diagnostic& d = diags_.error("E0104", arg.loc,
+          Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                        "argument does not fit " + param_desc() + ": " + c.message +
                                            default_values_note(*x));
           note_param(d);
@@ -353,20 +357,20 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       std::string type = std::string(ir::to_string(p.access)) + " " + ir::to_string(p.elem) +
                          (p.kind == ir::KernelParamKind::Array ? "[]" : "");
       if (!is_name) {
-        Diagnostic& d = diags_.error("E0105", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0105, arg.loc,
                                      param_desc() + " is `" + type +
                                          "`, so its argument must be a buffer");
         note_param(d);
         return std::nullopt;
       }
       if (!sym) {
-        diags_.error("E0101", arg.loc, "buffer `" + arg.text + "` is not declared");
+        diags_.error(DiagCode::E0101, arg.loc, "buffer `" + arg.text + "` is not declared");
         return std::nullopt;
       }
       if (sym->kind == SymbolKind::Buffer && buffer_broken_[sym->index]) return std::nullopt;
       if (sym->kind != SymbolKind::Buffer) {
         std::string what = sym->kind == SymbolKind::Param ? "a param, passed by value" : "not a buffer";
-        Diagnostic& d = diags_.error("E0105", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0105, arg.loc,
                                      "`" + arg.text + "` is " + what + "; " + param_desc() +
                                          " is `" + type + "`, so it needs a buffer");
         note_param(d);
@@ -374,21 +378,21 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       }
       const ir::Buffer& b = program_->buffers[sym->index];
       if (p.kind == ir::KernelParamKind::Array && b.is_scalar()) {
-        Diagnostic& d = diags_.error("E0104", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                      "`" + arg.text + "` is a device scalar, but " + param_desc() +
                                          " takes an array (" + type + ")");
         note_param(d);
         return std::nullopt;
       }
       if (p.kind == ir::KernelParamKind::Scalar && !b.is_scalar()) {
-        Diagnostic& d = diags_.error("E0104", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                      "`" + arg.text + "` is an array buffer, but " + param_desc() +
                                          " takes a device scalar (" + type + ")");
         note_param(d);
         return std::nullopt;
       }
       if (b.elem != p.elem) {
-        Diagnostic& d = diags_.error("E0104", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                      "`" + arg.text + "` holds " + ir::to_string(b.elem) + ", but " +
                                          param_desc() + " takes " + ir::to_string(p.elem));
         note_param(d);
@@ -402,14 +406,14 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       // The kernel takes the condition, so the loop is not missing one whatever the argument.
       if (ctx.cond_used) *ctx.cond_used = true;
       if (!is_name || arg.text != "cond") {
-        Diagnostic& d = diags_.error("E0104", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc,
                                      param_desc() + " is a `cond`; pass `cond`, the condition of "
                                                     "the enclosing `while kernel`");
         note_param(d);
         return std::nullopt;
       }
       if (ctx.while_kernel_depth == 0) {
-        diags_.error("E0113", arg.loc,
+        diags_.error(DiagCode::E0113, arg.loc,
                      "`cond` is the condition of an enclosing `while kernel`, and there is none here");
         return std::nullopt;
       }
@@ -422,14 +426,14 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       bool family = p.kind == ir::KernelParamKind::GraphFamily;
       if (is_name && arg.text == "self" && (!sym || sym->kind != SymbolKind::Graph)) {
         if (family) {
-          Diagnostic& d = diags_.error("E0504", arg.loc,
+          Diagnostic& d = diags_.error(DiagCode::E0504, arg.loc,
                                        param_desc() + " takes a family of " +
                                            std::to_string(p.family_size) + " graphs, not `self`");
           note_param(d);
           return std::nullopt;
         }
         if (!ctx.device && !ctx.helper) {
-          diags_.error("E0113", arg.loc,
+          diags_.error(DiagCode::E0113, arg.loc,
                        "`self` is the device graph being executed, but `" +
                            program_->graphs[ctx.graph].name + "` is launched from the host");
           return std::nullopt;
@@ -441,16 +445,16 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
       }
       if (!is_name || !sym || sym->kind != SymbolKind::Graph) {
         if (is_name && !sym) {
-          diags_.error("E0101", arg.loc, "graph `" + arg.text + "` is not declared");
+          diags_.error(DiagCode::E0101, arg.loc, "graph `" + arg.text + "` is not declared");
           return std::nullopt;
         }
-        Diagnostic& d = diags_.error("E0104", arg.loc, param_desc() + " takes a graph");
+        Diagnostic& d = diags_.error(DiagCode::E0104, arg.loc, param_desc() + " takes a graph");
         note_param(d);
         return std::nullopt;
       }
       const ir::Graph& g = program_->graphs[sym->index];
       if (!g.device) {
-        Diagnostic& d = diags_.error("E0504", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0504, arg.loc,
                                      "`" + g.name + "` is not a device graph; kernels launch only "
                                                     "graphs declared `device`");
         diags_.add_note(d, g.loc, "`" + g.name + "` is declared here");
@@ -462,7 +466,7 @@ std::optional<ir::KernelArg> Checker::kernel_arg(const ast::Expr& arg, const ir:
                                   : "one graph";
         std::string have = is_family ? "a family of " + std::to_string(g.family_size) + " graphs"
                                      : "one graph";
-        Diagnostic& d = diags_.error("E0504", arg.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0504, arg.loc,
                                      param_desc() + " takes " + want + ", but `" + g.name +
                                          "` is " + have);
         note_param(d);
@@ -483,11 +487,11 @@ void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, Body
                             ir::Region& out) {
   const Symbol* sym = lookup(n.kernel.name);
   if (!sym) {
-    diags_.error("E0101", n.kernel.loc, "kernel `" + n.kernel.name + "` is not declared");
+    diags_.error(DiagCode::E0101, n.kernel.loc, "kernel `" + n.kernel.name + "` is not declared");
     return;
   }
   if (sym->kind != SymbolKind::Kernel) {
-    Diagnostic& d = diags_.error("E0109", n.kernel.loc, "`" + n.kernel.name + "` is not a kernel");
+    Diagnostic& d = diags_.error(DiagCode::E0109, n.kernel.loc, "`" + n.kernel.name + "` is not a kernel");
     if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + n.kernel.name + "` is declared here");
     return;
   }
@@ -498,7 +502,7 @@ void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, Body
   shape_ok &= launch_shape(n.block.get(), "block", node.block, &node.block_loc, ctx);
   node.shared_bytes = constant(0, s.loc, ir::ScalarType::U64);
   if (n.shared_bytes) {
-    if (auto x = expr(*n.shared_bytes, ExprContext::Host, &ctx); x && !finish(*x, ir::ScalarType::U64, "E0204").failed()) {
+    if (auto x = expr(*n.shared_bytes, ExprContext::Host, &ctx); x && !finish(*x, ir::ScalarType::U64, DiagCode::E0204).failed()) {
       node.shared_bytes = std::move(*x);
     } else {
       shape_ok = false;
@@ -506,7 +510,7 @@ void Checker::kernel_launch(const ast::Stmt& s, const ast::KernelLaunch& n, Body
   }
   if (n.args.size() != k.params.size()) {
     Diagnostic& d = diags_.error(
-        "E0103", s.loc,
+        DiagCode::E0103, s.loc,
         "kernel `" + k.name + "` takes " + std::to_string(k.params.size()) + " argument" +
             (k.params.size() == 1 ? "" : "s") + ", but " + std::to_string(n.args.size()) +
             (n.args.size() == 1 ? " was" : " were") + " given");
@@ -543,7 +547,7 @@ void Checker::launch_cost(const ast::Kernel& decl, const ir::Kernel& k, ir::Node
     // Literals alone keep i64 or f64; types are not the point (orch-run counts in double).
     if (e->is_literal && !settle(*e, e->type)) continue;
     if (e->type == ir::ScalarType::Bool) {
-      diags_.error("E0117", c.value->loc, "a cost is a number of bytes or FLOPs, not a bool");
+      diags_.error(DiagCode::E0117, c.value->loc, "a cost is a number of bytes or FLOPs, not a bool");
       continue;
     }
     (c.what.name == "bytes" ? node.cost_bytes : node.cost_flops) = std::move(*e);
@@ -560,11 +564,11 @@ void Checker::copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir:
   const ir::Buffer& a = program_->buffers[src];
   const ir::Buffer& b = program_->buffers[dst];
   if (src == dst) {
-    diags_.error("E0304", s.loc, "copy from `" + a.name + "` to itself");
+    diags_.error(DiagCode::E0304, s.loc, "copy from `" + a.name + "` to itself");
     return;
   }
   if (a.elem != b.elem) {
-    Diagnostic& d = diags_.error("E0301", s.loc,
+    Diagnostic& d = diags_.error(DiagCode::E0301, s.loc,
                                  "copy from `" + a.name + "` (" + ir::to_string(a.elem) + ") to `" +
                                      b.name + "` (" + ir::to_string(b.elem) +
                                      "): element types differ");
@@ -576,7 +580,7 @@ void Checker::copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir:
     auto x = evaluate(src_count), y = evaluate(dst_count);
     if (x && y && elements(*x) > elements(*y)) {
       Diagnostic& d = diags_.error(
-          "E0302", s.loc,
+          DiagCode::E0302, s.loc,
           "copy from `" + a.name + "` (" + x->to_string() + " elements) to `" + b.name +
               "` (" + y->to_string() + " elements): the destination is smaller" +
               default_values_note(binary(expr::Op::Add, src_count, dst_count)));
@@ -584,7 +588,7 @@ void Checker::copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir:
     }
     if ((ir::depends_on_host_values(src_count) || ir::depends_on_host_values(dst_count)) &&
         !ir::same_expr(src_count, dst_count))
-      program_->bind_checks.push_back({"E0302",
+      program_->bind_checks.push_back({DiagCode::E0302,
                                        "copy from `" + a.name + "` to `" + b.name +
                                            "`: the destination is smaller",
                                        binary(expr::Op::Le, src_count, dst_count), s.loc});
@@ -607,18 +611,18 @@ void Checker::fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir:
   if (dst < 0 || !value) return;
   const ir::Buffer& b = program_->buffers[dst];
   // A literal value takes the element type; any value converts to it exactly.
-  expr::Evaluation v = finish(*value, b.elem, "E0303");
+  expr::Evaluation v = finish(*value, b.elem, DiagCode::E0303);
   if (v.failed()) return;
   if (v.known()) {
     if (expr::Outcome c = expr::convert(v.value, b.elem); !c.ok()) {
-      diags_.error("E0303", n.value->loc,
+      diags_.error(DiagCode::E0303, n.value->loc,
                    "cannot fill `" + b.name + "` (" + ir::to_string(b.elem) + ") with " +
                        ir::to_string(*value, *program_) + ": " + c.message + default_values_note(*value));
       return;
     }
   }
   if (ir::is_float(value->type) && !ir::is_float(b.elem)) {
-    diags_.error("E0303", n.value->loc,
+    diags_.error(DiagCode::E0303, n.value->loc,
                  "cannot fill `" + b.name + "` (" + ir::to_string(b.elem) +
                      ") with a floating-point value");
     return;
@@ -633,7 +637,7 @@ void Checker::fill(const ast::Stmt& s, const ast::Fill& n, BodyContext& ctx, ir:
                          : ir::is_signed(b.elem) ? ir::Value::of_int(b.elem, static_cast<int64_t>((uint64_t(1) << (bits - 1)) - 1))
                                                  : ir::Value::of_uint(b.elem, bits == 64 ? UINT64_MAX : (uint64_t(1) << bits) - 1);
     program_->bind_checks.push_back(
-        {"E0303",
+        {DiagCode::E0303,
          "fill value of `" + b.name + "` fits " + ir::to_string(b.elem),
          binary(expr::Op::And, binary(expr::Op::Ge, *value, ir::constant(lo)),
                 binary(expr::Op::Le, *value, ir::constant(hi))),
@@ -650,7 +654,7 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
                      ir::Region& out) {
   const Symbol* sym = lookup(n.target.name);
   if (!sym) {
-    diags_.error("E0101", n.target.loc, "`" + n.target.name + "` is not declared");
+    diags_.error(DiagCode::E0101, n.target.loc, "`" + n.target.name + "` is not declared");
     return;
   }
   if (sym->kind != SymbolKind::Buffer || !program_->buffers[sym->index].is_scalar()) {
@@ -659,7 +663,7 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
                                                          : "not a buffer";
     std::string hint = sym->kind == SymbolKind::Buffer ? "; write arrays with a kernel or `fill`"
                                                        : "";
-    Diagnostic& d = diags_.error("E0107", n.target.loc,
+    Diagnostic& d = diags_.error(DiagCode::E0107, n.target.loc,
                                  "cannot assign to `" + n.target.name + "`: it is " + what +
                                      "; a graph assigns only device scalars (buffers without a "
                                      "size)" + hint);
@@ -670,7 +674,7 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
   if (!value) return;
   const ir::Buffer& b = program_->buffers[sym->index];
   if (ir::is_float(value->type) && !ir::is_float(b.elem)) {
-    diags_.error("E0104", n.value->loc,
+    diags_.error(DiagCode::E0104, n.value->loc,
                  "cannot assign a floating-point value to `" + b.name + "` (" +
                      ir::to_string(b.elem) + ")");
     return;
@@ -686,7 +690,7 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
     target.loc = n.target.loc;
     std::optional<expr::Op> op = expr::binary_op(n.op.substr(0, n.op.size() - 1));
     if (!op) {
-      diags_.error("E0109", s.loc, "unknown assignment `" + n.op + "`");
+      diags_.error(DiagCode::E0109, s.loc, "unknown assignment `" + n.op + "`");
       return;
     }
     if (value->is_literal && !settle(*value, expr::settle_type(ir::is_float(value->type) ? expr::Literal::Float
@@ -700,11 +704,11 @@ void Checker::assign(const ast::Stmt& s, const ast::Assign& n, BodyContext& ctx,
   }
   // A literal value takes the scalar's type; errors with the defaults are reported here, and
   // the value must convert to the scalar's type (the generated kernel converts it so).
-  expr::Evaluation v = finish(*value, b.elem, "E0109");
+  expr::Evaluation v = finish(*value, b.elem, DiagCode::E0109);
   if (v.failed()) return;
   if (v.known()) {
     if (expr::Outcome c = expr::convert(v.value, b.elem); !c.ok()) {
-      diags_.error("E0104", n.value->loc,
+      diags_.error(DiagCode::E0104, n.value->loc,
                    "cannot assign " + ir::to_string(*value, *program_) + " to `" + b.name + "` (" +
                        ir::to_string(b.elem) + "): " + c.message + default_values_note(*value));
       return;
@@ -722,7 +726,7 @@ std::optional<ir::Expr> Checker::condition(const ast::Expr& e, BodyContext& ctx)
   in_condition_ = true;
   auto out = expr(e, ExprContext::Device, &ctx);
   in_condition_ = false;
-  if (out && finish(*out, std::nullopt, "E0109").failed()) return std::nullopt;
+  if (out && finish(*out, std::nullopt, DiagCode::E0109).failed()) return std::nullopt;
   return out;
 }
 
@@ -741,7 +745,7 @@ void refresh_container_accesses(ir::Node& node) {
 void forbid_in_device_graph(DiagnosticEngine& diags, const ir::Program& p, const BodyContext& ctx,
                             const SourceRange& where, const std::string& what) {
   if (!ctx.device) return;
-  Diagnostic& d = diags.error("E0501", where,
+  Diagnostic& d = diags.error(DiagCode::E0501, where,
                               "a device graph cannot hold " + what +
                                   "; graphs launched from the device hold only kernels, copies, "
                                   "fills and child graphs");
@@ -760,7 +764,7 @@ void Checker::enter_conditional(const ast::Stmt& s, BodyContext& inner) {
     return;
   inner.nesting_reported = true;
   Diagnostic& d =
-      diags_.error("E0412", s.loc,
+      diags_.error(DiagCode::E0412, s.loc,
                    "this conditional is nested " + std::to_string(inner.conditional_depth) +
                        " deep; a pipeline holds conditional bodies at most " +
                        std::to_string(ir::kMaxConditionalNesting) + " deep");
@@ -771,7 +775,7 @@ void Checker::if_stmt(const ast::Stmt& s, const ast::If& n, BodyContext& ctx, ir
   forbid_in_device_graph(diags_, *program_, ctx, s.loc, "an `if`");
   const TargetProfile& prof = program_->profile;
   if (!prof.supports_if || (n.has_else && !prof.supports_if_else))
-    diags_.error("E0407", s.loc,
+    diags_.error(DiagCode::E0407, s.loc,
                  std::string("target ") + prof.name + " does not support " +
                      (n.has_else ? "IF/ELSE" : "IF") + " conditional nodes");
   ir::Node node = make_node(ir::NodeKind::If, s, ctx);
@@ -793,7 +797,7 @@ void Checker::while_stmt(const ast::Stmt& s, const ast::While& n, BodyContext& c
                          ir::Region& out) {
   forbid_in_device_graph(diags_, *program_, ctx, s.loc, "a `while` loop");
   if (!program_->profile.supports_while)
-    diags_.error("E0407", s.loc,
+    diags_.error(DiagCode::E0407, s.loc,
                  "target " + program_->profile.name + " does not support WHILE conditional nodes");
   ir::Node node = make_node(ir::NodeKind::While, s, ctx);
   bool cond_ok = true;
@@ -815,7 +819,7 @@ void Checker::while_stmt(const ast::Stmt& s, const ast::While& n, BodyContext& c
   block(n.body, inner, node.bodies.back());
   if (diags_.error_count() != errors_before) loops_with_errors_.push_back(s.loc);
   if (!n.cond && !cond_used)
-    diags_.error("E0405", s.loc,
+    diags_.error(DiagCode::E0405, s.loc,
                  "no kernel in this `while kernel` body takes `cond`, so nothing sets the loop's "
                  "condition");
   if (!cond_ok) return;
@@ -828,16 +832,16 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
   forbid_in_device_graph(diags_, *program_, ctx, s.loc, "a `switch`");
   const TargetProfile& prof = program_->profile;
   if (!prof.supports_switch)
-    diags_.error("E0407", s.loc,
+    diags_.error(DiagCode::E0407, s.loc,
                  "target " + prof.name + " does not support SWITCH conditional nodes");
   ir::Node node = make_node(ir::NodeKind::Switch, s, ctx);
   node.cond = condition(*n.subject, ctx);
   if (node.cond && ir::is_float(node.cond->type)) {
-    diags_.error("E0406", n.subject->loc, "a switch subject must be an integer");
+    diags_.error(DiagCode::E0406, n.subject->loc, "a switch subject must be an integer");
     node.cond.reset();
   }
   if (n.cases.empty() && !n.default_body)
-    diags_.error("E0411", s.loc,
+    diags_.error(DiagCode::E0411, s.loc,
                  "this `switch` has no `case` and no `default`; a CUDA SWITCH node needs at least "
                  "one body");
   BodyContext inner = ctx;
@@ -846,7 +850,7 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
   for (const ast::SwitchCase& c : n.cases) {
     const Symbol* named = c.value->kind == ast::ExprKind::Name ? lookup(c.value->text) : nullptr;
     if (named && named->kind != SymbolKind::Builtin) {
-      diags_.error("E0403", c.value->loc,
+      diags_.error(DiagCode::E0403, c.value->loc,
                    "a case value must be an integer constant, but `" + c.value->text + "` is not one");
       node.case_values.push_back(0);
       node.bodies.emplace_back();
@@ -858,20 +862,20 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
     const ir::ScalarType subject = node.cond ? node.cond->type : ir::ScalarType::I64;
     std::optional<ir::Value> v;
     if (x && ir::is_float(x->type)) {
-      diags_.error("E0403", c.value->loc, "a case value must be an integer constant");
+      diags_.error(DiagCode::E0403, c.value->loc, "a case value must be an integer constant");
     } else if (x) {
-      expr::Evaluation e = finish(*x, subject, "E0403");
+      expr::Evaluation e = finish(*x, subject, DiagCode::E0403);
       if (e.known()) {
         expr::Outcome o = expr::convert(e.value, subject);
-        if (!o.ok()) diags_.error("E0403", c.value->loc, "case " + e.value.to_string() + " is not a value of the subject: " + o.message);
+        if (!o.ok()) diags_.error(DiagCode::E0403, c.value->loc, "case " + e.value.to_string() + " is not a value of the subject: " + o.message);
         else v = o.value;
       } else if (!e.failed()) {
-        diags_.error("E0403", c.value->loc, "a case value must be an integer constant");
+        diags_.error(DiagCode::E0403, c.value->loc, "a case value must be an integer constant");
       }
     }
     if (v) {
       if (auto [it, inserted] = seen.emplace(v->i64(), c.loc); !inserted) {
-        Diagnostic& d = diags_.error("E0403", c.value->loc,
+        Diagnostic& d = diags_.error(DiagCode::E0403, c.value->loc,
                                      "case " + v->to_string() + " appears twice");
         diags_.add_note(d, it->second, "first case " + v->to_string() + " is here");
       }
@@ -886,7 +890,7 @@ void Checker::switch_stmt(const ast::Stmt& s, const ast::Switch& n, BodyContext&
     block(*n.default_body, inner, node.bodies.back());
   }
   if (profile_ok_ && node.bodies.size() > prof.max_switch_cases)
-    diags_.error("E0404", s.loc,
+    diags_.error(DiagCode::E0404, s.loc,
                  "switch has " + std::to_string(node.bodies.size()) + " bodies; " + prof.name +
                      " profile allows at most " + std::to_string(prof.max_switch_cases));
   if (!node.cond) return;
@@ -907,24 +911,36 @@ struct Callee {
 void count_block(const ast::Block& b, const std::map<std::string, Symbol>& symbols,
                  uint64_t depth, uint64_t& statements, uint64_t& max_depth,
                  std::vector<Callee>& callees) {
+  auto nested = [&](const ast::Block& body) {
+    count_block(body, symbols, depth + 1, statements, max_depth, callees);
+  };
   for (const ast::Stmt& s : b) {
     ++statements;
     max_depth = std::max(max_depth, depth);
-    if (auto* n = std::get_if<ast::Call>(&s.node)) {
-      auto it = symbols.find(n->graph.name);
-      if (it != symbols.end() && it->second.kind == SymbolKind::Graph)
-        callees.push_back({it->second.index, depth});
-    } else if (auto* n = std::get_if<ast::If>(&s.node)) {
-      count_block(n->then_body, symbols, depth + 1, statements, max_depth, callees);
-      count_block(n->else_body, symbols, depth + 1, statements, max_depth, callees);
-    } else if (auto* n = std::get_if<ast::While>(&s.node)) {
-      count_block(n->body, symbols, depth + 1, statements, max_depth, callees);
-    } else if (auto* n = std::get_if<ast::Switch>(&s.node)) {
-      for (const ast::SwitchCase& c : n->cases)
-        count_block(c.body, symbols, depth + 1, statements, max_depth, callees);
-      if (n->default_body)
-        count_block(*n->default_body, symbols, depth + 1, statements, max_depth, callees);
-    }
+    std::visit(overloaded{
+                   [&](const ast::Call& n) {
+                     auto it = symbols.find(n.graph.name);
+                     if (it != symbols.end() && it->second.kind == SymbolKind::Graph)
+                       callees.push_back({it->second.index, depth});
+                   },
+                   [&](const ast::If& n) {
+                     nested(n.then_body);
+                     nested(n.else_body);
+                   },
+                   [&](const ast::While& n) { nested(n.body); },
+                   [&](const ast::Switch& n) {
+                     for (const ast::SwitchCase& c : n.cases) nested(c.body);
+                     if (n.default_body) nested(*n.default_body);
+                   },
+                   // No body and no call: counted above, nothing inside.
+                   [](const ast::KernelLaunch&) {},
+                   [](const ast::Copy&) {},
+                   [](const ast::Fill&) {},
+                   [](const ast::Assign&) {},
+                   [](const ast::LaunchGraph&) {},
+                   [](const ast::Collective&) {},
+               },
+               s.node);
   }
 }
 
@@ -963,7 +979,7 @@ bool Checker::compute_inline_sizes() {
   for (size_t g = 0; g < n; ++g) {
     statements += direct[g];
     if (statements > kMaxStatements) {
-      diags_.error("E0806", graph_asts_[g]->name.loc,
+      diags_.error(DiagCode::E0806, graph_asts_[g]->name.loc,
                    "the pipeline has more than " + std::to_string(kMaxStatements) +
                        " statements (counted up to graph `" + graph_asts_[g]->name.name +
                        "`); orch checks at most " + std::to_string(kMaxStatements) +
@@ -1006,16 +1022,16 @@ bool Checker::compute_inline_sizes() {
 void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir::Region& out) {
   const Symbol* sym = lookup(n.graph.name);
   if (!sym) {
-    diags_.error("E0101", n.graph.loc, "graph `" + n.graph.name + "` is not declared");
+    diags_.error(DiagCode::E0101, n.graph.loc, "graph `" + n.graph.name + "` is not declared");
     return;
   }
   if (sym->kind != SymbolKind::Graph) {
-    diags_.error("E0109", n.graph.loc, "`" + n.graph.name + "` is not a graph");
+    diags_.error(DiagCode::E0109, n.graph.loc, "`" + n.graph.name + "` is not a graph");
     return;
   }
   const ir::Graph& callee = program_->graphs[sym->index];
   if (!callee.family_index.empty()) {
-    diags_.error("E0504", n.graph.loc,
+    diags_.error(DiagCode::E0504, n.graph.loc,
                  "cannot call the graph family `" + callee.name + "`; families are launched");
     return;
   }
@@ -1030,13 +1046,13 @@ void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir:
     std::string path;
     for (auto it = cycle; it != ctx.inlining.end(); ++it) path += program_->graphs[*it].name + " -> ";
     path += callee.name;
-    diags_.error("E0801", s.loc, "`call " + callee.name + "` makes a cycle: " + path);
+    diags_.error(DiagCode::E0801, s.loc, "`call " + callee.name + "` makes a cycle: " + path);
     return;
   }
   if (inlining_stopped_) return;
   if (ctx.call_stack.size() >= kMaxCallDepth) {
     inlining_stopped_ = true;
-    diags_.error("E0804", s.loc,
+    diags_.error(DiagCode::E0804, s.loc,
                  "`call " + callee.name + "` nests calls " + std::to_string(ctx.call_stack.size() + 1) +
                      " deep (" + call_path(*program_, ctx.inlining, sym->index) +
                      "); orch inlines at most " + std::to_string(kMaxCallDepth) + " levels of `call`");
@@ -1049,7 +1065,7 @@ void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir:
   const uint64_t depth = ctx.conditional_depth + ctx.call_stack.size() + inline_depth_[sym->index];
   if (depth > kMaxInlinedDepth) {
     inlining_stopped_ = true;
-    diags_.error("E0804", s.loc,
+    diags_.error(DiagCode::E0804, s.loc,
                  "`call " + callee.name + "` nests statements " + std::to_string(depth) +
                      " levels deep (conditionals and calls, through every graph it calls); orch "
                      "allows at most " + std::to_string(kMaxInlinedDepth));
@@ -1061,7 +1077,7 @@ void Checker::call(const ast::Stmt& s, const ast::Call& n, BodyContext& ctx, ir:
     if (inlined_statements_ + size > kMaxInlinedStatements) {
       inlining_stopped_ = true;
       const bool huge = size >= (uint64_t{1} << 62);
-      diags_.error("E0805", s.loc,
+      diags_.error(DiagCode::E0805, s.loc,
                    "`call " + callee.name + "` would inline " +
                        (huge ? std::string("more than 2^62") : std::to_string(size)) +
                        " statements (`" + callee.name +
@@ -1085,11 +1101,11 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
                            ir::Region& out) {
   const Symbol* sym = lookup(n.graph.name);
   if (!sym) {
-    diags_.error("E0101", n.graph.loc, "graph `" + n.graph.name + "` is not declared");
+    diags_.error(DiagCode::E0101, n.graph.loc, "graph `" + n.graph.name + "` is not declared");
     return;
   }
   if (sym->kind != SymbolKind::Graph || !program_->graphs[sym->index].device) {
-    Diagnostic& d = diags_.error("E0504", n.graph.loc,
+    Diagnostic& d = diags_.error(DiagCode::E0504, n.graph.loc,
                                  "`" + n.graph.name + "` is not a device graph; only graphs "
                                                       "declared `device` can be launched");
     if (sym->loc.valid()) diags_.add_note(d, sym->loc, "`" + n.graph.name + "` is declared here");
@@ -1101,7 +1117,7 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
   node.mode = static_cast<ir::LaunchMode>(n.mode);
   if (!g.family_index.empty()) {
     if (!n.index) {
-      diags_.error("E0504", n.graph.loc,
+      diags_.error(DiagCode::E0504, n.graph.loc,
                    "`" + g.name + "` is a family of " + std::to_string(g.family_size) +
                        " graphs; launch one member, e.g. `launch " + g.name + "[0] " +
                        ir::to_string(node.mode) + "`");
@@ -1113,7 +1129,7 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
     // (`launch stage[j + 1]` from the last one is past the end); one from params with their
     // defaults, and again at bind time. The launcher also refuses an index out of range
     // rather than read past the launch table.
-    expr::Evaluation ev = finish(*x, ir::ScalarType::U32, "E0504");
+    expr::Evaluation ev = finish(*x, ir::ScalarType::U32, DiagCode::E0504);
     if (ev.failed()) return;
     const bool by_member = has_family_index(*x) && ctx.family_size > 0;
     const std::string last = std::to_string(g.family_size - 1);
@@ -1130,7 +1146,7 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
                                     program_->graphs[ctx.graph].name + "`"
                               : "") +
                    default_values_note(*x);
-      diags_.error("E0504", n.index->loc, message);
+      diags_.error(DiagCode::E0504, n.index->loc, message);
       return;
     }
     bool from_params = false;
@@ -1143,7 +1159,7 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
       for (const ir::Expr& o : e->operands) stack.push_back(&o);
     }
     if (from_params) {
-      ir::BindCheck check{"E0504",
+      ir::BindCheck check{DiagCode::E0504,
                           "`" + g.name + "` has members 0 to " + last + "; the index of `launch " +
                               g.name + "[...]` is one of them",
                           binary(expr::Op::And, binary(expr::Op::Ge, *x, constant(0)),
@@ -1154,7 +1170,7 @@ void Checker::launch_graph(const ast::Stmt& s, const ast::LaunchGraph& n, BodyCo
     }
     node.family_member = std::move(*x);
   } else if (n.index) {
-    diags_.error("E0504", n.index->loc, "`" + g.name + "` is one graph, not a family");
+    diags_.error(DiagCode::E0504, n.index->loc, "`" + g.name + "` is one graph, not a family");
     return;
   }
   device_launch_placement(s.loc, "`launch " + g.name + "`", ctx);
@@ -1168,14 +1184,14 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
   const std::string kind = ir::to_string(node.collective);
   bool ok = true;
   if (ctx.device) {
-    Diagnostic& d = diags_.error("E0703", s.loc,
+    Diagnostic& d = diags_.error(DiagCode::E0703, s.loc,
                                  "`" + kind + "` cannot run in a device graph: NCCL work is "
                                               "launched from the host's graph");
     diags_.add_note(d, program_->graphs[ctx.graph].loc,
                     "`" + program_->graphs[ctx.graph].name + "` is a device graph");
     ok = false;
   } else if (ctx.conditional_depth > 0) {
-    Diagnostic& d = diags_.error("E0401", s.loc,
+    Diagnostic& d = diags_.error(DiagCode::E0401, s.loc,
                                  "`" + kind + "` inside a conditional body: ranks could take "
                                               "different branches and hang, and NCCL cannot "
                                               "run in a graph with conditional nodes");
@@ -1184,10 +1200,10 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
   }
   const Symbol* comm = lookup(n.comm.name);
   if (!comm) {
-    diags_.error("E0101", n.comm.loc, "comm `" + n.comm.name + "` is not declared");
+    diags_.error(DiagCode::E0101, n.comm.loc, "comm `" + n.comm.name + "` is not declared");
     ok = false;
   } else if (comm->kind != SymbolKind::Comm) {
-    diags_.error("E0109", n.comm.loc, "`" + n.comm.name + "` is not a comm");
+    diags_.error(DiagCode::E0109, n.comm.loc, "`" + n.comm.name + "` is not a comm");
     ok = false;
   } else {
     node.comm = comm->index;
@@ -1196,7 +1212,7 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
     if (std::optional<ir::ReduceOp> op = ir::parse_reduce_op(n.op.name)) {
       node.reduce_op = *op;
     } else {
-      diags_.error("E0704", n.op.loc,
+      diags_.error(DiagCode::E0704, n.op.loc,
                    "unknown reduction `" + n.op.name + "`; use sum, prod, min, max or avg");
       ok = false;
     }
@@ -1210,7 +1226,7 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
   const ir::Buffer& b = program_->buffers[dst];
   for (const ir::Buffer* buf : {&a, &b}) {
     if (buf->host) {
-      Diagnostic& d = diags_.error("E0705", s.loc,
+      Diagnostic& d = diags_.error(DiagCode::E0705, s.loc,
                                    "`" + kind + "` on `" + buf->name +
                                        "`, a host buffer; collectives work on device memory");
       diags_.add_note(d, buf->loc, "`" + buf->name + "` is declared here");
@@ -1219,7 +1235,7 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
     }
   }
   if (a.elem != b.elem) {
-    diags_.error("E0701", s.loc,
+    diags_.error(DiagCode::E0701, s.loc,
                  "`" + kind + "` from `" + a.name + "` (" + ir::to_string(a.elem) + ") to `" +
                      b.name + "` (" + ir::to_string(b.elem) + "): element types differ");
     ok = false;
@@ -1227,18 +1243,18 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
     static const ir::ScalarType unsupported[] = {ir::ScalarType::I16, ir::ScalarType::U16,
                                                  ir::ScalarType::Bool};
     if (std::find(std::begin(unsupported), std::end(unsupported), a.elem) != std::end(unsupported)) {
-      diags_.error("E0701", s.loc,
+      diags_.error(DiagCode::E0701, s.loc,
                    std::string("NCCL has no ") + ir::to_string(a.elem) + " type for `" + kind + "`");
       ok = false;
     }
   }
   if (n.root) {
     node.root = expr(*n.root, ExprContext::Host, &ctx);
-    if (node.root && finish(*node.root, ir::ScalarType::U32, "E0702").failed()) node.root.reset();
+    if (node.root && finish(*node.root, ir::ScalarType::U32, DiagCode::E0702).failed()) node.root.reset();
     if (!node.root) {
       ok = false;
     } else if (reads_rank(*node.root)) {
-      diags_.error("E0109", n.root->loc,
+      diags_.error(DiagCode::E0109, n.root->loc,
                    "the root of `broadcast` must be the same on every rank; it cannot depend on "
                    "`rank`");
       ok = false;
@@ -1246,7 +1262,7 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
       ir::Expr world;
       world.kind = ir::ExprKind::WorldSize;
       world.type = ir::ScalarType::U32;
-      program_->bind_checks.push_back({"E0702", "`broadcast` root is a rank of the communicator",
+      program_->bind_checks.push_back({DiagCode::E0702, "`broadcast` root is a rank of the communicator",
                                        binary(expr::Op::And, binary(expr::Op::Ge, *node.root, constant(0)),
                                               binary(expr::Op::Lt, *node.root, world)),
                                        n.root->loc});
@@ -1264,7 +1280,7 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
         node.collective == ir::CollectiveKind::Broadcast) {
       auto x = evaluate(src_count), y = evaluate(dst_count);
       if (x && y && elements(*x) != elements(*y)) {
-        diags_.error("E0702", s.loc,
+        diags_.error(DiagCode::E0702, s.loc,
                      "`" + kind + "` from `" + a.name + "` (" + x->to_string() +
                          " elements) to `" + b.name + "` (" + y->to_string() +
                          " elements): sizes differ");
@@ -1272,21 +1288,21 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
       } else if ((ir::depends_on_host_values(src_count) ||
                   ir::depends_on_host_values(dst_count)) &&
                  !ir::same_expr(src_count, dst_count)) {
-        program_->bind_checks.push_back({"E0702", "`" + kind + "` buffers have equal sizes",
+        program_->bind_checks.push_back({DiagCode::E0702, "`" + kind + "` buffers have equal sizes",
                                          binary(expr::Op::Eq, src_count, dst_count), s.loc});
       }
     } else if (node.collective == ir::CollectiveKind::AllGather) {
       program_->bind_checks.push_back(
-          {"E0702", "`allgather` destination `" + b.name + "` holds world_size times `" + a.name + "`",
+          {DiagCode::E0702, "`allgather` destination `" + b.name + "` holds world_size times `" + a.name + "`",
            binary(expr::Op::Eq, dst_count, binary(expr::Op::Mul, src_count, world)), s.loc});
     } else {
       program_->bind_checks.push_back(
-          {"E0702", "`reduce_scatter` source `" + a.name + "` holds world_size times `" + b.name + "`",
+          {DiagCode::E0702, "`reduce_scatter` source `" + a.name + "` holds world_size times `" + b.name + "`",
            binary(expr::Op::Eq, src_count, binary(expr::Op::Mul, dst_count, world)), s.loc});
     }
   } else if (ok && (node.collective == ir::CollectiveKind::AllGather ||
                     node.collective == ir::CollectiveKind::ReduceScatter)) {
-    diags_.error("E0702", s.loc, "`" + kind + "` needs separate source and destination buffers");
+    diags_.error(DiagCode::E0702, s.loc, "`" + kind + "` needs separate source and destination buffers");
     ok = false;
   }
   if (!ok) return;

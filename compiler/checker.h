@@ -72,7 +72,7 @@ class Checker {
   // literals keep i64 or f64): settles it, evaluates it with the defaults, and reports an error
   // (overflow, division by zero, ...) at the operator where it happens, with `code`, or E0109
   // when the expression depends on no param.
-  expr::Evaluation finish(ir::Expr& e, std::optional<ir::ScalarType> expected, const char* code);
+  expr::Evaluation finish(ir::Expr& e, std::optional<ir::ScalarType> expected, DiagCode code);
   // expr/'s evaluation with the params' defaults (and the family member, if given); reports
   // nothing. `origins` receives the node of each postfix instruction.
   expr::Evaluation evaluation(const ir::Expr& e, std::optional<uint32_t> member,

@@ -87,8 +87,15 @@ class DotWriter {
       case ir::NodeKind::Switch:
         if (n.has_default && b + 1 == n.bodies.size()) return "default";
         return "case " + std::to_string(n.case_values[b]);
-      default: return "body";
+      case ir::NodeKind::Kernel:
+      case ir::NodeKind::Copy:
+      case ir::NodeKind::Fill:
+      case ir::NodeKind::ScalarUpdate:
+      case ir::NodeKind::LaunchGraph:
+      case ir::NodeKind::Collective:
+      case ir::NodeKind::SetCondition: break;  // no bodies
     }
+    return "body";
   }
 
   const ir::Program& p_;

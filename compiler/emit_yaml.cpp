@@ -191,7 +191,7 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
   }
   out << YAML::Key << "bind_checks" << YAML::Value << YAML::BeginSeq;
   for (const ir::BindCheck& c : p.bind_checks) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "code" << YAML::Value << c.code
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "code" << YAML::Value << to_string(c.code)
         << YAML::Key << "check" << YAML::Value << ir::to_string(c.condition, p) << YAML::Key
         << "at" << YAML::Value << location(sources, c.loc);
     if (c.family_size > 0)  // checked for every member

@@ -87,7 +87,11 @@ bool depends_on_host_values(const Expr& e) {
     case ExprKind::Rank:
     case ExprKind::WorldSize:
     case ExprKind::FamilyIndex: return true;
-    default: break;
+    case ExprKind::Const:
+    case ExprKind::DeviceScalar:
+    case ExprKind::Unary:
+    case ExprKind::Binary:
+    case ExprKind::Call: break;
   }
   for (const Expr& o : e.operands)
     if (depends_on_host_values(o)) return true;
@@ -175,8 +179,10 @@ std::string to_string(const Expr& e, const Program& program) {
       case expr::InstrKind::FamilyIndex: return origins[pc]->name;
       case expr::InstrKind::Rank: return "rank";
       case expr::InstrKind::WorldSize: return "world_size";
-      default: return "?";
+      case expr::InstrKind::Const:
+      case expr::InstrKind::Operator: break;  // printed by to_source itself
     }
+    return "?";
   });
 }
 

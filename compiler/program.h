@@ -11,6 +11,7 @@
 
 #include "compiler/target_profile.h"
 #include "expr/expr.h"
+#include "support/diagnostic_code.h"
 #include "support/source.h"
 
 namespace orch::ir {
@@ -312,7 +313,7 @@ struct Graph {
 // A check that depends on param values: proven with the defaults at compile time, and
 // recorded so the runtime can check it again with the values the application binds.
 struct BindCheck {
-  std::string code;     // the diagnostic code it would raise
+  DiagCode code;        // the diagnostic code it would raise
   std::string message;  // e.g. "block of `scale` has at most 1024 threads"
   Expr condition;       // must be true (non-zero)
   SourceRange loc;

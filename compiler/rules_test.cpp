@@ -1033,7 +1033,7 @@ buffer dyn: f64[n]
   REQUIRE(c->result.program);
   std::string checks;
   for (const ir::BindCheck& b : c->result.program->bind_checks)
-    checks += b.code + " " + ir::to_string(b.condition, *c->result.program) + "\n";
+    checks += to_string(b.code) + std::string(" ") + ir::to_string(b.condition, *c->result.program) + "\n";
   CHECK(checks == "E0116 n <= 2305843009213693951\n");
   // A u32 count cannot exceed it: no check is recorded.
   c = check(fix(program, {{"f64[1 << 62]", "f64[1 << 20]"}, {"n: u64 = 1 << 62", "n: u32 = 1 << 20"}}));
@@ -3669,7 +3669,7 @@ graph main {
   REQUIRE(c->text() == "");
   REQUIRE(c->result.program);
   std::string codes;
-  for (const ir::BindCheck& b : c->result.program->bind_checks) codes += b.code;
+  for (const ir::BindCheck& b : c->result.program->bind_checks) codes += to_string(b.code);
   CHECK(codes == "E0303");
 }
 
@@ -3707,7 +3707,7 @@ graph main {
   const ir::Program& p = *c->result.program;
   std::string checks;
   for (const ir::BindCheck& b : p.bind_checks)
-    checks += b.code + " " + std::to_string(b.loc.begin.line) + ":" +
+    checks += to_string(b.code) + std::string(" ") + std::to_string(b.loc.begin.line) + ":" +
               std::to_string(b.loc.begin.col) + " " + ir::to_string(b.condition, p) + "\n";
   // The block (threads, and the x dimension), the grid, the copy between buffers sized by
   // different params, the allgather against world_size. An empty dimension has a check of its
@@ -3745,7 +3745,7 @@ graph main { work<<<ceil_div(n, 256), 256, smem>>>(x) }
   REQUIRE(c->text() == "");
   REQUIRE(c->result.program);
   std::string checks;
-  for (const ir::BindCheck& b : c->result.program->bind_checks) checks += b.code + ": " + b.message + "\n";
+  for (const ir::BindCheck& b : c->result.program->bind_checks) checks += to_string(b.code) + std::string(": ") + b.message + "\n";
   CHECK(checks ==
         "E0203: grid of `work` has too many blocks in x; sm_90 allows at most 2147483647\n"
         "E0205: grid of `work` is empty in x (no blocks)\n"

@@ -145,7 +145,7 @@ class ProfileReader {
 
  private:
   void error(const std::string& detail) {
-    diags_.error("E0111", where_, "target profile " + origin_ + ": " + detail);
+    diags_.error(DiagCode::E0111, where_, "target profile " + origin_ + ": " + detail);
     ok_ = false;
   }
   void key_error(const std::string& key, const std::string& detail) {
@@ -408,14 +408,14 @@ std::optional<TargetProfile> load_file(const std::string& path, SourceRange wher
   if (!is_file(path)) {
     std::error_code ec;
     bool exists = fs::exists(path, ec);
-    diags.error("E0111", where,
+    diags.error(DiagCode::E0111, where,
                 "target profile " + path + ": " + (exists ? "is not a file" : "no such file"));
     return std::nullopt;
   }
   // A profile is a page of YAML: 1 MiB is far more than any needs.
   InputFile in = read_input_file(path, size_t{1} << 20);
   if (in.status != InputFile::Status::Ok) {
-    diags.error("E0111", where,
+    diags.error(DiagCode::E0111, where,
                 "target profile " + path + ": cannot be read (" +
                     (in.status == InputFile::Status::TooLarge
                          ? std::to_string(in.size) + " bytes, more than a profile can be"
@@ -473,13 +473,13 @@ std::optional<TargetProfile> load_target_profile(const std::string& name_or_path
       size_t errors_before = diags.error_count();
       auto profile = load_file(candidate.string(), where, diags);
       if (profile && profile->name != name_or_path) {
-        diags.error("E0111", where,
+        diags.error(DiagCode::E0111, where,
                     "target profile " + candidate.string() + ": key 'name' is '" + profile->name +
                         "' but the file is named '" + name_or_path + ".yaml'");
         return std::nullopt;
       }
       if (!profile && diags.error_count() == errors_before)
-        diags.error("E0111", where, "target profile " + candidate.string() + ": cannot be read");
+        diags.error(DiagCode::E0111, where, "target profile " + candidate.string() + ": cannot be read");
       return profile;
     }
   }
@@ -490,7 +490,7 @@ std::optional<TargetProfile> load_target_profile(const std::string& name_or_path
                (search_dirs.empty() ? std::string("any directory") : join(search_dirs));
   else
     message += "; known targets: " + join(known);
-  diags.error("E0111", where, message);
+  diags.error(DiagCode::E0111, where, message);
   return std::nullopt;
 }
 

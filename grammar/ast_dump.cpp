@@ -1,6 +1,7 @@
 #include <sstream>
 
 #include "grammar/parse.h"
+#include "support/overloaded.h"
 
 namespace orch {
 
@@ -103,59 +104,67 @@ class AstPrinter {
   }
 
   void stmt(int d, const ast::Stmt& s) {
-    if (auto* n = std::get_if<ast::KernelLaunch>(&s.node)) {
-      line(d, "KernelLaunch " + n->kernel.name, s.loc);
-      if (n->grid) expr(d + 1, *n->grid, "grid: ");
-      if (n->block) expr(d + 1, *n->block, "block: ");
-      if (n->shared_bytes) expr(d + 1, *n->shared_bytes, "shared: ");
-      for (const auto& a : n->args) expr(d + 1, *a, "arg: ");
-    } else if (auto* n = std::get_if<ast::Copy>(&s.node)) {
-      line(d, "Copy " + n->src.name + " -> " + n->dst.name, s.loc);
-    } else if (auto* n = std::get_if<ast::Fill>(&s.node)) {
-      line(d, "Fill " + n->dst.name, s.loc);
-      expr(d + 1, *n->value);
-    } else if (auto* n = std::get_if<ast::Assign>(&s.node)) {
-      line(d, "Assign " + n->target.name + " " + n->op, s.loc);
-      expr(d + 1, *n->value);
-    } else if (auto* n = std::get_if<ast::If>(&s.node)) {
-      line(d, "If", s.loc);
-      expr(d + 1, *n->cond, "cond: ");
-      line(d + 1, "Then", s.loc);
-      block(d + 2, n->then_body);
-      if (n->has_else) {
-        line(d + 1, "Else", n->else_loc);
-        block(d + 2, n->else_body);
-      }
-    } else if (auto* n = std::get_if<ast::While>(&s.node)) {
-      line(d, n->cond ? "While" : "WhileKernel", s.loc);
-      if (n->cond) expr(d + 1, *n->cond, "cond: ");
-      block(d + 1, n->body);
-    } else if (auto* n = std::get_if<ast::Switch>(&s.node)) {
-      line(d, "Switch", s.loc);
-      expr(d + 1, *n->subject, "subject: ");
-      for (const auto& c : n->cases) {
-        line(d + 1, "Case", c.loc);
-        expr(d + 2, *c.value, "value: ");
-        block(d + 2, c.body);
-      }
-      if (n->default_body) {
-        line(d + 1, "Default", n->default_loc);
-        block(d + 2, *n->default_body);
-      }
-    } else if (auto* n = std::get_if<ast::Call>(&s.node)) {
-      line(d, "Call " + n->graph.name, s.loc);
-    } else if (auto* n = std::get_if<ast::LaunchGraph>(&s.node)) {
-      line(d, std::string("Launch ") + n->graph.name + " " + ast::to_string(n->mode), s.loc);
-      if (n->index) expr(d + 1, *n->index, "index: ");
-    } else if (auto* n = std::get_if<ast::Collective>(&s.node)) {
-      std::string text = std::string(ast::to_string(n->kind));
-      if (!n->op.name.empty()) text += " " + n->op.name;
-      text += " " + n->src.name;
-      if (n->dst) text += " -> " + n->dst->name;
-      text += " on " + n->comm.name;
-      line(d, "Collective " + text, s.loc);
-      if (n->root) expr(d + 1, *n->root, "root: ");
-    }
+    std::visit(overloaded{
+                   [&](const ast::KernelLaunch& n) {
+                     line(d, "KernelLaunch " + n.kernel.name, s.loc);
+                     if (n.grid) expr(d + 1, *n.grid, "grid: ");
+                     if (n.block) expr(d + 1, *n.block, "block: ");
+                     if (n.shared_bytes) expr(d + 1, *n.shared_bytes, "shared: ");
+                     for (const auto& a : n.args) expr(d + 1, *a, "arg: ");
+                   },
+                   [&](const ast::Copy& n) { line(d, "Copy " + n.src.name + " -> " + n.dst.name, s.loc); },
+                   [&](const ast::Fill& n) {
+                     line(d, "Fill " + n.dst.name, s.loc);
+                     expr(d + 1, *n.value);
+                   },
+                   [&](const ast::Assign& n) {
+                     line(d, "Assign " + n.target.name + " " + n.op, s.loc);
+                     expr(d + 1, *n.value);
+                   },
+                   [&](const ast::If& n) {
+                     line(d, "If", s.loc);
+                     expr(d + 1, *n.cond, "cond: ");
+                     line(d + 1, "Then", s.loc);
+                     block(d + 2, n.then_body);
+                     if (n.has_else) {
+                       line(d + 1, "Else", n.else_loc);
+                       block(d + 2, n.else_body);
+                     }
+                   },
+                   [&](const ast::While& n) {
+                     line(d, n.cond ? "While" : "WhileKernel", s.loc);
+                     if (n.cond) expr(d + 1, *n.cond, "cond: ");
+                     block(d + 1, n.body);
+                   },
+                   [&](const ast::Switch& n) {
+                     line(d, "Switch", s.loc);
+                     expr(d + 1, *n.subject, "subject: ");
+                     for (const auto& c : n.cases) {
+                       line(d + 1, "Case", c.loc);
+                       expr(d + 2, *c.value, "value: ");
+                       block(d + 2, c.body);
+                     }
+                     if (n.default_body) {
+                       line(d + 1, "Default", n.default_loc);
+                       block(d + 2, *n.default_body);
+                     }
+                   },
+                   [&](const ast::Call& n) { line(d, "Call " + n.graph.name, s.loc); },
+                   [&](const ast::LaunchGraph& n) {
+                     line(d, std::string("Launch ") + n.graph.name + " " + ast::to_string(n.mode), s.loc);
+                     if (n.index) expr(d + 1, *n.index, "index: ");
+                   },
+                   [&](const ast::Collective& n) {
+                     std::string text = std::string(ast::to_string(n.kind));
+                     if (!n.op.name.empty()) text += " " + n.op.name;
+                     text += " " + n.src.name;
+                     if (n.dst) text += " -> " + n.dst->name;
+                     text += " on " + n.comm.name;
+                     line(d, "Collective " + text, s.loc);
+                     if (n.root) expr(d + 1, *n.root, "root: ");
+                   },
+               },
+               s.node);
   }
 
   void expr(int d, const ast::Expr& e, const std::string& label = "") {

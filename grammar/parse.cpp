@@ -63,7 +63,7 @@ class DiagnosticErrorListener : public antlr4::BaseErrorListener {
     std::string message;
     auto* parser = dynamic_cast<antlr4::Parser*>(recognizer);
     if (!parser) {  // the lexer never errors (UNEXPECTED_CHAR catches all), but be safe
-      diags_.error("E0001", r, antlr_message);
+      diags_.error(DiagCode::E0001, r, antlr_message);
       return;
     }
     const auto& vocab = parser->getVocabulary();
@@ -89,7 +89,7 @@ class DiagnosticErrorListener : public antlr4::BaseErrorListener {
     } catch (...) {
       // The expected set is a courtesy; the position is what matters.
     }
-    diags_.error("E0001", r, message);
+    diags_.error(DiagCode::E0001, r, message);
   }
 
  private:
@@ -150,7 +150,7 @@ bool check_nesting(antlr4::CommonTokenStream& tokens, const SourceManager& sourc
                  sources.byte_column(file, static_cast<uint32_t>(t->getLine()),
                                      t->getCharPositionInLine())};
       r.end = {r.begin.line, r.begin.col + 1};
-      diags.error("E0003", r,
+      diags.error(DiagCode::E0003, r,
                   depth > kMaxDepth ? "nesting is deeper than " + std::to_string(kMaxDepth) +
                                           " levels"
                   : prefix > kMaxDepth ? "more than " + std::to_string(kMaxDepth) +
@@ -264,7 +264,7 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t
     line_start = (line_start == std::string::npos || *bad == 0) ? 0 : line_start + 1;
     r.begin.col = static_cast<uint32_t>(*bad - line_start) + 1;
     r.end = {r.begin.line, r.begin.col + 1};
-    diags.error("E0001", r, "the file is not valid UTF-8");
+    diags.error(DiagCode::E0001, r, "the file is not valid UTF-8");
     auto empty = std::make_unique<ast::Module>();
     empty->file = file_id;
     return empty;
@@ -283,7 +283,7 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sources, uint32_t
                sources.byte_column(file_id, static_cast<uint32_t>(capped.over_line()),
                                    capped.over_col())};
     r.end = {r.begin.line, r.begin.col + 1};
-    diags.error("E0005", r,
+    diags.error(DiagCode::E0005, r,
                 "the file has more than " + std::to_string(max_tokens) +
                     " tokens, more than orchc parses in one file");
     auto empty = std::make_unique<ast::Module>();

@@ -103,7 +103,7 @@ ast::ExprPtr Transformer::expr(OrchParser::ExprContext* ctx) {
     bool hex = text.size() > 2 && (text[1] == 'x' || text[1] == 'X');
     e->int_value = std::strtoull(hex ? text.c_str() + 2 : text.c_str(), nullptr, hex ? 16 : 10);
     if (errno == ERANGE)
-      diags_.error("E0002", e->loc, "integer literal `" + text + "` does not fit in 64 bits");
+      diags_.error(DiagCode::E0002, e->loc, "integer literal `" + text + "` does not fit in 64 bits");
     return e;
   }
   if (auto* c = dynamic_cast<OrchParser::FloatExprContext*>(ctx)) {
@@ -112,7 +112,7 @@ ast::ExprPtr Transformer::expr(OrchParser::ExprContext* ctx) {
     errno = 0;
     e->float_value = std::strtod(text.c_str(), nullptr);
     if (errno == ERANGE && (e->float_value > 1 || e->float_value < -1))
-      diags_.error("E0002", e->loc, "floating-point literal `" + text + "` is out of range");
+      diags_.error(DiagCode::E0002, e->loc, "floating-point literal `" + text + "` is out of range");
     return e;
   }
   if (auto* c = dynamic_cast<OrchParser::BoolExprContext*>(ctx)) {

@@ -58,7 +58,7 @@ class Builder {
       out.handles.push_back({h.graph, h.default_value, h.set_default});
     for (const ir::BindCheck& c : p_.bind_checks) {
       lir::BindCheck b;
-      b.code = c.code;
+      b.code = to_string(c.code);
       b.message = c.message;
       b.condition = expr(c.condition);
       b.loc = c.loc;

@@ -156,7 +156,7 @@ class Checker {
             q.kind == lir::KernelParamKind::Graph || q.kind == lir::KernelParamKind::GraphFamily;
       if (!has_graph_params && ptx_reaches(m, k.lowered_name, ptx_graph_launch_calls())) {
         Diagnostic& d = diags_.error(
-            "E0508", k.loc,
+            DiagCode::E0508, k.loc,
             "kernel `" + k.name +
                 "` launches graphs from the device (its compiled code calls "
                 "cudaGraphLaunch), but declares no `graph` parameter with a launch budget, so the "
@@ -183,7 +183,7 @@ class Checker {
   void check_params(const lir::Kernel& k, const PtxFunction& entry) {
     if (entry.params.size() != k.params.size()) {
       Diagnostic& d =
-          diags_.error("E0120", k.loc,
+          diags_.error(DiagCode::E0120, k.loc,
                        "kernel `" + k.name + "` declares " + std::to_string(k.params.size()) +
                            " parameter" + (k.params.size() == 1 ? "" : "s") +
                            ", but its compiled code takes " + std::to_string(entry.params.size()));
@@ -197,7 +197,7 @@ class Checker {
       const PtxParam& c = entry.params[i];
       if (matches(d, c)) continue;
       Diagnostic& diag =
-          diags_.error("E0120", q.loc,
+          diags_.error(DiagCode::E0120, q.loc,
                        "parameter `" + q.name + "` of kernel `" + k.name + "` is declared " +
                            d.text + ", but the compiled kernel takes " + describe(c) +
                            " there (parameter " + std::to_string(i + 1) + ": " + c.text + ")");
@@ -223,12 +223,12 @@ class Checker {
                                "compiled code calls cudaLaunchDevice), which ";
       if (g.device) {
         Diagnostic& d =
-            diags_.error("E0506", n.loc, what + "a graph launched from the device cannot hold");
+            diags_.error(DiagCode::E0506, n.loc, what + "a graph launched from the device cannot hold");
         note_source(d, k);
         diags_.add_note(d, g.loc, "`" + g.name + "` is a device graph");
         ok_ = false;
       } else if (conditional) {
-        Diagnostic& d = diags_.error("E0507", n.loc, what + "a conditional body cannot hold");
+        Diagnostic& d = diags_.error(DiagCode::E0507, n.loc, what + "a conditional body cannot hold");
         note_source(d, k);
         diags_.add_note(d, conditional->loc, "the conditional is here");
         ok_ = false;
@@ -250,7 +250,7 @@ class Checker {
       const lir::Kernel& k = p_.kernels[kn->kernel];
       if (!k.launches_kernels || k.may_launch_kernels) continue;
       Diagnostic& d = diags_.error(
-          "E0507", n.loc,
+          DiagCode::E0507, n.loc,
           "kernel `" + k.name +
               "` launches kernels from the device (CUDA dynamic parallelism: "
               "its compiled code calls cudaLaunchDevice) but its source does not show it, so it "
@@ -278,7 +278,7 @@ class Checker {
         std::string error;
         auto r = read_cubin_resources(image.cubin, &error);
         if (!r) {
-          diags_.error("E0903", k.loc,
+          diags_.error(DiagCode::E0903, k.loc,
                        "the " + image.arch + " image of kernel `" + k.name + "` could not be read: " + error);
           ok_ = false;
         }
@@ -308,7 +308,7 @@ class Checker {
   // Reports `code` at the launch `n` (with the kernel's line) if `value`, at the defaults for
   // each family member, is more than `most`; and where the value depends on the params, adds
   // the bind check `condition` with the message `again`.
-  void limit(const lir::Node& n, const lir::Kernel& k, const char* code, const std::vector<const lir::Expr*>& parts,
+  void limit(const lir::Node& n, const lir::Kernel& k, DiagCode code, const std::vector<const lir::Expr*>& parts,
              std::function<std::optional<uint64_t>(std::optional<uint32_t>)> value,
              std::function<bool(uint64_t)> holds, std::function<std::string(uint64_t)> message,
              std::vector<expr::Instr> condition, const std::string& condition_text, const std::string& again) {
@@ -329,7 +329,7 @@ class Checker {
     }
     if (!host) return;
     lir::BindCheck b;
-    b.code = code;
+    b.code = to_string(code);
     b.message = again;
     b.condition.code = std::move(condition);
     b.condition.text = condition_text;
@@ -369,7 +369,7 @@ class Checker {
     c.append(kn.block[1]).binary(expr::Op::Mul, expr::ScalarType::U64, kn.block[1].type());
     c.append(kn.block[2]).binary(expr::Op::Mul, expr::ScalarType::U64, kn.block[2].type());
     c.constant(expr::ScalarType::U64, d.max_threads).binary(expr::Op::Le, expr::ScalarType::U64, expr::ScalarType::U64);
-    limit(n, k, "E0206", {&kn.block[0], &kn.block[1], &kn.block[2]},
+    limit(n, k, DiagCode::E0206, {&kn.block[0], &kn.block[1], &kn.block[2]},
           [&](std::optional<uint32_t> m) -> std::optional<uint64_t> {
             auto x = value_at_defaults(p_, kn.block[0], m), y = value_at_defaults(p_, kn.block[1], m), z = value_at_defaults(p_, kn.block[2], m);
             if (!x || !y || !z || *x > 1024 || *y > 1024 || *z > 1024) return std::nullopt;
@@ -392,7 +392,7 @@ class Checker {
                             " per block (" + std::to_string(optin) + " in all)";
     if (kn.shared_bytes.code.empty()) {
       if (most > 0) return;
-      Diagnostic& diag = diags_.error("E0204", n.loc,
+      Diagnostic& diag = diags_.error(DiagCode::E0204, n.loc,
                                       "kernel `" + k.name + "` has " + std::to_string(d.static_shared) +
                                           " bytes of static shared memory; " + limits_.target + " allows at most " +
                                           std::to_string(optin) + " per block");
@@ -402,7 +402,7 @@ class Checker {
     }
     Code c;
     c.append(kn.shared_bytes).constant(expr::ScalarType::U64, most).binary(expr::Op::Le, kn.shared_bytes.type(), expr::ScalarType::U64);
-    limit(n, k, "E0204", {&kn.shared_bytes},
+    limit(n, k, DiagCode::E0204, {&kn.shared_bytes},
           [&](std::optional<uint32_t> m) { return value_at_defaults(p_, kn.shared_bytes, m); },
           [&](uint64_t v) { return v <= most; },
           [&](uint64_t v) {
@@ -420,7 +420,7 @@ class Checker {
     if (size > limits_.max_cluster_size) {
       if (!cluster_reported_.insert(&k).second) return;  // once per kernel, at its first launch
       Diagnostic& diag = diags_.error(
-          "E0208", n.loc,
+          DiagCode::E0208, n.loc,
           "`" + k.name + "` is compiled with " + dims + ", a cluster of " + std::to_string(size) + " blocks; " +
               limits_.target + " allows at most " + std::to_string(limits_.max_cluster_size) +
               " (the portable cluster size: orch does not opt in to larger, non-portable ones)");
@@ -437,7 +437,7 @@ class Checker {
       code.append(grid).constant(grid.type(), c).binary(expr::Op::Mod, grid.type(), grid.type());
       code.constant(grid.type(), 0).binary(expr::Op::Eq, grid.type(), grid.type());
       const std::string why = "`" + k.name + "` is compiled with " + dims + ", and a grid must be whole clusters";
-      limit(n, k, "E0207", {&grid},
+      limit(n, k, DiagCode::E0207, {&grid},
             [&](std::optional<uint32_t> m) { return value_at_defaults(p_, grid, m); },
             [&](uint64_t v) { return v % c == 0; },
             [&](uint64_t v) {

@@ -473,9 +473,12 @@ class Emitter {
         return rank_.empty() ? "0u" : "static_cast<unsigned>(p." + rank_ + ")";
       case expr::InstrKind::WorldSize:
         return world_size_.empty() ? "1u" : "static_cast<unsigned>(p." + world_size_ + ")";
-      default:
-        return "0";  // device scalars never appear in host expressions
+      case expr::InstrKind::DeviceScalar:  // never in host expressions
+      case expr::InstrKind::Const:
+      case expr::InstrKind::Operator:  // printed by to_source itself
+        break;
     }
+    return "0";
   }
 
   // Emits a line that evaluates `e` converted to `t` (as the runtime converts values) and

@@ -70,8 +70,12 @@ class Generator {
         case ir::NodeKind::LaunchGraph:
           n = launcher(n, graph);
           break;
-        default:
-          break;
+        case ir::NodeKind::Kernel:
+        case ir::NodeKind::If:
+        case ir::NodeKind::While:
+        case ir::NodeKind::Switch:
+        case ir::NodeKind::Collective:
+          break;  // already CUDA graph nodes: nothing to generate
       }
     }
   }

@@ -643,8 +643,8 @@ class KernelJob {
   // where the kernel uses the device runtime, into out.image; `out` carries what came before.
   BuildResult link(const Target& target, nvJitLinkInputType type, const std::string& input, BuildResult out) const;
   void add_log_diagnostics(const std::string& log, bool errors);
-  void error(const char* code, std::string message) {
-    diags_.push_back({Severity::Error, code, src_.origin, std::move(message), {}});
+  void error(DiagCode code, std::string message) {
+    diags_.push_back({Severity::Error, to_string(code), src_.origin, std::move(message), {}});
   }
 
   const KernelSource& src_;
@@ -936,7 +936,7 @@ std::optional<CompiledKernel> KernelJob::run() {
   }
   device_runtime_ = src_.uses_device_runtime || mentions_device_runtime(src_.code);
   if (device_runtime_ && toolkit_.cudadevrt.empty()) {
-    error("E0902", "kernel '" + src_.name +
+    error(DiagCode::E0902, "kernel '" + src_.name +
                        "' uses the device runtime, but libcudadevrt.a is not in the CUDA toolkit" +
                        (toolkit_.root.empty() ? std::string() : " at " + toolkit_.root) +
                        " (set CUDA_HOME)");
@@ -1046,7 +1046,7 @@ std::optional<CompiledKernel> KernelJob::run() {
         if (!any_error) {
           std::string text = !built.log.empty() ? built.log : built.failure;
           while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-          error("E0901",
+          error(DiagCode::E0901,
                 "kernel '" + src_.name + "' does not compile for " + target.arch + ":\n" + text);
         } else if (t > 0) {
           // The first arch compiled, so this one fails for reasons of its own: say which.
@@ -1059,7 +1059,7 @@ std::optional<CompiledKernel> KernelJob::run() {
       }
       if (!built.linked) {
         add_log_diagnostics(built.log, false);
-        error("E0902", "kernel '" + src_.name + "' could not be built for " + target.arch + ": " +
+        error(DiagCode::E0902, "kernel '" + src_.name + "' could not be built for " + target.arch + ": " +
                            built.failure);
         return std::nullopt;
       }
@@ -1083,7 +1083,7 @@ std::optional<CompiledKernel> KernelJob::run() {
         result.symbols.push_back(all.substr(at, nl - at));
       }
       if (result.symbols.size() != entries_.size()) {
-        error("E0902", "kernel '" + src_.name + "': the cached image names " + std::to_string(result.symbols.size()) +
+        error(DiagCode::E0902, "kernel '" + src_.name + "': the cached image names " + std::to_string(result.symbols.size()) +
                            " kernels, not " + std::to_string(entries_.size()) + " (a damaged cache entry?)");
         return std::nullopt;
       }
@@ -1124,13 +1124,13 @@ std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<Ker
   if (sources.empty()) return results;
   Toolkit toolkit = probe_toolkit();
   if (!toolkit.problem.empty()) {
-    diags.error("E0901", SourceRange{}, "cannot compile kernels: " + toolkit.problem);
+    diags.error(DiagCode::E0901, SourceRange{}, "cannot compile kernels: " + toolkit.problem);
     return results;
   }
 
   // The arch list is checked once, against what this NVRTC can target.
   if (options.archs.empty()) {
-    diags.error("E0111", SourceRange{}, "no target architecture to compile kernels for");
+    diags.error(DiagCode::E0111, SourceRange{}, "no target architecture to compile kernels for");
     return results;
   }
   int newest = 0;
@@ -1145,7 +1145,7 @@ std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<Ker
       std::string supported;
       for (int a : toolkit.archs)
         supported += (supported.empty() ? "sm_" : ", sm_") + std::to_string(a);
-      diags.error("E0111", SourceRange{},
+      diags.error(DiagCode::E0111, SourceRange{},
                   "NVRTC " + std::to_string(toolkit.nvrtc_major) + "." +
                       std::to_string(toolkit.nvrtc_minor) + " cannot compile for '" + arch +
                       "' (it supports " + supported + ")");
@@ -1174,7 +1174,7 @@ std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<Ker
         // Out of memory or a filesystem surprise: this kernel fails, the others go on.
         outcomes[i].kernel.reset();
         outcomes[i].diags = {{Severity::Error,
-                              "E0901",
+                              to_string(DiagCode::E0901),
                               sources[i].origin,
                               "kernel '" + sources[i].name + "' could not be compiled: " + e.what(),
                               {}}};
@@ -1199,12 +1199,7 @@ std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<Ker
 
   // Merged in kernel order, so the output is the same for any number of jobs.
   for (size_t i = 0; i < sources.size(); ++i) {
-    for (Diagnostic& d : outcomes[i].diags) {
-      Diagnostic& added = d.severity == Severity::Error
-                              ? diags.error(d.code, d.range, std::move(d.message))
-                              : diags.warning(d.code, d.range, std::move(d.message));
-      added.notes = std::move(d.notes);
-    }
+    for (Diagnostic& d : outcomes[i].diags) diags.add(std::move(d));
     results[i] = std::move(outcomes[i].kernel);
   }
   return results;

@@ -142,12 +142,19 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
       s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
       return s;
     }
-    default:
-      s.blocks = 1;
-      s.threads = 1;
-      s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
-      return s;
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::SetCondition:
+    case ir::NodeKind::LaunchGraph:
+    case ir::NodeKind::If:
+    case ir::NodeKind::While:
+    case ir::NodeKind::Switch:
+    case ir::NodeKind::Collective:
+      break;
   }
+  s.blocks = 1;
+  s.threads = 1;
+  s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
+  return s;
 }
 
 }  // namespace orch::lowering

@@ -20,17 +20,13 @@
 #include "compiler/program.h"
 #include "expr/expr.h"
 #include "lowering/cubin_resources.h"
+#include "support/overloaded.h"
 #include "support/source.h"
 
 namespace orch::lir {
 
 // std::visit(overloaded{[](const KernelNode&) {...}, ...}, node.op)
-template <class... Ts>
-struct overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-overloaded(Ts...) -> overloaded<Ts...>;
+using ::orch::overloaded;
 
 using expr::ScalarType;
 

@@ -495,7 +495,7 @@ graph main {
         std::string::npos);
   // The index comes from a param: recorded for bind time.
   REQUIRE(p.bind_checks.size() == 1);
-  CHECK(p.bind_checks[0].code == "E0504");
+  CHECK(p.bind_checks[0].code == DiagCode::E0504);
 }
 
 TEST_CASE("a graph that is only called keeps no body of its own after lowering") {

@@ -248,7 +248,7 @@ std::vector<Diagnostic> nvrtc_log_diagnostics(const std::vector<NvrtcLogMessage>
     if ((is_error && !errors) || (!is_error && !warnings)) continue;
     Diagnostic d;
     d.severity = is_error ? Severity::Error : Severity::Warning;
-    d.code = is_error ? "E0901" : "W0901";
+    d.code = to_string(is_error ? DiagCode::E0901 : DiagCode::W0901);
     d.message = m.text;
     if (!m.number.empty()) d.message += " [#" + m.number + "]";
     if (m.file == source.file_name) {

@@ -99,13 +99,13 @@ std::optional<Profile> read_profile(const std::string& path, SourceManager& sour
                                     uint32_t* file) {
   InputFile in = read_input_file(path);
   if (in.status == InputFile::Status::TooLarge) {
-    diags.error("E0005", {},
+    diags.error(DiagCode::E0005, {},
                 "the profile `" + path + "` has " + std::to_string(in.size) + " bytes; orchc reads at most " +
                     std::to_string(kMaxInputBytes));
     return std::nullopt;
   }
   if (in.status != InputFile::Status::Ok) {
-    diags.error("E0004", {}, "cannot read the profile `" + path + "`: " + in.error);
+    diags.error(DiagCode::E0004, {}, "cannot read the profile `" + path + "`: " + in.error);
     return std::nullopt;
   }
   const uint32_t id = sources.add(path, in.text);
@@ -113,7 +113,7 @@ std::optional<Profile> read_profile(const std::string& path, SourceManager& sour
   ProfileError e;
   std::optional<Profile> p = parse_profile(sources.file(id).text, &e);
   if (!p)
-    diags.error("E0006", range_at(id, sources.file(id).text, e.offset), "invalid profile (orchc --profile): " + e.message);
+    diags.error(DiagCode::E0006, range_at(id, sources.file(id).text, e.offset), "invalid profile (orchc --profile): " + e.message);
   return p;
 }
 
@@ -121,7 +121,7 @@ std::shared_ptr<const BoundProfile> match_profile(Profile profile, uint32_t file
                                                   const SourceManager& sources, DiagnosticEngine& diags) {
   const std::string ignored = "; the profile is ignored and every choice is made as without it";
   if (profile.pipeline != program.name) {
-    diags.warning("W0006", range_of(sources, file, {std::string("pipeline"), std::string("name")}),
+    diags.warning(DiagCode::W0006, range_of(sources, file, {std::string("pipeline"), std::string("name")}),
                   "this profile was measured on pipeline `" + profile.pipeline + "`, not `" + program.name + "`" +
                       ignored);
     return nullptr;
@@ -133,7 +133,7 @@ std::shared_ptr<const BoundProfile> match_profile(Profile profile, uint32_t file
   if (!targeted) {
     std::string targets;
     for (const std::string& t : program.targets) targets += (targets.empty() ? "" : ", ") + t;
-    diags.warning("W0006", range_of(sources, file, {std::string("device"), std::string("compute_capability")}),
+    diags.warning(DiagCode::W0006, range_of(sources, file, {std::string("device"), std::string("compute_capability")}),
                   "this profile was measured on " + profile.device + " (" + arch + "), and the pipeline targets " +
                       (targets.empty() ? program.profile.name : targets) + ignored);
     return nullptr;
@@ -146,7 +146,7 @@ std::shared_ptr<const BoundProfile> match_profile(Profile profile, uint32_t file
   for (const auto& k : keys) matched += bound->find(SourceRange{std::get<0>(k), {std::get<1>(k), std::get<2>(k)}, {}},
                                                     std::get<3>(k)) != nullptr;
   if (matched == 0) {
-    diags.warning("W0006", range_of(sources, file, {std::string("nodes")}),
+    diags.warning(DiagCode::W0006, range_of(sources, file, {std::string("nodes")}),
                   "none of the profile's " + plural(bound->profile().nodes.size(), "node", "nodes") +
                       " is a statement of pipeline `" + program.name +
                       "` (the source changed since it was measured, or it is another pipeline's)" + ignored);

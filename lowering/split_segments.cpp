@@ -23,9 +23,13 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
       return k.budgets.empty() && !k.may_launch_kernels ? NodeClass::Plain
                                                         : NodeClass::LaunchOrCollective;
     }
-    default:
-      return NodeClass::Plain;
+    case ir::NodeKind::Copy:
+    case ir::NodeKind::Fill:
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::SetCondition:
+      break;
   }
+  return NodeClass::Plain;
 }
 
 }  // namespace

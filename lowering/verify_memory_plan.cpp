@@ -63,7 +63,7 @@ class Verifier {
 
  private:
   void fail(const SourceRange& at, const std::string& what) {
-    diags_.error("E0899", at, "internal compiler error: the memory plan " + what);
+    diags_.error(DiagCode::E0899, at, "internal compiler error: the memory plan " + what);
     ok_ = false;
   }
   SourceRange nowhere() const { return p_.main_graph >= 0 ? p_.graphs[p_.main_graph].loc : SourceRange{}; }
@@ -285,7 +285,7 @@ class Verifier {
       bool covered = false;
       for (const Access& w : uses_[b]) covered |= &w != &r && dominates(w, r);
       if (!covered) {
-        Diagnostic& d = diags_.error("E0899", buf.loc,
+        Diagnostic& d = diags_.error(DiagCode::E0899, buf.loc,
                                      "internal compiler error: the memory plan puts `" + buf.name +
                                          "` in the arena, but a node may read it before anything writes all of it");
         diags_.add_note(d, r.site.node->loc, "the read");
@@ -311,7 +311,7 @@ class Verifier {
         earlier |= r == Rel::Earlier;
         later |= r == Rel::Later;
         if (r == Rel::Unordered || (earlier && later)) {
-          Diagnostic& d = diags_.error("E0899", u.site.node->loc,
+          Diagnostic& d = diags_.error(DiagCode::E0899, u.site.node->loc,
                                        "internal compiler error: the memory plan lets `" + name(a) + "` and `" +
                                            name(b) + "` share memory, but " +
                                            (r == Rel::Unordered ? "nothing orders this use of `" + name(a) + "` and a use of `" + name(b) + "`"

@@ -176,7 +176,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
     if (const auto* c = std::get_if<lir::ConditionalNode>(&n.op))
       for (const lir::Body& b : c->bodies) ok &= verify_body(p, g, b, true, diags);
   if (std::string problem = guard_problem(p, r); !problem.empty()) {
-    diags.error("E0899", r.nodes.empty() ? g.loc : r.nodes.front().loc,
+    diags.error(DiagCode::E0899, r.nodes.empty() ? g.loc : r.nodes.front().loc,
                 "internal compiler error: in graph `" + g.name + "`, " + problem);
     ok = false;
   }
@@ -186,7 +186,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
   for (int to = 0; to < n; ++to) {
     for (const lir::Dep& d : r.nodes[to].deps) {
       if (static_cast<int64_t>(d.from) >= to) {
-        diags.error("E0899", r.nodes[to].loc,
+        diags.error(DiagCode::E0899, r.nodes[to].loc,
                     "internal compiler error: graph `" + g.name + "` has a backward edge");
         return false;
       }
@@ -194,7 +194,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
       if (d.kind == lir::DepKind::Programmatic) {
         std::string problem = programmatic_problem(p, g, in_body, r.nodes[d.from], r.nodes[to]);
         if (!problem.empty()) {
-          Diagnostic& diag = diags.error("E0899", r.nodes[to].loc,
+          Diagnostic& diag = diags.error(DiagCode::E0899, r.nodes[to].loc,
                                          "internal compiler error: in graph `" + g.name + "`, " + problem);
           diags.add_note(diag, r.nodes[d.from].loc, "the node it depends on");
           ok = false;
@@ -222,7 +222,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
         for (int rd : s.readers) must.push_back(rd);
       for (int i : must) {
         if (i == j || reaches(preds, i, j, mark, ++stamp)) continue;
-        Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
+        Diagnostic& d = diags.error(DiagCode::E0899, r.nodes[j].loc,
                                     "internal compiler error: in graph `" + g.name +
                                         "`, nothing orders this node after "
                                         "the node it conflicts with on `" +
@@ -239,7 +239,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
       auto [it, first] = setter.emplace(h, j);
       if (first) continue;
       if (!reaches(preds, it->second, j, mark, ++stamp)) {
-        Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
+        Diagnostic& d = diags.error(DiagCode::E0899, r.nodes[j].loc,
                                     "internal compiler error: in graph `" + g.name +
                                         "`, nothing orders this node after an earlier node that "
                                         "sets the same conditional handle");
@@ -252,7 +252,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
     // after the one before it orders them all.
     if (lir::holds_while(r.nodes[j])) {
       if (last_loop >= 0 && !reaches(preds, last_loop, j, mark, ++stamp)) {
-        Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
+        Diagnostic& d = diags.error(DiagCode::E0899, r.nodes[j].loc,
                                     "internal compiler error: in graph `" + g.name +
                                         "`, this while loop may run at the same time as an earlier one");
         diags.add_note(d, r.nodes[last_loop].loc, "the earlier loop");
@@ -264,7 +264,7 @@ bool verify_body(const lir::Program& p, const lir::Graph& g, const lir::Body& r,
     if (const auto* c = std::get_if<lir::ConditionalNode>(&r.nodes[j].op); c && c->handle >= 0) {
       for (int i = 0; i < j; ++i) {
         if (!sets_handle(r.nodes[i], c->handle) || reaches(preds, i, j, mark, ++stamp)) continue;
-        Diagnostic& d = diags.error("E0899", r.nodes[j].loc,
+        Diagnostic& d = diags.error(DiagCode::E0899, r.nodes[j].loc,
                                     "internal compiler error: in graph `" + g.name +
                                         "`, this conditional node may run before the kernel "
                                         "that sets its condition");

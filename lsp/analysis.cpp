@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "support/input_file.h"
+#include "support/overloaded.h"
 
 namespace orch::lsp {
 
@@ -128,19 +129,19 @@ NodeRef find_node(const ir::Program& p, int graph, const SourceRange& loc) {
 }
 
 const char* statement_kind(const ast::Stmt& s) {
-  switch (s.node.index()) {
-    case 0: return "kernel launch";
-    case 1: return "copy";
-    case 2: return "fill";
-    case 3: return "scalar update";
-    case 4: return "`if`";
-    case 5: return "`while` loop";
-    case 6: return "`switch`";
-    case 7: return "`call`";
-    case 8: return "device graph launch";
-    case 9: return "collective";
-  }
-  return "statement";
+  return std::visit(overloaded{
+                        [](const ast::KernelLaunch&) { return "kernel launch"; },
+                        [](const ast::Copy&) { return "copy"; },
+                        [](const ast::Fill&) { return "fill"; },
+                        [](const ast::Assign&) { return "scalar update"; },
+                        [](const ast::If&) { return "`if`"; },
+                        [](const ast::While&) { return "`while` loop"; },
+                        [](const ast::Switch&) { return "`switch`"; },
+                        [](const ast::Call&) { return "`call`"; },
+                        [](const ast::LaunchGraph&) { return "device graph launch"; },
+                        [](const ast::Collective&) { return "collective"; },
+                    },
+                    s.node);
 }
 
 std::string names_list(const std::vector<std::string>& names) {
@@ -297,7 +298,7 @@ Analysis::Analysis(const std::string& path, std::string text, const AnalysisOpti
   if (text.size() > kMaxInputBytes) {
     // As orchc refuses the file (E0005); the document itself stays empty here.
     file_ = sources_.add(path, "");
-    diags.error("E0005", {}, "`" + path + "` is " + std::to_string(text.size()) + " bytes; orchc reads at most " +
+    diags.error(DiagCode::E0005, {}, "`" + path + "` is " + std::to_string(text.size()) + " bytes; orchc reads at most " +
                                   std::to_string(kMaxInputBytes) + " bytes from one input file");
   } else {
     CheckResult r = check_text(path, std::move(text), sources_, check, diags);
@@ -390,21 +391,31 @@ void statement_symbols(const Analysis& a, const ast::Block& body, std::vector<Ou
     s.detail = statement_kind(st);
     s.range = st.loc;
     s.selection = st.loc;
-    if (std::holds_alternative<ast::KernelLaunch>(st.node)) s.kind = LspSymbolKind::Event;
-    else if (auto* n = std::get_if<ast::If>(&st.node)) {
-      s.kind = LspSymbolKind::Namespace;
-      statement_symbols(a, n->then_body, s.children);
-      statement_symbols(a, n->else_body, s.children);
-    } else if (auto* n = std::get_if<ast::While>(&st.node)) {
-      s.kind = LspSymbolKind::Namespace;
-      statement_symbols(a, n->body, s.children);
-    } else if (auto* n = std::get_if<ast::Switch>(&st.node)) {
-      s.kind = LspSymbolKind::Namespace;
-      for (const ast::SwitchCase& c : n->cases) statement_symbols(a, c.body, s.children);
-      if (n->default_body) statement_symbols(a, *n->default_body, s.children);
-    } else {
-      s.kind = LspSymbolKind::Operator;
-    }
+    // Bodies are children; a statement without one is a leaf (Operator).
+    std::visit(overloaded{
+                   [&](const ast::KernelLaunch&) { s.kind = LspSymbolKind::Event; },
+                   [&](const ast::If& n) {
+                     s.kind = LspSymbolKind::Namespace;
+                     statement_symbols(a, n.then_body, s.children);
+                     statement_symbols(a, n.else_body, s.children);
+                   },
+                   [&](const ast::While& n) {
+                     s.kind = LspSymbolKind::Namespace;
+                     statement_symbols(a, n.body, s.children);
+                   },
+                   [&](const ast::Switch& n) {
+                     s.kind = LspSymbolKind::Namespace;
+                     for (const ast::SwitchCase& c : n.cases) statement_symbols(a, c.body, s.children);
+                     if (n.default_body) statement_symbols(a, *n.default_body, s.children);
+                   },
+                   [&](const ast::Copy&) { s.kind = LspSymbolKind::Operator; },
+                   [&](const ast::Fill&) { s.kind = LspSymbolKind::Operator; },
+                   [&](const ast::Assign&) { s.kind = LspSymbolKind::Operator; },
+                   [&](const ast::Call&) { s.kind = LspSymbolKind::Operator; },
+                   [&](const ast::LaunchGraph&) { s.kind = LspSymbolKind::Operator; },
+                   [&](const ast::Collective&) { s.kind = LspSymbolKind::Operator; },
+               },
+               st.node);
     out.push_back(std::move(s));
   }
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "support/overloaded.h"
+
 namespace orch::lsp {
 
 namespace {
@@ -128,46 +130,56 @@ void SymbolIndex::block(const ast::Block& b, int graph, const std::vector<int>& 
 
 void SymbolIndex::stmt(const ast::Stmt& s, int graph, const std::vector<int>& locals) {
   statements_.push_back({&s, graph});
-  if (auto* n = std::get_if<ast::KernelLaunch>(&s.node)) {
-    use(n->kernel, locals);
-    expr(n->grid.get(), locals);
-    expr(n->block.get(), locals);
-    expr(n->shared_bytes.get(), locals);
-    for (const ast::ExprPtr& a : n->args) expr(a.get(), locals);
-  } else if (auto* n = std::get_if<ast::Copy>(&s.node)) {
-    use(n->src, locals);
-    use(n->dst, locals);
-  } else if (auto* n = std::get_if<ast::Fill>(&s.node)) {
-    use(n->dst, locals);
-    expr(n->value.get(), locals);
-  } else if (auto* n = std::get_if<ast::Assign>(&s.node)) {
-    use(n->target, locals);
-    expr(n->value.get(), locals);
-  } else if (auto* n = std::get_if<ast::If>(&s.node)) {
-    expr(n->cond.get(), locals);
-    block(n->then_body, graph, locals);
-    block(n->else_body, graph, locals);
-  } else if (auto* n = std::get_if<ast::While>(&s.node)) {
-    expr(n->cond.get(), locals);
-    block(n->body, graph, locals);
-  } else if (auto* n = std::get_if<ast::Switch>(&s.node)) {
-    expr(n->subject.get(), locals);
-    for (const ast::SwitchCase& c : n->cases) {
-      expr(c.value.get(), locals);
-      block(c.body, graph, locals);
-    }
-    if (n->default_body) block(*n->default_body, graph, locals);
-  } else if (auto* n = std::get_if<ast::Call>(&s.node)) {
-    use(n->graph, locals);
-  } else if (auto* n = std::get_if<ast::LaunchGraph>(&s.node)) {
-    use(n->graph, locals);
-    expr(n->index.get(), locals);
-  } else if (auto* n = std::get_if<ast::Collective>(&s.node)) {
-    use(n->src, locals);
-    if (n->dst) use(*n->dst, locals);
-    expr(n->root.get(), locals);
-    use(n->comm, locals);
-  }
+  std::visit(overloaded{
+                 [&](const ast::KernelLaunch& n) {
+                   use(n.kernel, locals);
+                   expr(n.grid.get(), locals);
+                   expr(n.block.get(), locals);
+                   expr(n.shared_bytes.get(), locals);
+                   for (const ast::ExprPtr& a : n.args) expr(a.get(), locals);
+                 },
+                 [&](const ast::Copy& n) {
+                   use(n.src, locals);
+                   use(n.dst, locals);
+                 },
+                 [&](const ast::Fill& n) {
+                   use(n.dst, locals);
+                   expr(n.value.get(), locals);
+                 },
+                 [&](const ast::Assign& n) {
+                   use(n.target, locals);
+                   expr(n.value.get(), locals);
+                 },
+                 [&](const ast::If& n) {
+                   expr(n.cond.get(), locals);
+                   block(n.then_body, graph, locals);
+                   block(n.else_body, graph, locals);
+                 },
+                 [&](const ast::While& n) {
+                   expr(n.cond.get(), locals);
+                   block(n.body, graph, locals);
+                 },
+                 [&](const ast::Switch& n) {
+                   expr(n.subject.get(), locals);
+                   for (const ast::SwitchCase& c : n.cases) {
+                     expr(c.value.get(), locals);
+                     block(c.body, graph, locals);
+                   }
+                   if (n.default_body) block(*n.default_body, graph, locals);
+                 },
+                 [&](const ast::Call& n) { use(n.graph, locals); },
+                 [&](const ast::LaunchGraph& n) {
+                   use(n.graph, locals);
+                   expr(n.index.get(), locals);
+                 },
+                 [&](const ast::Collective& n) {
+                   use(n.src, locals);
+                   if (n.dst) use(*n.dst, locals);
+                   expr(n.root.get(), locals);
+                   use(n.comm, locals);
+                 },
+             },
+             s.node);
 }
 
 const Occurrence* SymbolIndex::occurrence_at(SourcePos p) const {

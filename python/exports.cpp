@@ -1,5 +1,5 @@
 // liborchc.so's only source: its contents come whole from static libraries
 // (python/CMakeLists.txt), and a library needs at least one source file.
 namespace {
-int orch_python_exports_unused;
+[[maybe_unused]] int orch_python_exports_unused;
 }

@@ -174,12 +174,18 @@ Diagnostic& DiagnosticEngine::report(Severity severity, std::string code, Source
   return d;
 }
 
-Diagnostic& DiagnosticEngine::error(std::string code, SourceRange range, std::string message) {
-  return report(Severity::Error, std::move(code), range, std::move(message));
+Diagnostic& DiagnosticEngine::error(DiagCode code, SourceRange range, std::string message) {
+  return report(Severity::Error, to_string(code), range, std::move(message));
 }
 
-Diagnostic& DiagnosticEngine::warning(std::string code, SourceRange range, std::string message) {
-  return report(Severity::Warning, std::move(code), range, std::move(message));
+Diagnostic& DiagnosticEngine::warning(DiagCode code, SourceRange range, std::string message) {
+  return report(Severity::Warning, to_string(code), range, std::move(message));
+}
+
+Diagnostic& DiagnosticEngine::add(Diagnostic d) {
+  Diagnostic& added = report(d.severity, std::move(d.code), d.range, std::move(d.message));
+  if (&added != &discarded_) added.notes = std::move(d.notes);
+  return added;
 }
 
 std::vector<Diagnostic> DiagnosticEngine::sorted() const {
@@ -189,6 +195,11 @@ std::vector<Diagnostic> DiagnosticEngine::sorted() const {
            std::tie(b.range.file, b.range.begin.line, b.range.begin.col);
   });
   return out;
+}
+
+const char* to_string(DiagCode code) {
+  // kCodes and DiagCode are made from the same list, in the same order.
+  return kCodes[static_cast<size_t>(code)].code;
 }
 
 std::string describe_code(const std::string& code) {

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/diagnostic_code.h"
 #include "support/source.h"
 
 namespace orch {
@@ -38,8 +39,11 @@ class DiagnosticEngine {
   // A diagnostic identical to an earlier one (severity, code, place and message) is dropped:
   // the same statement checked again through another `call` reports its mistake once. The
   // reference returned for it is to a scratch diagnostic that nothing prints.
-  Diagnostic& error(std::string code, SourceRange range, std::string message);
-  Diagnostic& warning(std::string code, SourceRange range, std::string message);
+  Diagnostic& error(DiagCode code, SourceRange range, std::string message);
+  Diagnostic& warning(DiagCode code, SourceRange range, std::string message);
+  // A diagnostic made away from the engine (by a kernel compile on a worker thread), its code
+  // from to_string(DiagCode); reported like error() or warning() by its severity, notes kept.
+  Diagnostic& add(Diagnostic d);
   void add_note(Diagnostic& d, SourceRange range, std::string message) {
     d.notes.push_back({range, std::move(message)});
   }

@@ -37,13 +37,13 @@ struct Fixture {
   Fixture() {
     main_file = sources.add("dir/p.orch", kPipeline);
     other_file = sources.add("lib.orch", "pipeline lib\ngraph g { call main }\n");
-    Diagnostic& undefined = diags.error("E0101", at(main_file, 4, 12, 4, 13), "undefined name `y`");
+    Diagnostic& undefined = diags.error(DiagCode::E0101, at(main_file, 4, 12, 4, 13), "undefined name `y`");
     diags.add_note(undefined, at(main_file, 2, 8, 2, 9), "did you mean `x`?");
     diags.add_note(undefined, SourceRange{}, "names are declared at the top of the file");
-    diags.warning("E0303", at(main_file, 5, 12, 5, 17), "fill value 70000 is truncated");
-    diags.error("E0111", SourceRange{}, "unknown target 'sm_42'");
-    diags.error("E0801", at(main_file, 3, 7, 6, 2), "graph `main` calls itself");
-    diags.error("E0101", at(other_file, 2, 16, 2, 20), "undefined graph `main`");
+    diags.warning(DiagCode::E0303, at(main_file, 5, 12, 5, 17), "fill value 70000 is truncated");
+    diags.error(DiagCode::E0111, SourceRange{}, "unknown target 'sm_42'");
+    diags.error(DiagCode::E0801, at(main_file, 3, 7, 6, 2), "graph `main` calls itself");
+    diags.error(DiagCode::E0101, at(other_file, 2, 16, 2, 20), "undefined graph `main`");
   }
 };
 
@@ -94,7 +94,7 @@ TEST_SUITE("diagnostics") {
     CHECK(format_diagnostics(none.all(), sources, DiagnosticFormat::Text) == "");
 
     DiagnosticEngine one;
-    one.error("E0001", at(file, 1, 1, 1, 9), "unexpected `pipeline`");
+    one.error(DiagCode::E0001, at(file, 1, 1, 1, 9), "unexpected `pipeline`");
     CHECK(format_diagnostics(one.all(), sources, DiagnosticFormat::Text) ==
           "a.orch:1:1: error[E0001]: unexpected `pipeline`\n"
           "pipeline a\n"
@@ -102,8 +102,8 @@ TEST_SUITE("diagnostics") {
           "1 error generated.\n");
 
     DiagnosticEngine warnings;
-    warnings.warning("E0303", at(file, 1, 10, 1, 11), "first");
-    warnings.warning("E0303", at(file, 1, 10, 1, 11), "second");
+    warnings.warning(DiagCode::E0303, at(file, 1, 10, 1, 11), "first");
+    warnings.warning(DiagCode::E0303, at(file, 1, 10, 1, 11), "second");
     CHECK(format_diagnostics(warnings.all(), sources, DiagnosticFormat::Text) ==
           "a.orch:1:10: warning[E0303]: first\n"
           "pipeline a\n"
@@ -119,8 +119,8 @@ TEST_SUITE("diagnostics") {
     SourceManager sources;
     uint32_t file = sources.add("e.orch", "pipeline e\ngraph main {\n");
     DiagnosticEngine diags;
-    diags.error("E0001", at(file, 3, 1, 3, 2), "unexpected end of file");  // the empty last line
-    diags.error("E0001", at(file, 2, 14, 2, 15), "past the end of the line");
+    diags.error(DiagCode::E0001, at(file, 3, 1, 3, 2), "unexpected end of file");  // the empty last line
+    diags.error(DiagCode::E0001, at(file, 2, 14, 2, 15), "past the end of the line");
     CHECK(format_diagnostics(diags.all(), sources, DiagnosticFormat::Text) ==
           "e.orch:3:1: error[E0001]: unexpected end of file\n"
           "\n"
@@ -135,7 +135,7 @@ TEST_SUITE("diagnostics") {
     SourceManager sources;
     uint32_t file = sources.add("c.orch", "pipeline c\n");
     DiagnosticEngine diags;
-    Diagnostic& d = diags.error("E0001", at(file, 1, 10, 1, 11), "bad");
+    Diagnostic& d = diags.error(DiagCode::E0001, at(file, 1, 10, 1, 11), "bad");
     diags.add_note(d, at(file, 1, 1, 1, 9), "here");
     CHECK(format_diagnostics(diags.all(), sources, DiagnosticFormat::Text, true) ==
           "\033[1mc.orch:1:10: \033[1;31merror[E0001]\033[0m\033[1m: bad\033[0m\n"
@@ -269,6 +269,16 @@ TEST_SUITE("diagnostics") {
     CHECK(s["runs"][0]["tool"]["driver"]["rules"].size() == all_diagnostic_codes().size());
   }
 
+  TEST_CASE("diagnostics DiagCode prints as its code") {
+    CHECK(std::string(to_string(DiagCode::E0001)) == "E0001");
+    CHECK(std::string(to_string(DiagCode::W0901)) == "W0901");
+    const std::vector<std::string> codes = all_diagnostic_codes();
+    for (size_t i = 0; i < codes.size(); ++i) CHECK(to_string(static_cast<DiagCode>(i)) == codes[i]);
+    DiagnosticEngine diags;
+    diags.warning(DiagCode::W0006, SourceRange{}, "another GPU's profile");
+    CHECK(diags.all().at(0).code == "W0006");
+  }
+
   TEST_CASE("diagnostics every code has a description") {
     std::vector<std::string> codes = all_diagnostic_codes();
     CHECK(codes.size() >= 50);
@@ -332,9 +342,9 @@ TEST_SUITE("diagnostics") {
     line += "\xc3\xa9 tail";
     uint32_t file = sources.add("long.orch", line + "\nshort\n");
     DiagnosticEngine diags;
-    diags.error("E0001", at(file, 1, 501, 1, 503), "in the middle");
-    diags.error("E0001", at(file, 1, 2, 1, 3), "near the start");
-    diags.error("E0001", at(file, 2, 1, 2, 6), "a short line");
+    diags.error(DiagCode::E0001, at(file, 1, 501, 1, 503), "in the middle");
+    diags.error(DiagCode::E0001, at(file, 1, 2, 1, 3), "near the start");
+    diags.error(DiagCode::E0001, at(file, 2, 1, 2, 6), "a short line");
     const std::string text = format_diagnostics(diags.sorted(), sources, DiagnosticFormat::Text);
     // Middle: bytes 373..628 (256 of them) with "..." on both sides; the caret is under byte
     // 501, 128 bytes into the excerpt.
@@ -356,14 +366,14 @@ TEST_SUITE("diagnostics") {
     SourceManager sources;
     uint32_t file = sources.add("d.orch", "graph main { }\n");
     DiagnosticEngine diags;
-    Diagnostic& first = diags.error("E0101", at(file, 1, 1, 1, 6), "same");
+    Diagnostic& first = diags.error(DiagCode::E0101, at(file, 1, 1, 1, 6), "same");
     diags.add_note(first, at(file, 1, 7, 1, 11), "kept");
-    Diagnostic& again = diags.error("E0101", at(file, 1, 1, 1, 6), "same");
+    Diagnostic& again = diags.error(DiagCode::E0101, at(file, 1, 1, 1, 6), "same");
     diags.add_note(again, at(file, 1, 7, 1, 11), "dropped with its diagnostic");
-    diags.error("E0101", at(file, 1, 1, 1, 6), "different message");
-    diags.error("E0102", at(file, 1, 1, 1, 6), "same");
-    diags.error("E0101", at(file, 1, 2, 1, 6), "same");
-    diags.warning("E0101", at(file, 1, 1, 1, 6), "same");
+    diags.error(DiagCode::E0101, at(file, 1, 1, 1, 6), "different message");
+    diags.error(DiagCode::E0102, at(file, 1, 1, 1, 6), "same");
+    diags.error(DiagCode::E0101, at(file, 1, 2, 1, 6), "same");
+    diags.warning(DiagCode::E0101, at(file, 1, 1, 1, 6), "same");
     CHECK(diags.all().size() == 5);
     CHECK(diags.error_count() == 4);
     CHECK(diags.all()[0].notes.size() == 1);
@@ -378,16 +388,16 @@ TEST_SUITE("diagnostics") {
     {
       DiagnosticEngine::ScopedContext outer(diags, at(file, 1, 1, 1, 8), "called from here");
       DiagnosticEngine::ScopedContext inner(diags, at(file, 2, 1, 2, 8), "called from here");
-      Diagnostic& d = diags.error("E0201", at(file, 3, 1, 3, 8), "two deep");
+      Diagnostic& d = diags.error(DiagCode::E0201, at(file, 3, 1, 3, 8), "two deep");
       diags.add_note(d, at(file, 4, 1, 4, 8), "its own note");
     }
-    diags.error("E0201", at(file, 5, 1, 5, 8), "outside");
+    diags.error(DiagCode::E0201, at(file, 5, 1, 5, 8), "outside");
     {
       std::vector<std::unique_ptr<DiagnosticEngine::ScopedContext>> frames;
       for (uint32_t line = 1; line <= 12; ++line)
         frames.push_back(std::make_unique<DiagnosticEngine::ScopedContext>(
             diags, at(file, line, 1, line, 8), "called from here"));
-      diags.error("E0201", at(file, 13, 1, 13, 8), "twelve deep");
+      diags.error(DiagCode::E0201, at(file, 13, 1, 13, 8), "twelve deep");
     }
     const auto& all = diags.all();
     REQUIRE(all.size() == 3);

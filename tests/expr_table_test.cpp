@@ -5,9 +5,11 @@
 
 #include <nvrtc.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "expr/evaluate_real.h"
 #include "tests/expr_table.h"
 
 namespace orch::exprtable {
@@ -22,8 +24,10 @@ bool mentions(const std::string& text, expr::ErrorKind k) {
     case expr::ErrorKind::Conversion:
       return text.find("does not fit") != std::string::npos || text.find("not exactly representable") != std::string::npos ||
              text.find("not an integer") != std::string::npos;
-    default: return false;
+    case expr::ErrorKind::None:
+    case expr::ErrorKind::Invalid: break;
   }
+  return false;
 }
 
 TEST_CASE("expression table: at least 200 rows, and most of them reach the evaluator") {
@@ -84,6 +88,59 @@ TEST_CASE("expression table: expr/'s evaluator gives every row's result") {
     INFO("got error ", got.error, " bits ", got.bits, " (", (v.failed() ? v.message : v.value.to_string()), ")");
     CHECK(matches(row, got));
   }
+}
+
+// Whether a value is exactly a double (integers up to 2^53).
+bool exact_in_double(const expr::Value& v) {
+  return v.is_float() || !expr::is_integer(v.type) || v.magnitude() <= (uint64_t{1} << 53);
+}
+
+// orch-run's `cost` evaluator works in doubles, so a count does not overflow its params' types:
+// where the exact evaluator gives a value, it gives the same (to the precision of the row's
+// floating-point type, for integers no larger than 2^53), and it fails on a division by zero as
+// the exact one does.
+TEST_CASE("expression table: evaluate_real (declared costs) agrees with expr/'s evaluator") {
+  size_t agreed = 0;
+  for (const Row& row : rows()) {
+    Checked c = check_row(row, false);
+    if (c.code.empty()) continue;
+    bool exact_inputs = true;
+    for (const expr::Instr& in : c.code) {
+      if (in.kind == expr::InstrKind::Const) exact_inputs &= exact_in_double(in.value);
+      else if (in.kind != expr::InstrKind::Operator)
+        if (std::optional<expr::Value> v = leaf_value(row, in)) exact_inputs &= exact_in_double(*v);
+    }
+    if (!exact_inputs) continue;
+    INFO(describe(row));
+    expr::Evaluation exact = expr::evaluate(c.code, [&](const expr::Instr& in) { return leaf_value(row, in); });
+    double real = 0;
+    std::string error;
+    const bool ok = expr::evaluate_real(
+        c.code,
+        [&](const expr::Instr& in) -> std::optional<double> {
+          std::optional<expr::Value> v = leaf_value(row, in);
+          if (!v) return std::nullopt;
+          return v->as_double();
+        },
+        &real, &error);
+    INFO(error);
+    if (!ok && error.find("is not arithmetic") != std::string::npos) continue;  // comparisons, bits
+    if (exact.failed()) {
+      if (exact.error == expr::ErrorKind::DivisionByZero && !expr::is_float(c.type)) CHECK_FALSE(ok);
+      continue;  // an overflow, a shift count or a conversion: the double has a value
+    }
+    REQUIRE(exact.known());
+    const double want = exact.value.as_double();
+    if (!std::isfinite(want)) continue;
+    REQUIRE(ok);
+    const double epsilon = c.type == expr::ScalarType::F16 || c.type == expr::ScalarType::BF16 ? 1e-2
+                           : c.type == expr::ScalarType::F32                                    ? 1e-6
+                                                                                                : 1e-12;
+    CHECK(real == doctest::Approx(want).epsilon(epsilon));
+    ++agreed;
+  }
+  MESSAGE(agreed, " rows evaluated by both");
+  CHECK(agreed >= 100);
 }
 
 TEST_CASE("expression table: the printed device code compiles with NVRTC (sm_90, no launch)") {

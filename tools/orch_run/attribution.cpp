@@ -37,8 +37,10 @@ bool fits(const Site& s, const NodeRecord& r) {
              (r.kind == NodeRecord::Kind::Kernel && r.name.rfind("memset", 0) == 0);
     case orch::fb::NodeKind::Memcpy: return r.kind == NodeRecord::Kind::Memcpy;
     case orch::fb::NodeKind::Collective: return true;
-    default: return false;
+    case orch::fb::NodeKind::Empty:
+    case orch::fb::NodeKind::Conditional: return false;
   }
+  return false;  // a kind this build's schema does not name
 }
 
 }  // namespace

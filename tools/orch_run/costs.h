@@ -10,15 +10,13 @@
 #include <vector>
 
 #include "artifact/pipeline_generated.h"
-#include "expr/expr.h"
+#include "expr/evaluate_real.h"
 
 namespace orch::run {
 
-// A leaf's value (a param, the family member, rank, world size) as a double; nullopt: unknown.
-using CostLeaf = std::function<std::optional<double>(const expr::Instr&)>;
+using CostLeaf = expr::LeafReal;
 
-// false (and *error) for an operator that is not arithmetic, an unknown leaf, a division by
-// zero, or a result that is negative or not finite.
+// expr::evaluate_real, and false (and *error) for a result that is negative or not finite.
 bool evaluate_cost(const std::vector<expr::Instr>& code, const CostLeaf& leaf, double* out, std::string* error);
 
 struct DeclaredCost {

@@ -690,8 +690,12 @@ class Runner {
             return std::nullopt;
           case expr::InstrKind::Rank: return static_cast<double>(me_.rank);
           case expr::InstrKind::WorldSize: return static_cast<double>(me_.world_size);
-          default: return std::nullopt;
+          case expr::InstrKind::FamilyIndex:
+          case expr::InstrKind::DeviceScalar:
+          case expr::InstrKind::Const:
+          case expr::InstrKind::Operator: break;
         }
+        return std::nullopt;
       };
       build_points(fb, attribution, measured, params, &report);
       out() << format_roofline(report);

@@ -234,8 +234,12 @@ std::vector<BufferInfo> buffers_of(const std::string& bin, const std::map<std::s
           }
           case orch::expr::InstrKind::Rank: return orch::expr::Value::of_uint(in.type, 0);
           case orch::expr::InstrKind::WorldSize: return orch::expr::Value::of_uint(in.type, 1);
-          default: return std::nullopt;
+          case orch::expr::InstrKind::FamilyIndex:
+          case orch::expr::InstrKind::DeviceScalar:
+          case orch::expr::InstrKind::Const:
+          case orch::expr::InstrKind::Operator: break;
         }
+        return std::nullopt;
       };
       orch::expr::Evaluation v = orch::expr::evaluate(orch::artifact::to_expr(b->count()), leaf);
       REQUIRE_MESSAGE(v.known(), "the size of " << info.name << ": " << v.message);
