@@ -27,10 +27,6 @@ namespace orch::lowering {
 
 namespace {
 
-std::string where(const lir::Node& n) {
-  return "line " + std::to_string(n.loc.begin.line) + ":" + std::to_string(n.loc.begin.col);
-}
-
 // Each kernel the DAG leaves free of the last collective before it, with that collective.
 struct Candidate {
   uint32_t kernel, collective;
@@ -74,7 +70,7 @@ void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::
   if (large) {
     const lir::Node& n = b.nodes[large->kernel];
     notes.push_back("kernels beside collectives: " + std::to_string(candidates.size()) + " left free, since " +
-                    large->launch.says("the one at " + where(n)) +
+                    large->launch.says("the one at " + lir::where(n)) +
                     " and would fill the SMs the collective chain's short kernels need");
     return;
   }
@@ -83,7 +79,7 @@ void body(lir::Program& p, lir::Body& b, const PassOptions& o, std::vector<std::
     lir::Node& n = b.nodes[c.kernel];
     n.deps.push_back({c.collective, lir::DepKind::Full});
     ++lined;
-    n.order_note = "after the collective at " + where(b.nodes[c.collective]) + ": " + c.launch.says("this launch") +
+    n.order_note = "after the collective at " + lir::where(b.nodes[c.collective]) + ": " + c.launch.says("this launch") +
                    ", too short to gain from running beside it";
   }
 }

@@ -63,6 +63,10 @@ const char* kind_name(const NodeOp& op) {
                     op);
 }
 
+std::string where(const Node& n) {
+  return "line " + std::to_string(n.loc.begin.line) + ":" + std::to_string(n.loc.begin.col);
+}
+
 bool holds_while(const Node& n) {
   const auto* c = std::get_if<ConditionalNode>(&n.op);
   if (!c) return false;

@@ -340,6 +340,9 @@ void for_each_node(const Body& body, F&& f) {
   }
 }
 
+// "line 12:3": where node `n`'s statement begins, for the passes' notes.
+std::string where(const Node& n);
+
 // Does node `n` hold a WHILE conditional node (it is one, or one is in its bodies, at any depth)?
 bool holds_while(const Node& n);
 

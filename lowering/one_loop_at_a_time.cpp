@@ -20,21 +20,17 @@ namespace orch::lowering {
 
 namespace {
 
-std::string where(const lir::Node& n) {
-  return "line " + std::to_string(n.loc.begin.line) + ":" + std::to_string(n.loc.begin.col);
-}
-
-void order_body(lir::Body& b, std::vector<std::string>& notes, size_t& added) {
+void order_body(lir::Body& b, size_t& added) {
   const size_t count = b.nodes.size();
   int last = -1;  // the last node so far that holds a loop
   for (size_t i = 0; i < count; ++i) {
     lir::Node& n = b.nodes[i];
     if (auto* c = std::get_if<lir::ConditionalNode>(&n.op))
-      for (lir::Body& inner : c->bodies) order_body(inner, notes, added);
+      for (lir::Body& inner : c->bodies) order_body(inner, added);
     if (!lir::holds_while(n)) continue;
     if (last >= 0 && !lir::reaches(b, static_cast<uint32_t>(last), static_cast<uint32_t>(i))) {
       n.deps.push_back({static_cast<uint32_t>(last), lir::DepKind::Full});
-      n.order_note = "after the loop at " + where(b.nodes[last]) +
+      n.order_note = "after the loop at " + lir::where(b.nodes[last]) +
                      ": two while loops running at once fault the GPU (driver 580)";
       ++added;
     }
@@ -47,7 +43,7 @@ void order_body(lir::Body& b, std::vector<std::string>& notes, size_t& added) {
 std::vector<std::string> one_loop_at_a_time(lir::Program& program) {
   std::vector<std::string> notes;
   size_t added = 0;
-  for (lir::Graph& g : program.graphs) order_body(g.body, notes, added);
+  for (lir::Graph& g : program.graphs) order_body(g.body, added);
   if (added)
     notes.push_back("while loops: " + std::to_string(added) +
                     " put after the loop before them (two running at once fault the GPU)");
