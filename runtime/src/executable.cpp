@@ -1230,16 +1230,17 @@ struct Executable::Impl {
   Status allocate_buffer(uint32_t i, BufferState* out, cudaStream_t stream) const {
     const fb::Buffer* b = p->buffers()->Get(i);
     const size_t bytes = plan.buffers[i].bytes;
+    const size_t allocated = rt::allocation_bytes(bytes);
     const std::string w = rt::where(*p, b->loc());
     cudaError_t e;
     if (b->host()) {
-      e = cudaHostAlloc(out->host_memory.out(), bytes, cudaHostAllocMapped);
+      e = cudaHostAlloc(out->host_memory.out(), allocated, cudaHostAllocMapped);
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return rt::cuda_error(e, "buffer '" + str(b->name()) + "': cannot allocate " + std::to_string(bytes) +
                                      " bytes of pinned host memory", w);
       }
-      std::memset(out->host_memory.get(), 0, bytes);
+      std::memset(out->host_memory.get(), 0, allocated);
       e = cudaHostGetDevicePointer(&out->ptr, out->host_memory.get(), 0);
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -1247,14 +1248,14 @@ struct Executable::Impl {
       }
       out->host = out->host_memory.get();
     } else {
-      e = cudaMalloc(out->device_memory.out(), bytes);
+      e = cudaMalloc(out->device_memory.out(), allocated);
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return rt::cuda_error(e, "buffer '" + str(b->name()) + "': cannot allocate " + std::to_string(bytes) +
                                      " bytes of device memory", w);
       }
       // On the instantiate stream, which instantiate() waits for before it returns.
-      e = cudaMemsetAsync(out->device_memory.get(), 0, bytes, stream);
+      e = cudaMemsetAsync(out->device_memory.get(), 0, allocated, stream);
       if (e != cudaSuccess) return rt::cuda_error(e, "buffer '" + str(b->name()) + "': cannot zero it", w);
       out->ptr = out->device_memory.get();
     }
@@ -1270,13 +1271,14 @@ struct Executable::Impl {
     if (!place.ok()) return place.error();
     arena_place = std::move(place.value());
     if (arena_place.buffers == 0) return {};
-    cudaError_t e = cudaMalloc(arena.out(), arena_place.bytes);
+    const uint64_t allocated = rt::allocation_bytes(arena_place.bytes);
+    cudaError_t e = cudaMalloc(arena.out(), allocated);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       return rt::cuda_error(e, "cannot allocate the memory plan's arena of " + std::to_string(arena_place.bytes) +
                                    " bytes (" + std::to_string(arena_place.buffers) + " buffers)");
     }
-    e = cudaMemsetAsync(arena.get(), 0, arena_place.bytes, stream);
+    e = cudaMemsetAsync(arena.get(), 0, allocated, stream);
     if (e != cudaSuccess) return rt::cuda_error(e, "cannot zero the memory plan's arena");
     for (size_t i = 0; i < buffers.size() && i < arena_place.offset.size(); ++i) {
       if (arena_place.offset[i] < 0) continue;

@@ -45,6 +45,17 @@ const char* scalar_type_name(fb::ScalarType type);
 // "file:line:col", or empty when `loc` is absent or has no line.
 std::string where(const fb::Pipeline& p, const fb::SourceLoc* loc);
 
+// What the runtime allocates for `bytes` of a buffer (or of the arena): rounded up to 16 bytes.
+// NCCL reads user buffers in 16-byte vectors, up to 15 bytes past a buffer's end (it never
+// writes there; nccl#265): past the end of an allocation that is a read out of bounds
+// (compute-sanitizer reports it at 4 ranks, 1048583 f32) and, across a page, a possible fault.
+constexpr uint64_t kAllocationGranule = 16;
+constexpr uint64_t allocation_bytes(uint64_t bytes) {
+  return bytes > UINT64_MAX - (kAllocationGranule - 1) ? bytes
+                                                       : (bytes + kAllocationGranule - 1) / kAllocationGranule *
+                                                             kAllocationGranule;
+}
+
 struct BufferSize {
   uint64_t count = 1;  // elements
   uint64_t bytes = 0;  // count * element size
