@@ -262,10 +262,14 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
                           ", this runtime reads version " + std::to_string(kFormatVersion) +
                           "; recompile the pipeline with this orchc");
 
-  // A format 4 file (before the memory plan): refused with the same message, not read as 5.
-  bad = good;
-  put_u32(bad, 8, 4);
-  CHECK(error(bad) == "pipeline.bin format version 4, this runtime reads version 5; recompile the pipeline with this orchc");
+  // Format 4 and 5 files (before the memory plan; before collective priorities): refused with the
+  // same message, not read as 6.
+  for (uint32_t older : {4u, 5u}) {
+    bad = good;
+    put_u32(bad, 8, older);
+    CHECK(error(bad) == "pipeline.bin format version " + std::to_string(older) +
+                            ", this runtime reads version 6; recompile the pipeline with this orchc");
+  }
 
   bad = good;
   put_u32(bad, 12, 0x10);

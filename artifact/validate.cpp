@@ -741,6 +741,9 @@ class Validator {
     if (kind != fb::NodeKind::Kernel && launch)
       return fail_here("a launch shape belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
                        " node");
+    if (kind != fb::NodeKind::Collective && op->high_priority())
+      return fail_here("high_priority belongs to a collective node, not to a " +
+                       std::string(fb::EnumNameNodeKind(kind)) + " node");
     // Walkers descend into any op's bodies; only a conditional's are checked.
     if (kind != fb::NodeKind::Conditional && op->bodies())
       return fail_here("bodies belong to a conditional node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +

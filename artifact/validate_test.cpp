@@ -608,6 +608,8 @@ TEST_CASE("validate: kernel nodes and arguments") {
        "graph 'main' node 2: cost_flops: expression leaves 2 values on the stack instead of 1"},
       {"cost on a memset", [](fb::PipelineT& t) { node(t, kMain, 1).cost_bytes = expr({lit(4)}); },
        "graph 'main' node 1: a cost belongs to a kernel node, not to a Memset node"},
+      {"high priority on a kernel", [](fb::PipelineT& t) { node(t, kMain, 2).high_priority = true; },
+       "graph 'main' node 2: high_priority belongs to a collective node, not to a Kernel node"},
       {"bodies on a kernel",
        [](fb::PipelineT& t) { node(t, kMain, 2).bodies.push_back(graph_of(t, empty_node())); },
        "graph 'main' node 2: bodies belong to a conditional node, not to a Kernel node"},

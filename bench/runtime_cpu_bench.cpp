@@ -203,6 +203,23 @@ cudaError_t CUDARTAPI cudaStreamUpdateCaptureDependencies(cudaStream_t, cudaGrap
                                                           size_t, unsigned int) {
   return cudaSuccess;
 }
+cudaError_t CUDARTAPI cudaGraphGetNodes(cudaGraph_t, cudaGraphNode_t*, size_t* count) {
+  if (count) *count = 0;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphNodeGetType(cudaGraphNode_t, enum cudaGraphNodeType* type) {
+  *type = cudaGraphNodeTypeKernel;
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaGraphKernelNodeSetAttribute(cudaGraphNode_t, cudaLaunchAttributeID,
+                                                      const cudaLaunchAttributeValue*) {
+  return cudaSuccess;
+}
+cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return cudaSuccess;
+}
 cudaError_t CUDARTAPI cudaStreamGetCaptureInfo(cudaStream_t, enum cudaStreamCaptureStatus* status,
                                                unsigned long long* id, cudaGraph_t* graph,
                                                const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,

@@ -168,6 +168,8 @@ struct CollectiveNode {
   ReduceOp op = ReduceOp::None;  // AllReduce, ReduceScatter
   int src = -1, dst = -1, comm = -1;
   std::optional<Expr> root;  // Broadcast
+  // NCCL's kernels at the greatest priority: kernels may run beside it (prioritize_collectives).
+  bool high_priority = false;
 };
 
 using NodeOp =

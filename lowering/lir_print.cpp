@@ -234,6 +234,7 @@ class Printer {
                    (c.comm >= 0 && static_cast<size_t>(c.comm) < p_.comms.size() ? p_.comms[c.comm].name
                                                                                   : "#" + std::to_string(c.comm));
               if (c.root) s += " root " + c.root->text;
+              if (c.high_priority) s += ", high priority";
               return s;
             },
         },

@@ -86,6 +86,7 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   x.patch_user_kernels = o.patch_user_kernels;
   x.unroll = o.unroll;
   x.line_up_collectives = o.line_up_collectives;
+  x.prioritize_collectives = o.prioritize_collectives;
   x.memory_plan = o.memory_plan;
   x.residency = lowering::residency_of(p.profile);
   x.profile.profile = o.profile;
@@ -113,6 +114,7 @@ void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const Sour
   r.note(r.run("assign_guards", [&] { return lowering::assign_guards(l); }));
   r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
   r.note(r.run("line_up_collectives", [&] { return lowering::line_up_collectives(l, o); }));
+  r.note(r.run("prioritize_collectives", [&] { return lowering::prioritize_collectives(l, o); }));
   r.note(r.run("one_loop_at_a_time", [&] { return lowering::one_loop_at_a_time(l); }));
   r.note(r.run("programmatic_edges", [&] { return lowering::programmatic_edges(l, o, false); }));
   r.note(r.run("plan_memory", [&] { return lowering::plan_memory(l, o.memory_plan); }));
@@ -125,6 +127,7 @@ LowerOptions plain_lowering() {
   o.pdl = false;
   o.unroll = 1;
   o.line_up_collectives = false;
+  o.prioritize_collectives = false;
   return o;
 }
 

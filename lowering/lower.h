@@ -29,6 +29,9 @@ struct LowerOptions {
   // A kernel that fits in one wave waits for the collective before it rather than running
   // beside it (lowering/line_up_collectives.cpp; orchc --no-line-up turns it off).
   bool line_up_collectives = true;
+  // NCCL's kernels at the greatest priority where kernels may run beside a collective
+  // (lowering/prioritize_collectives.cpp; orchc --no-collective-priority turns it off).
+  bool prioritize_collectives = true;
   // User kernels may be patched at their PTX entry (the wait, guards). False for --emit=cuda,
   // whose kernels nvcc compiles from their source: edges into them stay full and loops holding
   // them are not unrolled.
@@ -51,14 +54,15 @@ std::optional<std::string> lower_to_artifact(ir::Program& program, SourceManager
 
 // The lowering passes without kernel compilation and serialization: the lowered program, for
 // `--emit=ir|cuda` and tests that need no NVRTC. `program` is rewritten on the way. (Only the
-// pass options of `options` count: pdl, unroll, line_up_collectives, patch_user_kernels,
+// pass options of `options` count: pdl, unroll, line_up_collectives, prioritize_collectives, patch_user_kernels,
 // compile.archs.)
 lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options = {});
 
 // Only the passes on the IR (before build_lir), for tests that look at what they do to it.
 void lower_graphs(ir::Program& program, const LowerOptions& options = {});
 
-// LowerOptions with every speed pass off (--no-pdl --unroll 1 --no-line-up): the graph as the
+// LowerOptions with every speed pass off (--no-pdl --unroll 1 --no-line-up
+// --no-collective-priority): the graph as the
 // DAG of accesses gives it. (The memory plan stays on: it changes no node.)
 LowerOptions plain_lowering();
 // `options` for --emit=cuda (emit_cuda needs it): nvcc compiles the user kernels from their source,

@@ -43,6 +43,8 @@ struct PassOptions {
   Residency residency;
   // Kernels that fit in one wave wait for the collective before them (line_up_collectives).
   bool line_up_collectives = true;
+  // NCCL's kernels at high priority where kernels may run beside them (prioritize_collectives).
+  bool prioritize_collectives = true;
   // Loops (by their `while` statement's place) the compiler's choice must not unroll, and why:
   // their body turned out, once compiled, to have a launch of more than one wave
   // (unrolled_past_one_wave; lower.cpp lowers again without them).
@@ -117,6 +119,11 @@ void hash_collectives(lir::Program& program);
 // whose launch fits in one wave, gets a full edge from that collective (too short to gain from
 // running beside it; the join would cost more). Returns a line for --print-passes.
 std::vector<std::string> line_up_collectives(lir::Program& program, const PassOptions& options);
+
+// prioritize_collectives.cpp: a collective with a kernel (or a conditional) neither before nor
+// after it gets high_priority: the runtime runs NCCL's kernels for it at the greatest priority.
+// Returns lines for --print-passes.
+std::vector<std::string> prioritize_collectives(lir::Program& program, const PassOptions& options);
 
 // one_loop_at_a_time.cpp: in every body, the nodes that hold a `while` loop are put in program
 // order by full edges (two WHILE nodes running at once fault the GPU on driver 580). Returns a

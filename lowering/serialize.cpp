@@ -358,6 +358,7 @@ class Serializer {
               b.add_dst(c.dst);
               b.add_comm(c.comm);
               if (c.root) b.add_root(root);
+              if (c.high_priority) b.add_high_priority(true);
               return b.Finish();
             },
         },

@@ -1124,6 +1124,58 @@ TEST_CASE("line up: one-wave kernels after the collective before them, unless a 
   CHECK(edges(main_body(lower_text(text(false), off)->program)) == free_edges);
 }
 
+// A collective gets high priority (NCCL's kernels first on the SMs) where a kernel may run beside
+// it, and not where every kernel is ordered before or after it (lined up, above);
+// --no-collective-priority leaves every collective at the stream's priority. The artifact
+// carries the flag on the collective's op.
+TEST_CASE("collective priority: high where a kernel may run beside the collective, in the IR and the artifact") {
+  auto text = [](bool large) {
+    std::string t = "pipeline cb\ntarget sm_90\nparam n: u32 = 256\nparam s: f32 = 0.5\ncomm world\n"
+                    "buffer big: f32[1 << 24]\nbuffer g0: f32[n]\nbuffer g1: f32[n]\n"
+                    "kernel scale(n: u32, s: f32, x: inout f32[]) source \"\"\"extern \"C\" __global__ void "
+                    "scale(unsigned n, float s, float* x) { unsigned i = blockIdx.x * blockDim.x + threadIdx.x; "
+                    "if (i < n) x[i] *= s; }\"\"\"\n"
+                    "graph main {\n";
+    for (int k = 0; k < 2; ++k)
+      t += "  scale<<<ceil_div(n, 256), 256>>>(n, s, g" + std::to_string(k) + ")\n  allreduce sum g" +
+           std::to_string(k) + " on world\n";
+    t += large ? "  scale<<<65536, 256>>>(1 << 24, s, big)\n" : "";
+    return t + "}\n";
+  };
+  auto priorities = [](const lir::Program& p) {
+    std::string out;
+    for (const lir::Node& n : main_body(p).nodes)
+      if (const auto* c = std::get_if<lir::CollectiveNode>(&n.op)) out += c->high_priority ? "high " : "stream ";
+    return out;
+  };
+  // The large kernel is free of both collectives; kernel 2 (g1) of the first.
+  auto large = lower_text(text(true));
+  CHECK(priorities(large->program) == "high high ");
+  CHECK(lir::print(large->program, large->sources).find(", high priority") != std::string::npos);
+  // Small kernels only: lined up after the collective before them, nothing runs beside one.
+  auto small = lower_text(text(false));
+  CHECK(priorities(small->program) == "stream stream ");
+  CHECK(lir::print(small->program, small->sources).find("high priority") == std::string::npos);
+  // Without line-up the small kernel 2 is free of the first allreduce, so that one is high.
+  LowerOptions free_kernels;
+  free_kernels.line_up_collectives = false;
+  CHECK(priorities(lower_text(text(false), free_kernels)->program) == "high stream ");
+  LowerOptions off;
+  off.prioritize_collectives = false;
+  CHECK(priorities(lower_text(text(true), off)->program) == "stream stream ");
+  CHECK(priorities(lower_text(text(true), plain_lowering())->program) == "stream stream ");
+
+  auto compiled = compile_artifact(text(true));
+  const fb::Pipeline& pipe = *compiled->pipeline;
+  int high = 0, other = 0;
+  for (const fb::Op* op : *pipe.ops()) {
+    if (op->kind() == fb::NodeKind::Collective) high += op->high_priority() ? 1 : 0;
+    else other += op->high_priority() ? 1 : 0;
+  }
+  CHECK(high == 2);
+  CHECK(other == 0);
+}
+
 // The exact forms the GPU alone used to pin (issue 20, item 8): a grid that is one block only at
 // the params' defaults races like any multi-block kernel (a set_param can grow it); each guarded
 // copy passes its own slot index; the guard function takes an f32 or f64 param as its bits.

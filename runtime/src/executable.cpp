@@ -205,6 +205,7 @@ struct Executable::Impl {
     rt::GraphExec exec;
     bool upload_needed = false;  // a device graph patched since its last upload
     bool update_needed = false;  // a patch was refused: cudaGraphExecUpdate from the template
+    bool node_priority = false;  // instantiated with node priorities (a high-priority collective)
   };
   std::vector<Top> tops;                  // device graphs (and family members) first, then segments
   std::vector<int> segments;              // indices into tops, launch order
@@ -524,12 +525,21 @@ struct Executable::Impl {
 
   // The NCCL call of collective `c`, captured after `deps`; its last nodes (what a node that
   // depends on the collective waits for) into `ends`.
-  Status capture(const NodeRef& at, const Top& t, const CollectiveCall& c, std::vector<cudaGraphNode_t>& deps,
+  Status capture(const NodeRef& at, Top& t, const CollectiveCall& c, std::vector<cudaGraphNode_t>& deps,
                  std::vector<cudaGraphNode_t>* ends) {
     cudaStream_t cs = side_stream.get();
     cudaError_t e = cudaStreamUpdateCaptureDependencies(cs, deps.empty() ? nullptr : deps.data(), nullptr,
                                                         deps.size(), cudaStreamSetCaptureDependencies);
     if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaStreamUpdateCaptureDependencies");
+    // NCCL's kernels for a high-priority collective: the nodes its capture adds.
+    std::vector<cudaGraphNode_t> before;
+    cudaGraph_t captured = nullptr;
+    if (at.op->high_priority()) {
+      cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+      e = cudaStreamGetCaptureInfo(cs, &st, nullptr, &captured, nullptr, nullptr, nullptr);
+      if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaStreamGetCaptureInfo");
+      if (Status s = graph_nodes(captured, &before); !s.ok()) return s;
+    }
     rt::nccl::Result r = comms.issue(c, cs);
     const std::string call = std::string(rt::nccl_function(c.kind)) + " of " + std::to_string(c.count) + " elements";
     if (r != rt::nccl::kSuccess) {
@@ -544,8 +554,52 @@ struct Executable::Impl {
     if (status != cudaStreamCaptureStatusActive || nlast == 0)
       return node_cuda_error(cudaErrorStreamCaptureInvalidated, at, t, "capturing " + call + ": no work was captured");
     ends->assign(last, last + nlast);
+    if (at.op->high_priority()) {
+      // Kernels may run beside this collective (lowering/prioritize_collectives.cpp): NCCL's
+      // kernels first on the SMs, else a large kernel beside it takes every SM that frees up.
+      if (Status s = prioritize_new_kernels(at, t, captured, std::move(before)); !s.ok()) return s;
+    }
     return {};
   }
+
+  // Sets the greatest priority on the kernel nodes of `g` that are not in `before`, and marks
+  // `t` for instantiation with node priorities.
+  Status prioritize_new_kernels(const NodeRef& at, Top& t, cudaGraph_t g, std::vector<cudaGraphNode_t> before) {
+    if (greatest_priority > 0) {
+      int least = 0;
+      cudaError_t e = cudaDeviceGetStreamPriorityRange(&least, &greatest_priority);
+      if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaDeviceGetStreamPriorityRange");
+    }
+    std::vector<cudaGraphNode_t> after;
+    if (Status s = graph_nodes(g, &after); !s.ok()) return s;
+    std::sort(before.begin(), before.end());
+    for (cudaGraphNode_t n : after) {
+      if (std::binary_search(before.begin(), before.end(), n)) continue;
+      cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+      cudaError_t e = cudaGraphNodeGetType(n, &type);
+      if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphNodeGetType");
+      if (type != cudaGraphNodeTypeKernel) continue;
+      cudaLaunchAttributeValue v = {};
+      v.priority = greatest_priority;
+      e = cudaGraphKernelNodeSetAttribute(n, cudaLaunchAttributePriority, &v);
+      if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphKernelNodeSetAttribute (priority)");
+      t.node_priority = true;
+    }
+    return {};
+  }
+
+  static Status graph_nodes(cudaGraph_t g, std::vector<cudaGraphNode_t>* out) {
+    size_t n = 0;
+    cudaError_t e = cudaGraphGetNodes(g, nullptr, &n);
+    if (e == cudaSuccess) {
+      out->resize(n);
+      e = cudaGraphGetNodes(g, out->data(), &n);
+      out->resize(n);
+    }
+    if (e != cudaSuccess) return rt::cuda_error(e, "cudaGraphGetNodes");
+    return {};
+  }
+  int greatest_priority = 1;  // the device's greatest stream priority; 1: not asked yet
 
   // ---- building -------------------------------------------------------------------------
 
@@ -843,6 +897,8 @@ struct Executable::Impl {
     Top& t = tops[top];
     cudaGraphInstantiateParams ip = {};
     ip.flags = t.device ? cudaGraphInstantiateFlagDeviceLaunch : 0;
+    // Set only on segments holding a high-priority collective (prioritize_new_kernels).
+    if (t.node_priority) ip.flags |= cudaGraphInstantiateFlagUseNodePriority;
     ip.uploadStream = stream;
     ObservedPhase observed(Phase::Instantiate, t.graph, t.member);
     cudaError_t e = cudaGraphInstantiateWithParams(t.exec.out(), t.graph_template.get(), &ip);

@@ -29,6 +29,7 @@ struct Flags {
   unsigned jobs = 0;
   uint32_t unroll = 0;  // 0: the compiler's choice
   bool no_line_up = false;
+  bool no_collective_priority = false;
   bool no_memory_plan = false;
 };
 
@@ -45,6 +46,7 @@ orch::LowerOptions lower_options(const Flags& f,
   lower.pdl = !f.no_pdl;
   lower.unroll = f.unroll;
   lower.line_up_collectives = !f.no_line_up;
+  lower.prioritize_collectives = !f.no_collective_priority;
   lower.memory_plan = !f.no_memory_plan;
   return f.emit == "cuda" ? orch::for_emit_cuda(lower) : lower;
 }
@@ -124,6 +126,7 @@ std::vector<std::string> key_options(const Flags& f, bool color) {
   o.push_back(std::string("pdl=") + (f.no_pdl ? "0" : "1"));
   o.push_back("unroll=" + std::to_string(f.unroll));
   o.push_back(std::string("line-up=") + (f.no_line_up ? "0" : "1"));
+  o.push_back(std::string("collective-priority=") + (f.no_collective_priority ? "0" : "1"));
   o.push_back(std::string("memory-plan=") + (f.no_memory_plan ? "0" : "1"));
   return o;
 }
@@ -172,6 +175,9 @@ int run(int argc, char** argv) {
   app.add_flag("--no-line-up", f.no_line_up,
                "leave every kernel free to run beside the collective before it (default: kernels that fit "
                "in one wave wait for it)");
+  app.add_flag("--no-collective-priority", f.no_collective_priority,
+               "run NCCL's kernels at the stream's priority (default: at the greatest priority where kernels "
+               "may run beside a collective; docs/multi-gpu.md, \"Priority\")");
   app.add_flag("--no-memory-plan", f.no_memory_plan,
                "allocate every buffer alone (default: buffers never in use at the same time share one arena; "
                "docs/performance.md, \"Memory: the memory plan\")");
