@@ -750,7 +750,8 @@ struct Executable::Impl {
         if (ends[from].empty()) deps.push_back(made[from]);
         else deps.insert(deps.end(), ends[from].begin(), ends[from].end());
       }
-      if (n.kind() == fb::NodeKind::Collective && last_collective >= 0) {
+      if (n.kind() == fb::NodeKind::Collective && last_collective >= 0 &&
+          !rt::depends_on(graph, i, static_cast<uint32_t>(last_collective))) {
         for (cudaGraphNode_t d : ends[last_collective])
           if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
       }

@@ -1,5 +1,6 @@
 #include "runtime/src/plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -142,6 +143,29 @@ std::string names_list(const flatbuffers::Vector<flatbuffers::Offset<T>>* v) {
 }
 
 }  // namespace
+
+bool depends_on(const fb::Graph& g, uint32_t node, uint32_t target) {
+  const auto* nodes = g.nodes();
+  const auto* deps = g.deps();
+  if (!nodes || !deps || node >= nodes->size() || target >= node) return false;
+  // Dependencies point at earlier nodes, so a path to `target` only passes nodes after it.
+  std::vector<bool> seen(node - target, false);
+  std::vector<uint32_t> stack{node};
+  while (!stack.empty()) {
+    const uint32_t at = stack.back();
+    stack.pop_back();
+    const uint32_t begin = at == 0 ? 0 : nodes->Get(at - 1)->deps_end();
+    const uint32_t end = std::min<uint32_t>(nodes->Get(at)->deps_end(), deps->size());
+    for (uint32_t j = begin; j < end; ++j) {
+      const uint32_t from = deps->Get(j);
+      if (from == target) return true;
+      if (from < target || from >= at || seen[from - target]) continue;
+      seen[from - target] = true;
+      stack.push_back(from);
+    }
+  }
+  return false;
+}
 
 const fb::Op* find_collective(const fb::Pipeline& p) {
   if (!p.graphs()) return nullptr;

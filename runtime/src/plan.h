@@ -78,6 +78,12 @@ struct Plan {
 // The first collective node in any graph (nullptr if none), for the "not built yet" error.
 const fb::Op* find_collective(const fb::Pipeline& p);
 
+// Whether node `node` of `g` depends on node `target` (< node) through Graph.deps, directly or
+// through other nodes. The runtime keeps each collective after the one before it; where the
+// graph already orders them (a kernel lined up between them) that edge is redundant, and it
+// would give the collective a second dependency, which a stream capture of the same step has not.
+bool depends_on(const fb::Graph& g, uint32_t node, uint32_t target);
+
 // Params (bound, else default; unknown names and unbound params without default are errors),
 // comms (every declared comm bound, rank within world size), bind checks, buffer sizes, and
 // the bound buffers' names and sizes. Pointers are not looked at here.

@@ -350,6 +350,36 @@ graph main { launch part[which] tail }
   CHECK(plan.error().where().find("member_checks.orch:7:26") != std::string::npos);
 }
 
+// The runtime keeps each collective after the one before it, by an edge only where the graph
+// does not order them already (a kernel lined up after the first, before the second).
+TEST_CASE("plan: depends_on sees a collective ordered after the one before it through a kernel") {
+  std::string src =
+      "pipeline chain\ntarget sm_90\nparam n: u32 = 256\ncomm world\nbuffer g0: f32[n]\nbuffer g1: f32[n]\n"
+      "kernel scale(n: u32, x: inout f32[]) source \"\"\"extern \"C\" __global__ void scale(unsigned n, float* x) "
+      "{ unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }\"\"\"\n"
+      "graph main {\n  scale<<<ceil_div(n, 256), 256>>>(n, g0)\n  allreduce sum g0 on world\n"
+      "  scale<<<ceil_div(n, 256), 256>>>(n, g1)\n  allreduce sum g1 on world\n}\n";
+  for (const char* options : {"", "--no-line-up"}) {
+    INFO(options);
+    std::string log;
+    const std::string path = orch::test::compile_source(options[0] ? "chain_free" : "chain", src, &log, options);
+    INFO(log);
+    REQUIRE(!path.empty());
+    const Opened o = orch::test::open_artifact(path);
+    const orch::fb::Graph& g = *o.p->graphs()->Get(o.p->main_graph());
+    REQUIRE(g.nodes()->size() == 4);
+    // Node 1 is the first allreduce, node 3 the second; node 2 its kernel.
+    CHECK(orch::rt::depends_on(g, 3, 2));
+    CHECK(orch::rt::depends_on(g, 1, 0));
+    CHECK_FALSE(orch::rt::depends_on(g, 1, 3));  // only earlier nodes
+    // Lined up, the second kernel waits for the first allreduce, and so the second allreduce.
+    const bool lined_up = options[0] == 0;
+    CHECK(orch::rt::depends_on(g, 2, 1) == lined_up);
+    CHECK(orch::rt::depends_on(g, 2, 0) == lined_up);
+    CHECK(orch::rt::depends_on(g, 3, 1) == lined_up);
+  }
+}
+
 TEST_CASE("plan: comms must be bound, and give rank and world_size") {
   Opened o = open_example("dp_step");
   REQUIRE(orch::rt::find_collective(*o.p) != nullptr);
