@@ -131,7 +131,6 @@ size_t Executable::buffer_bytes(std::string_view name) const {
   return i < 0 ? 0 : impl_->plan.buffers[i].bytes;
 }
 
-Executable::Stats Executable::stats() const { return impl_->stats; }
 
 Executable::MemoryUse Executable::memory_use() const {
   const Impl& x = *impl_;
