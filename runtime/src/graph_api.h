@@ -43,48 +43,58 @@ class GraphApi {
   // Building a template graph.
   virtual cudaError_t graph_create(cudaGraph_t* g) = 0;
   virtual cudaError_t graph_destroy(cudaGraph_t g) = 0;
-  virtual cudaError_t conditional_handle_create(cudaGraphConditionalHandle* h, cudaGraph_t g, unsigned default_value,
-                                                unsigned flags) = 0;
+  virtual cudaError_t conditional_handle_create(cudaGraphConditionalHandle* h, cudaGraph_t g,
+                                                unsigned default_value, unsigned flags) = 0;
   // Whether add_kernel_node can be called: the driver's cuGraphAddNode (CUDA 12.3 or newer).
   virtual bool has_kernel_nodes() = 0;
   // The driver's cuGraphAddNode, for kernel nodes (executable_build.cpp says why the driver's).
-  virtual CUresult add_kernel_node(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* edges,
-                                   size_t n, CUgraphNodeParams* params) = 0;
-  virtual cudaError_t add_memcpy_node_1d(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
-                                         void* dst, const void* src, size_t bytes) = 0;
-  virtual cudaError_t add_memset_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
+  virtual CUresult add_kernel_node(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
+                                   const CUgraphEdgeData* edges, size_t n,
+                                   CUgraphNodeParams* params) = 0;
+  virtual cudaError_t add_memcpy_node_1d(cudaGraphNode_t* node, cudaGraph_t g,
+                                         const cudaGraphNode_t* deps, size_t n, void* dst,
+                                         const void* src, size_t bytes) = 0;
+  virtual cudaError_t add_memset_node(cudaGraphNode_t* node, cudaGraph_t g,
+                                      const cudaGraphNode_t* deps, size_t n,
                                       const cudaMemsetParams* p) = 0;
-  virtual cudaError_t add_empty_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n) = 0;
+  virtual cudaError_t add_empty_node(cudaGraphNode_t* node, cudaGraph_t g,
+                                     const cudaGraphNode_t* deps, size_t n) = 0;
   // cudaGraphAddNode: the conditional nodes (params->conditional.phGraph_out gets the bodies).
-  virtual cudaError_t add_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
-                               cudaGraphNodeParams* params) = 0;
+  virtual cudaError_t add_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps,
+                               size_t n, cudaGraphNodeParams* params) = 0;
 
   // Collectives, captured into a graph on a stream (relaxed mode).
   virtual cudaError_t begin_capture_to_graph(cudaStream_t s, cudaGraph_t g) = 0;
-  virtual cudaError_t set_capture_dependencies(cudaStream_t s, const cudaGraphNode_t* deps, size_t n) = 0;
-  virtual cudaError_t capture_info(cudaStream_t s, cudaStreamCaptureStatus* status, const cudaGraphNode_t** last,
-                                   size_t* n) = 0;
+  virtual cudaError_t set_capture_dependencies(cudaStream_t s, const cudaGraphNode_t* deps,
+                                               size_t n) = 0;
+  virtual cudaError_t capture_info(cudaStream_t s, cudaStreamCaptureStatus* status,
+                                   const cudaGraphNode_t** last, size_t* n) = 0;
   virtual cudaError_t end_capture(cudaStream_t s, cudaGraph_t* g) = 0;
   // The NCCL call of `c` on `s` (Communicators::issue).
-  virtual nccl::Result issue_collective(const Communicators& comms, const CollectiveCall& c, cudaStream_t s) = 0;
+  virtual nccl::Result issue_collective(const Communicators& comms, const CollectiveCall& c,
+                                        cudaStream_t s) = 0;
 
   // Instantiation and launch.
-  virtual cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t g, cudaGraphInstantiateParams* params) = 0;
+  virtual cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t g,
+                                  cudaGraphInstantiateParams* params) = 0;
   virtual cudaError_t exec_destroy(cudaGraphExec_t exec) = 0;
   virtual cudaError_t upload(cudaGraphExec_t exec, cudaStream_t s) = 0;
   virtual cudaError_t launch(cudaGraphExec_t exec, cudaStream_t s) = 0;
 
   // Patching: a template node, then the same node of an executable graph; or a whole update.
-  virtual cudaError_t kernel_node_set_params(cudaGraphNode_t node, const cudaKernelNodeParams* p) = 0;
+  virtual cudaError_t kernel_node_set_params(cudaGraphNode_t node,
+                                             const cudaKernelNodeParams* p) = 0;
   virtual cudaError_t exec_kernel_node_set_params(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const cudaKernelNodeParams* p) = 0;
-  virtual cudaError_t memcpy_node_set_params_1d(cudaGraphNode_t node, void* dst, const void* src, size_t bytes) = 0;
-  virtual cudaError_t exec_memcpy_node_set_params_1d(cudaGraphExec_t exec, cudaGraphNode_t node, void* dst,
-                                                     const void* src, size_t bytes) = 0;
+  virtual cudaError_t memcpy_node_set_params_1d(cudaGraphNode_t node, void* dst, const void* src,
+                                                size_t bytes) = 0;
+  virtual cudaError_t exec_memcpy_node_set_params_1d(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                     void* dst, const void* src, size_t bytes) = 0;
   virtual cudaError_t memset_node_set_params(cudaGraphNode_t node, const cudaMemsetParams* p) = 0;
   virtual cudaError_t exec_memset_node_set_params(cudaGraphExec_t exec, cudaGraphNode_t node,
                                                   const cudaMemsetParams* p) = 0;
-  virtual cudaError_t exec_update(cudaGraphExec_t exec, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info) = 0;
+  virtual cudaError_t exec_update(cudaGraphExec_t exec, cudaGraph_t g,
+                                  cudaGraphExecUpdateResultInfo* info) = 0;
 };
 
 // The real one: the CUDA runtime (and the driver's cuGraphAddNode, and NCCL through the
@@ -131,7 +141,7 @@ class ApiOwner {
 
 using ApiGraph = ApiOwner<cudaGraph_t, &GraphApi::graph_destroy>;         // a template graph
 using ApiGraphExec = ApiOwner<cudaGraphExec_t, &GraphApi::exec_destroy>;  // an instantiated graph
-using ApiDeviceMemory = ApiOwner<void*, &GraphApi::free>;                  // malloc
+using ApiDeviceMemory = ApiOwner<void*, &GraphApi::free>;                 // malloc
 using ApiStream = ApiOwner<cudaStream_t, &GraphApi::stream_destroy>;
 
 }  // namespace orch::rt

@@ -47,30 +47,32 @@ struct FakeParams {
 
   bool operator==(const FakeParams& o) const {
     return kind == o.kind && kernel == o.kernel && std::equal(grid, grid + 3, o.grid) &&
-           std::equal(block, block + 3, o.block) && shared == o.shared && args == o.args && dst == o.dst &&
-           src == o.src && bytes == o.bytes && value == o.value && element_size == o.element_size &&
-           width == o.width && height == o.height && collective == o.collective && root == o.root &&
-           comm == o.comm && cond_type == o.cond_type && cond_size == o.cond_size && cond_handle == o.cond_handle;
+           std::equal(block, block + 3, o.block) && shared == o.shared && args == o.args &&
+           dst == o.dst && src == o.src && bytes == o.bytes && value == o.value &&
+           element_size == o.element_size && width == o.width && height == o.height &&
+           collective == o.collective && root == o.root && comm == o.comm &&
+           cond_type == o.cond_type && cond_size == o.cond_size && cond_handle == o.cond_handle;
   }
   bool operator!=(const FakeParams& o) const { return !(*this == o); }
 };
 
 struct FakeCall {
-  std::string name;       // the GraphApi method
-  uintptr_t on = 0;       // the graph, exec, stream or pointer it acts on
-  uintptr_t node = 0;     // the node (or handle, exec, graph, pointer) it made or set
+  std::string name;    // the GraphApi method
+  uintptr_t on = 0;    // the graph, exec, stream or pointer it acts on
+  uintptr_t node = 0;  // the node (or handle, exec, graph, pointer) it made or set
   std::vector<uintptr_t> deps;
-  std::vector<int> edge_types;  // add_kernel_node with edge data: CUgraphDependencyType per dependency
+  std::vector<int>
+      edge_types;  // add_kernel_node with edge data: CUgraphDependencyType per dependency
   FakeParams params;
-  std::vector<uint64_t> data;   // memcpy_async: the bytes copied, as 8-byte words
-  unsigned flags = 0;           // instantiate: cudaGraphInstantiateFlags; handle create: flags
-  unsigned default_value = 0;   // conditional_handle_create
-  int result = 0;               // what it returned (cudaError_t, CUresult or the NCCL result)
+  std::vector<uint64_t> data;  // memcpy_async: the bytes copied, as 8-byte words
+  unsigned flags = 0;          // instantiate: cudaGraphInstantiateFlags; handle create: flags
+  unsigned default_value = 0;  // conditional_handle_create
+  int result = 0;              // what it returned (cudaError_t, CUresult or the NCCL result)
 };
 
 // The state the fake holds for a comparison before and after a failed patch.
 struct FakeState {
-  std::map<uintptr_t, FakeParams> nodes;                         // template node -> params
+  std::map<uintptr_t, FakeParams> nodes;                        // template node -> params
   std::map<std::pair<uintptr_t, uintptr_t>, FakeParams> execs;  // (exec, node) -> params
   bool operator==(const FakeState& o) const { return nodes == o.nodes && execs == o.execs; }
 };
@@ -78,11 +80,11 @@ struct FakeState {
 class FakeGraphApi final : public rt::GraphApi {
  public:
   std::vector<FakeCall> calls;
-  std::map<uintptr_t, std::vector<uintptr_t>> graph_nodes;   // graph -> its nodes, in order
-  std::map<uintptr_t, std::vector<uintptr_t>> bodies;        // conditional node -> its body graphs
-  std::map<uintptr_t, uintptr_t> graph_of_node;              // node -> the graph it is in
-  std::map<uintptr_t, uintptr_t> graph_of_exec;              // exec -> the graph instantiated
-  std::map<uintptr_t, unsigned> exec_flags;                  // exec -> instantiate flags
+  std::map<uintptr_t, std::vector<uintptr_t>> graph_nodes;  // graph -> its nodes, in order
+  std::map<uintptr_t, std::vector<uintptr_t>> bodies;       // conditional node -> its body graphs
+  std::map<uintptr_t, uintptr_t> graph_of_node;             // node -> the graph it is in
+  std::map<uintptr_t, uintptr_t> graph_of_exec;             // exec -> the graph instantiated
+  std::map<uintptr_t, unsigned> exec_flags;                 // exec -> instantiate flags
   FakeState state;
   std::map<uintptr_t, uint32_t> kernel_arg_count;  // how many argument slots each kernel takes
   int sm_count = 132;
@@ -142,7 +144,8 @@ class FakeGraphApi final : public rt::GraphApi {
     c.params.bytes = bytes;
     return failing(c) ? fail(c) : cudaSuccess;
   }
-  cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) override {
+  cudaError_t memcpy_async(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                           cudaStream_t) override {
     FakeCall& c = record("memcpy_async", dst);
     c.params.bytes = bytes;
     if (failing(c)) return fail(c);
@@ -152,7 +155,9 @@ class FakeGraphApi final : public rt::GraphApi {
     }
     return cudaSuccess;
   }
-  cudaError_t stream_synchronize(cudaStream_t s) override { return simple("stream_synchronize", s); }
+  cudaError_t stream_synchronize(cudaStream_t s) override {
+    return simple("stream_synchronize", s);
+  }
   cudaError_t stream_create_non_blocking(cudaStream_t* s) override {
     FakeCall& c = record("stream_create_non_blocking");
     if (failing(c)) return fail(c);
@@ -192,8 +197,8 @@ class FakeGraphApi final : public rt::GraphApi {
     forget_graph(reinterpret_cast<uintptr_t>(g));
     return cudaSuccess;
   }
-  cudaError_t conditional_handle_create(cudaGraphConditionalHandle* h, cudaGraph_t g, unsigned default_value,
-                                        unsigned flags) override {
+  cudaError_t conditional_handle_create(cudaGraphConditionalHandle* h, cudaGraph_t g,
+                                        unsigned default_value, unsigned flags) override {
     FakeCall& c = record("conditional_handle_create", g);
     c.default_value = default_value;
     c.flags = flags;
@@ -202,8 +207,8 @@ class FakeGraphApi final : public rt::GraphApi {
     return cudaSuccess;
   }
   bool has_kernel_nodes() override { return kernel_nodes; }
-  CUresult add_kernel_node(CUgraphNode* node, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* edges,
-                           size_t n, CUgraphNodeParams* p) override {
+  CUresult add_kernel_node(CUgraphNode* node, CUgraph g, const CUgraphNode* deps,
+                           const CUgraphEdgeData* edges, size_t n, CUgraphNodeParams* p) override {
     FakeCall& c = record("add_kernel_node", g);
     for (size_t i = 0; i < n; ++i) {
       c.deps.push_back(reinterpret_cast<uintptr_t>(deps[i]));
@@ -211,14 +216,14 @@ class FakeGraphApi final : public rt::GraphApi {
     }
     c.params = kernel_params(reinterpret_cast<uintptr_t>(p->kernel.kern),
                              {p->kernel.gridDimX, p->kernel.gridDimY, p->kernel.gridDimZ},
-                             {p->kernel.blockDimX, p->kernel.blockDimY, p->kernel.blockDimZ}, p->kernel.sharedMemBytes,
-                             p->kernel.kernelParams);
+                             {p->kernel.blockDimX, p->kernel.blockDimY, p->kernel.blockDimZ},
+                             p->kernel.sharedMemBytes, p->kernel.kernelParams);
     if (failing(c)) return static_cast<CUresult>(fail(c));
     *node = reinterpret_cast<CUgraphNode>(add(c, reinterpret_cast<uintptr_t>(g)));
     return CUDA_SUCCESS;
   }
-  cudaError_t add_memcpy_node_1d(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
-                                 void* dst, const void* src, size_t bytes) override {
+  cudaError_t add_memcpy_node_1d(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps,
+                                 size_t n, void* dst, const void* src, size_t bytes) override {
     FakeCall& c = record("add_memcpy_node_1d", g);
     take_deps(c, deps, n);
     c.params = copy_params(dst, src, bytes);
@@ -226,8 +231,8 @@ class FakeGraphApi final : public rt::GraphApi {
     *node = reinterpret_cast<cudaGraphNode_t>(add(c, reinterpret_cast<uintptr_t>(g)));
     return cudaSuccess;
   }
-  cudaError_t add_memset_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n,
-                              const cudaMemsetParams* p) override {
+  cudaError_t add_memset_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps,
+                              size_t n, const cudaMemsetParams* p) override {
     FakeCall& c = record("add_memset_node", g);
     take_deps(c, deps, n);
     c.params = fill_params(p);
@@ -235,7 +240,8 @@ class FakeGraphApi final : public rt::GraphApi {
     *node = reinterpret_cast<cudaGraphNode_t>(add(c, reinterpret_cast<uintptr_t>(g)));
     return cudaSuccess;
   }
-  cudaError_t add_empty_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps, size_t n) override {
+  cudaError_t add_empty_node(cudaGraphNode_t* node, cudaGraph_t g, const cudaGraphNode_t* deps,
+                             size_t n) override {
     FakeCall& c = record("add_empty_node", g);
     take_deps(c, deps, n);
     c.params.kind = "empty";
@@ -278,15 +284,16 @@ class FakeGraphApi final : public rt::GraphApi {
     capture_graph_ = c.node;
     return cudaSuccess;
   }
-  cudaError_t set_capture_dependencies(cudaStream_t s, const cudaGraphNode_t* deps, size_t n) override {
+  cudaError_t set_capture_dependencies(cudaStream_t s, const cudaGraphNode_t* deps,
+                                       size_t n) override {
     FakeCall& c = record("set_capture_dependencies", s);
     take_deps(c, deps, n);
     if (failing(c)) return fail(c);
     capture_deps_ = c.deps;
     return cudaSuccess;
   }
-  cudaError_t capture_info(cudaStream_t s, cudaStreamCaptureStatus* status, const cudaGraphNode_t** last,
-                           size_t* n) override {
+  cudaError_t capture_info(cudaStream_t s, cudaStreamCaptureStatus* status,
+                           const cudaGraphNode_t** last, size_t* n) override {
     FakeCall& c = record("capture_info", s);
     if (failing(c)) return fail(c);
     *status = capture_graph_ ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
@@ -303,7 +310,8 @@ class FakeGraphApi final : public rt::GraphApi {
   }
   // The collective becomes one node of the graph being captured, after the capture's
   // dependencies (NCCL would put its kernels there).
-  rt::nccl::Result issue_collective(const rt::Communicators&, const rt::CollectiveCall& k, cudaStream_t s) override {
+  rt::nccl::Result issue_collective(const rt::Communicators&, const rt::CollectiveCall& k,
+                                    cudaStream_t s) override {
     FakeCall& c = record("issue_collective", s);
     c.deps = capture_deps_;
     c.params.kind = "collective";
@@ -321,7 +329,8 @@ class FakeGraphApi final : public rt::GraphApi {
     return rt::nccl::kSuccess;
   }
 
-  cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t g, cudaGraphInstantiateParams* p) override {
+  cudaError_t instantiate(cudaGraphExec_t* exec, cudaGraph_t g,
+                          cudaGraphInstantiateParams* p) override {
     FakeCall& c = record("instantiate", g);
     c.flags = static_cast<unsigned>(p->flags);
     if (failing(c)) {
@@ -357,13 +366,14 @@ class FakeGraphApi final : public rt::GraphApi {
     c.params = kernel_params(p);
     return set(c, c.on);
   }
-  cudaError_t memcpy_node_set_params_1d(cudaGraphNode_t node, void* dst, const void* src, size_t bytes) override {
+  cudaError_t memcpy_node_set_params_1d(cudaGraphNode_t node, void* dst, const void* src,
+                                        size_t bytes) override {
     FakeCall& c = record("memcpy_node_set_params_1d", static_cast<void*>(nullptr), node);
     c.params = copy_params(dst, src, bytes);
     return set(c, 0);
   }
-  cudaError_t exec_memcpy_node_set_params_1d(cudaGraphExec_t exec, cudaGraphNode_t node, void* dst, const void* src,
-                                             size_t bytes) override {
+  cudaError_t exec_memcpy_node_set_params_1d(cudaGraphExec_t exec, cudaGraphNode_t node, void* dst,
+                                             const void* src, size_t bytes) override {
     FakeCall& c = record("exec_memcpy_node_set_params_1d", exec, node);
     c.params = copy_params(dst, src, bytes);
     return set(c, c.on);
@@ -379,7 +389,8 @@ class FakeGraphApi final : public rt::GraphApi {
     c.params = fill_params(p);
     return set(c, c.on);
   }
-  cudaError_t exec_update(cudaGraphExec_t exec, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info) override {
+  cudaError_t exec_update(cudaGraphExec_t exec, cudaGraph_t g,
+                          cudaGraphExecUpdateResultInfo* info) override {
     FakeCall& c = record("exec_update", exec);
     c.node = reinterpret_cast<uintptr_t>(g);
     if (failing(c)) {
@@ -451,8 +462,10 @@ class FakeGraphApi final : public rt::GraphApi {
   }
   cudaError_t set(FakeCall& c, uintptr_t exec) {
     if (failing(c)) return fail(c);
-    if (exec) state.execs[{exec, c.node}] = c.params;
-    else state.nodes[c.node] = c.params;
+    if (exec)
+      state.execs[{exec, c.node}] = c.params;
+    else
+      state.nodes[c.node] = c.params;
     return cudaSuccess;
   }
   void copy_into_exec(uintptr_t exec, uintptr_t g) {
@@ -469,8 +482,8 @@ class FakeGraphApi final : public rt::GraphApi {
     }
     graph_nodes.erase(g);
   }
-  FakeParams kernel_params(uintptr_t kernel, std::vector<unsigned> grid, std::vector<unsigned> block, unsigned shared,
-                           void** args) const {
+  FakeParams kernel_params(uintptr_t kernel, std::vector<unsigned> grid,
+                           std::vector<unsigned> block, unsigned shared, void** args) const {
     FakeParams p;
     p.kind = "kernel";
     p.kernel = kernel;
@@ -488,8 +501,9 @@ class FakeGraphApi final : public rt::GraphApi {
     return p;
   }
   FakeParams kernel_params(const cudaKernelNodeParams* k) const {
-    return kernel_params(reinterpret_cast<uintptr_t>(k->func), {k->gridDim.x, k->gridDim.y, k->gridDim.z},
-                         {k->blockDim.x, k->blockDim.y, k->blockDim.z}, k->sharedMemBytes, k->kernelParams);
+    return kernel_params(
+        reinterpret_cast<uintptr_t>(k->func), {k->gridDim.x, k->gridDim.y, k->gridDim.z},
+        {k->blockDim.x, k->blockDim.y, k->blockDim.z}, k->sharedMemBytes, k->kernelParams);
   }
   static FakeParams copy_params(void* dst, const void* src, size_t bytes) {
     FakeParams p;

@@ -23,28 +23,31 @@ namespace orch::test {
 inline std::vector<orch::fb::OpT*> main_ops(orch::fb::PipelineT& t) {
   std::vector<orch::fb::OpT*> out;
   orch::fb::GraphT& main = *t.graphs[t.main_graph];
-  for (uint32_t i = 0; i < main.nodes.size(); ++i) out.push_back(&orch::artifact::own_op(t, main, i));
+  for (uint32_t i = 0; i < main.nodes.size(); ++i)
+    out.push_back(&orch::artifact::own_op(t, main, i));
   return out;
 }
 
 // The same, with its artifact changed by `edit` before loading: for what the checker refuses,
 // to drive the runtime's handling of errors that only happen on the GPU.
-inline std::unique_ptr<orch::Pipeline> load_edited(const std::string& name, const std::string& source,
-                                                   const std::function<void(orch::fb::PipelineT&)>& edit) {
+inline std::unique_ptr<orch::Pipeline> load_edited(
+    const std::string& name, const std::string& source,
+    const std::function<void(orch::fb::PipelineT&)>& edit) {
   std::string log;
   std::string path = orch::test::compile_source(name, source, &log);
   INFO(log);
   REQUIRE(!path.empty());
   std::ifstream in(path, std::ios::binary);
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto opened = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(file.data()), file.size());
+  auto opened =
+      orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(file.data()), file.size());
   INFO(opened.error);
   REQUIRE(opened.ok());
   std::unique_ptr<orch::fb::PipelineT> tree(opened.pipeline->UnPack());
   edit(*tree);
   const std::string payload = orch::artifact::pack_payload(*tree);
-  const std::string edited =
-      orch::artifact::wrap_payload(reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
+  const std::string edited = orch::artifact::wrap_payload(
+      reinterpret_cast<const uint8_t*>(payload.data()), payload.size());
   auto p = orch::Pipeline::load_from_memory(edited.data(), edited.size());
   ORCH_REQUIRE_OK(p);
   return std::move(p.value());

@@ -201,7 +201,8 @@ Bindings host_bindings(unsigned n = 1000) {
 // conditional bodies: the kind, the dependencies, and the parameters each kind takes from the
 // artifact and the plan (kernel, buffer arguments; copy and fill addresses and sizes; a
 // conditional's handle, type and bodies; a collective's buffers and count).
-void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::Top& t, int depth = 0) {
+void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::Top& t,
+                 int depth = 0) {
   const Impl& x = *f.x;
   const fb::Pipeline& p = *f.p;
   const auto it = f.cuda.graph_nodes.find(g);
@@ -214,8 +215,8 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
     const fb::Node* at = graph.nodes()->Get(i);
     const fb::Op& op = *p.ops()->Get(at->op());
     const FakeParams& n = f.cuda.node(made[i]);
-    INFO("graph '" << p.graphs()->Get(t.graph)->name()->str() << "' depth " << depth << " node " << i << ": "
-                   << op.what()->str());
+    INFO("graph '" << p.graphs()->Get(t.graph)->name()->str() << "' depth " << depth << " node "
+                   << i << ": " << op.what()->str());
     // The artifact's dependencies, in order (a collective also waits for the one before it).
     std::vector<uintptr_t> deps;
     for (uint32_t j = first; j < at->deps_end(); ++j) deps.push_back(made[graph.deps()->Get(j)]);
@@ -228,7 +229,8 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
       }
     REQUIRE(call);
     if (op.kind() == fb::NodeKind::Collective) {
-      for (uintptr_t d : deps) CHECK(std::find(call->deps.begin(), call->deps.end(), d) != call->deps.end());
+      for (uintptr_t d : deps)
+        CHECK(std::find(call->deps.begin(), call->deps.end(), d) != call->deps.end());
     } else {
       CHECK(call->deps == deps);
     }
@@ -241,10 +243,18 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
         for (uint32_t a = 0; a < nargs; ++a) {
           const fb::KernelArg* arg = op.args()->Get(a);
           switch (arg->kind()) {
-            case fb::ArgKind::Buffer: CHECK(n.args[a] == u(x.buffers[arg->ref()].ptr)); break;
-            case fb::ArgKind::CondHandle: CHECK(n.args[a] == x.handles[arg->ref()]); break;
-            case fb::ArgKind::GraphTable: CHECK(n.args[a] == u(x.tables[arg->ref()].get())); break;
-            case fb::ArgKind::Status: CHECK(n.args[a] == u(x.status.get())); break;
+            case fb::ArgKind::Buffer:
+              CHECK(n.args[a] == u(x.buffers[arg->ref()].ptr));
+              break;
+            case fb::ArgKind::CondHandle:
+              CHECK(n.args[a] == x.handles[arg->ref()]);
+              break;
+            case fb::ArgKind::GraphTable:
+              CHECK(n.args[a] == u(x.tables[arg->ref()].get()));
+              break;
+            case fb::ArgKind::Status:
+              CHECK(n.args[a] == u(x.status.get()));
+              break;
             case fb::ArgKind::GraphExec: {
               const int ref = arg->ref() < 0 ? t.graph : arg->ref();
               const Impl::Top& target = ref == t.graph ? t : x.tops[x.top_of_graph[ref]];
@@ -252,7 +262,8 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
               CHECK(n.args[a] == h(target.exec.get()));
               break;
             }
-            case fb::ArgKind::Value: break;  // checked by the tests that know the values
+            case fb::ArgKind::Value:
+              break;  // checked by the tests that know the values
           }
         }
         break;
@@ -271,7 +282,9 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
         CHECK(n.width == x.plan.buffers[op.dst()].bytes / op.memset_element_size());
         CHECK(n.height == 1);
         break;
-      case fb::NodeKind::Empty: CHECK(n.kind == "empty"); break;
+      case fb::NodeKind::Empty:
+        CHECK(n.kind == "empty");
+        break;
       case fb::NodeKind::Conditional: {
         REQUIRE(n.kind == "conditional");
         CHECK(n.cond_handle == x.handles[op.handle()]);
@@ -283,7 +296,8 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
         CHECK(n.cond_size == nbodies);
         const std::vector<uintptr_t>& bodies = f.cuda.bodies.at(made[i]);
         REQUIRE(bodies.size() == nbodies);
-        for (uint32_t b = 0; b < nbodies; ++b) check_graph(f, bodies[b], *op.bodies()->Get(b), t, depth + 1);
+        for (uint32_t b = 0; b < nbodies; ++b)
+          check_graph(f, bodies[b], *op.bodies()->Get(b), t, depth + 1);
         break;
       }
       case fb::NodeKind::Collective: {
@@ -319,7 +333,9 @@ size_t count(const std::vector<std::string>& names, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("seam: a host pipeline's kernels, copies, fills and IF/WHILE/SWITCH nodes are built as the artifact says") {
+TEST_CASE(
+    "seam: a host pipeline's kernels, copies, fills and IF/WHILE/SWITCH nodes are built as the "
+    "artifact says") {
   FakeBuild f;
   ORCH_REQUIRE_OK(f.build(host_pipeline(), host_bindings(1000)));
   check_built(f);
@@ -333,7 +349,8 @@ TEST_CASE("seam: a host pipeline's kernels, copies, fills and IF/WHILE/SWITCH no
   std::vector<int> types;
   for (uintptr_t n : f.cuda.graph_nodes.at(h(main.graph_template.get())))
     if (f.cuda.node(n).kind == "conditional") types.push_back(f.cuda.node(n).cond_type);
-  CHECK(types == std::vector<int>{cudaGraphCondTypeIf, cudaGraphCondTypeWhile, cudaGraphCondTypeSwitch});
+  CHECK(types ==
+        std::vector<int>{cudaGraphCondTypeIf, cudaGraphCondTypeWhile, cudaGraphCondTypeSwitch});
   CHECK(f.x->has_loops);
   const auto creates = f.cuda.named("conditional_handle_create");
   REQUIRE(creates.size() == f.p->handles()->size());
@@ -341,7 +358,8 @@ TEST_CASE("seam: a host pipeline's kernels, copies, fills and IF/WHILE/SWITCH no
     const fb::ConditionalHandle* ch = f.p->handles()->Get(i);
     CHECK(creates[i]->on == h(main.graph_template.get()));
     CHECK(creates[i]->default_value == ch->default_value());
-    CHECK(creates[i]->flags == (ch->set_default() ? static_cast<unsigned>(cudaGraphCondAssignDefault) : 0u));
+    CHECK(creates[i]->flags ==
+          (ch->set_default() ? static_cast<unsigned>(cudaGraphCondAssignDefault) : 0u));
     CHECK(f.x->handles[i] == creates[i]->node);
   }
 
@@ -383,7 +401,9 @@ TEST_CASE("seam: a host pipeline's kernels, copies, fills and IF/WHILE/SWITCH no
   CHECK(f.cuda.named("upload").front()->on == h(main.exec.get()));
 }
 
-TEST_CASE("seam: device graphs and a family: members instantiated for device launch, their exec table filled") {
+TEST_CASE(
+    "seam: device graphs and a family: members instantiated for device launch, their exec table "
+    "filled") {
   FakeBuild f;
   ORCH_REQUIRE_OK(f.build(orch::test::open_example("moe"), Bindings()));
   check_built(f);
@@ -395,7 +415,8 @@ TEST_CASE("seam: device graphs and a family: members instantiated for device lau
   const uintptr_t table = u(f.x->tables[experts].get());
   const auto mallocs = f.cuda.named("malloc");
   bool allocated = false;
-  for (const FakeCall* c : mallocs) allocated |= c->node == table && c->params.bytes == 8 * sizeof(cudaGraphExec_t);
+  for (const FakeCall* c : mallocs)
+    allocated |= c->node == table && c->params.bytes == 8 * sizeof(cudaGraphExec_t);
   CHECK(allocated);
   const FakeCall* fill = nullptr;
   for (const FakeCall* c : f.cuda.named("memcpy_async"))
@@ -423,7 +444,9 @@ TEST_CASE("seam: device graphs and a family: members instantiated for device lau
   CHECK(std::find(r.args.begin(), r.args.end(), h(f.top("finish").exec.get())) != r.args.end());
 }
 
-TEST_CASE("seam: a device graph that tail-launches itself gets its own exec, in the template and the exec") {
+TEST_CASE(
+    "seam: a device graph that tail-launches itself gets its own exec, in the template and the "
+    "exec") {
   FakeBuild f;
   ORCH_REQUIRE_OK(f.build(orch::test::open_example("scheduler"), Bindings()));
   check_built(f);
@@ -473,7 +496,8 @@ TEST_CASE("seam: a collective is captured into its segment, after its dependenci
   CHECK(std::find(args.begin(), args.end(), f32_slot(0.5f)) != args.end());
 }
 
-TEST_CASE("seam: set_param patches kernels, copies and fills in the template and in place in the exec") {
+TEST_CASE(
+    "seam: set_param patches kernels, copies and fills in the template and in place in the exec") {
   FakeBuild f;
   ORCH_REQUIRE_OK(f.build(host_pipeline(), host_bindings(1000)));
   const Impl::Top& main = f.top("main");
@@ -547,7 +571,8 @@ TEST_CASE("seam: set_param patches kernels, copies and fills in the template and
     CHECK(s.patches_refused == 1);
     CHECK(s.graph_updates == 1);
     CHECK(s.nodes_patched_in_place == count(names, "exec_kernel_node_set_params") - 1);
-    for (uintptr_t n : f.kernel_nodes(main, axpy)) CHECK(f.cuda.exec_node(exec, n) == f.cuda.node(n));
+    for (uintptr_t n : f.kernel_nodes(main, axpy))
+      CHECK(f.cuda.exec_node(exec, n) == f.cuda.node(n));
   }
 }
 
@@ -580,7 +605,9 @@ TEST_CASE("seam: set_param on a device graph patches it and the next launch uplo
   CHECK(f.cuda.names_since(second) == std::vector<std::string>{"stream_is_capturing", "launch"});
 }
 
-TEST_CASE("seam: set_param that changes a collective builds, captures and instantiates its segment again") {
+TEST_CASE(
+    "seam: set_param that changes a collective builds, captures and instantiates its segment "
+    "again") {
   FakeBuild f;
   Bindings b;
   b.param("n", 4096u);
@@ -699,7 +726,9 @@ TEST_CASE("seam: undo: any CUDA call of a patch failing leaves the Executable as
     CHECK(fail_each_call(build, "scale", 0.25f) > 0);
   }
   SUBCASE("a device graph") {
-    auto build = [](FakeBuild& f) { return f.build(orch::test::open_example("scheduler"), Bindings()); };
+    auto build = [](FakeBuild& f) {
+      return f.build(orch::test::open_example("scheduler"), Bindings());
+    };
     CHECK(fail_each_call(build, "batch", 1024u) > 0);
   }
   SUBCASE("a family") {
@@ -731,7 +760,8 @@ TEST_CASE("seam: undo: a patch that cannot be undone leaves the Executable refus
     ORCH_REQUIRE_OK(probe.exec->set_param("scale", 3.0f));
     template_patches = count(probe.cuda.names_since(from), "kernel_node_set_params");
   }
-  f.cuda.fail_next("kernel_node_set_params", cudaErrorInvalidValue, static_cast<int>(template_patches));
+  f.cuda.fail_next("kernel_node_set_params", cudaErrorInvalidValue,
+                   static_cast<int>(template_patches));
   const Status s = f.exec->set_param("scale", 3.0f);
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message().find("cannot update graph 'main' in place") != std::string::npos);
@@ -745,7 +775,8 @@ TEST_CASE("seam: undo: a patch that cannot be undone leaves the Executable refus
   CHECK(f.cuda.calls.size() == from);  // refused before any CUDA call
 }
 
-TEST_CASE("seam: building fails cleanly at any CUDA call, naming the node, and leaves nothing behind") {
+TEST_CASE(
+    "seam: building fails cleanly at any CUDA call, naming the node, and leaves nothing behind") {
   size_t calls = 0;
   {
     FakeBuild f;
