@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "artifact/sample_pipeline.h"
 #include "runtime/src/executable_impl.h"
 #include "runtime/tests/fake_graph_api.h"
 #include "runtime/tests/test_util.h"
@@ -148,6 +149,28 @@ OpenedExample compiled(const std::string& name, const std::string& source) {
   INFO(log);
   REQUIRE(!path.empty());
   return orch::test::open_artifact(path);
+}
+
+// The golden sample artifact (artifact/sample_pipeline.cpp), opened as the runtime opens a file:
+// it has every node kind, an empty node and a programmatic edge among them, two segments and a
+// device graph.
+OpenedExample sample() {
+  const std::string bytes = orch::artifact::sample_artifact();
+  OpenedExample o;
+  o.size = bytes.size();
+  o.storage.assign(bytes.size() / 8 + 1, 0);
+  std::memcpy(o.storage.data(), bytes.data(), bytes.size());
+  auto r = orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(o.storage.data()), o.size);
+  INFO(r.error);
+  REQUIRE(r.ok());
+  o.p = r.pipeline;
+  return o;
+}
+
+Bindings sample_bindings() {
+  Bindings b;
+  b.param("n", 1024u).param("mode", 1);
+  return b;
 }
 
 // Every kind of host node: kernels, a copy, fills, an if/else, a while loop, a switch.
@@ -399,6 +422,49 @@ TEST_CASE(
   CHECK(names[names.size() - 2] == "upload");
   CHECK(names.back() == "stream_synchronize");
   CHECK(f.cuda.named("upload").front()->on == h(main.exec.get()));
+}
+
+TEST_CASE("seam: the sample artifact: every node kind, an empty node, a programmatic edge, two segments") {
+  FakeBuild f;
+  ORCH_REQUIRE_OK(f.build(sample(), sample_bindings(), 2));
+  check_built(f);
+  REQUIRE(f.x->segments.size() == 2);
+  CHECK(f.top("expert").device);
+  // Segments in order, after the device graph.
+  const auto instantiates = f.cuda.named("instantiate");
+  REQUIRE(instantiates.size() == 3);
+  CHECK(instantiates[0]->on == h(f.top("expert").graph_template.get()));
+  CHECK(instantiates[1]->on == h(f.top("main").graph_template.get()));
+  CHECK(instantiates[2]->on == h(f.top("main.1").graph_template.get()));
+  // main ends in an empty node after the IF.
+  const std::vector<uintptr_t>& main = f.cuda.graph_nodes.at(h(f.top("main").graph_template.get()));
+  CHECK(f.cuda.node(main.back()).kind == "empty");
+  // The condition kernel's edge from the scale kernel is programmatic: both fit in one wave.
+  const FakeCall* condition = nullptr;
+  for (const FakeCall* c : f.cuda.named("add_kernel_node"))
+    if (c->edge_types.size() == 2) condition = c;
+  REQUIRE(condition);
+  CHECK(condition->edge_types ==
+        std::vector<int>{CU_GRAPH_DEPENDENCY_TYPE_DEFAULT, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC});
+  CHECK(f.exec->stats().programmatic_edges == 1);
+  CHECK(f.exec->stats().programmatic_edges_made_full == 0);
+  // main.1's launcher: a launch shape of constants, and the device graph's exec as argument.
+  const std::vector<uintptr_t>& tail = f.cuda.graph_nodes.at(h(f.top("main.1").graph_template.get()));
+  const FakeParams& launcher = f.cuda.node(tail[0]);
+  CHECK(launcher.grid[0] == 8);
+  CHECK(launcher.block[0] == 32);
+  CHECK(launcher.args == std::vector<uint64_t>{f.buffer("u"), h(f.top("expert").exec.get())});
+  CHECK(f.cuda.node(tail[1]).kind == "collective");
+  CHECK(f.cuda.node(tail[1]).bytes == 1024);
+}
+
+TEST_CASE("seam: a programmatic edge is made full where a launch runs in more than one wave here") {
+  FakeBuild f;
+  f.cuda.blocks_per_sm = 0;  // the driver says no block fits: several waves
+  ORCH_REQUIRE_OK(f.build(sample(), sample_bindings(), 2));
+  for (const FakeCall* c : f.cuda.named("add_kernel_node")) CHECK(c->edge_types.empty());  // no edge data
+  CHECK(f.exec->stats().programmatic_edges == 1);
+  CHECK(f.exec->stats().programmatic_edges_made_full == 1);
 }
 
 TEST_CASE(
@@ -734,6 +800,11 @@ TEST_CASE("seam: undo: any CUDA call of a patch failing leaves the Executable as
   SUBCASE("a family") {
     auto build = [](FakeBuild& f) { return f.build(orch::test::open_example("moe"), Bindings()); };
     CHECK(fail_each_call(build, "tokens", 2048u) > 0);
+  }
+  SUBCASE("the sample artifact: kernels, copies, fills, conditional bodies, a device graph, a collective") {
+    auto build = [](FakeBuild& f) { return f.build(sample(), sample_bindings(), 2); };
+    CHECK(fail_each_call(build, "n", 2048u) > 0);
+    CHECK(fail_each_call(build, "tol", 0.5f) > 0);
   }
   SUBCASE("a segment rebuilt for its collective") {
     auto build = [](FakeBuild& f) {
