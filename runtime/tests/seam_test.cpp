@@ -642,6 +642,37 @@ TEST_CASE(
   }
 }
 
+// rebind() checks the new memory with the driver (binding_checks.cpp, not behind the seam), then
+// points the buffer at it and patches as set_param does: that patch, driven directly.
+TEST_CASE("seam: a buffer moved (rebind's patch): kernels, copies and fills that use it are patched") {
+  FakeBuild f;
+  ORCH_REQUIRE_OK(f.build(host_pipeline(), host_bindings(1000)));
+  const Impl::Top& main = f.top("main");
+  const uintptr_t old_b = f.buffer("b");
+  int bi = -1;
+  for (uint32_t i = 0; i < f.p->buffers()->size(); ++i)
+    if (f.p->buffers()->Get(i)->name()->str() == "b") bi = static_cast<int>(i);
+  REQUIRE(bi >= 0);
+  const uintptr_t moved = 0x6600000000;
+  f.x->buffers[bi].ptr = reinterpret_cast<void*>(moved);
+  const size_t from = f.cuda.calls.size();
+  ORCH_REQUIRE_OK(f.x->refresh(Impl::Scope::Everything));
+  const std::vector<std::string> names = f.cuda.names_since(from);
+  CHECK(count(names, "memcpy_node_set_params_1d") == 2);  // a -> b, b -> a
+  CHECK(count(names, "memset_node_set_params") == 1);     // fill b
+  CHECK(count(names, "kernel_node_set_params") >= 4);
+  std::vector<uintptr_t> all;
+  f.cuda.nodes_of(h(main.graph_template.get()), &all);
+  for (uintptr_t n : all) {
+    const FakeParams& k = f.cuda.node(n);
+    CHECK(k.dst != old_b);
+    CHECK(k.src != old_b);
+    CHECK(std::find(k.args.begin(), k.args.end(), old_b) == k.args.end());
+    CHECK(f.cuda.exec_node(h(main.exec.get()), n) == k);
+  }
+  check_built(f);
+}
+
 TEST_CASE("seam: set_param on a device graph patches it and the next launch uploads it once") {
   FakeBuild f;
   ORCH_REQUIRE_OK(f.build(orch::test::open_example("scheduler"), Bindings()));
