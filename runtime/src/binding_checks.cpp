@@ -231,7 +231,8 @@ void collect_writes(const fb::Pipeline& p, const fb::Graph* g, std::vector<bool>
       case fb::NodeKind::Collective:
         mark(n->dst());
         break;
-      default:
+      case fb::NodeKind::Empty:
+      case fb::NodeKind::Conditional:  // writes nothing itself; its bodies are walked below
         break;
     }
     if (n->bodies())

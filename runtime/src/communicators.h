@@ -67,6 +67,14 @@ class Communicators {
   size_t size() const { return comms_.size(); }
   void* handle(size_t i) const { return i < comms_.size() ? comms_[i].handle : nullptr; }
   int world_size(size_t i) const { return i < comms_.size() ? comms_[i].world_size : 1; }
+  // Comm `i` is `handle`, the application's (not destroyed), without NCCL: for tests that build
+  // collectives against a fake GraphApi (graph_api.h), which issues them itself.
+  void use_unchecked(size_t i, void* handle, int rank, int world_size) {
+    if (comms_.size() <= i) comms_.resize(i + 1);
+    comms_[i].handle = handle;
+    comms_[i].rank = rank;
+    comms_[i].world_size = world_size;
+  }
 
   // Issues `c` on `stream` (capturing it, usually), waiting while a non-blocking communicator
   // says ncclInProgress.

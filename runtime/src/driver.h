@@ -20,7 +20,7 @@ struct Driver {
                             unsigned n, CUjit_option* options, void** values) = nullptr;
   CUresult (*link_destroy)(CUlinkState state) = nullptr;
   CUresult (*get_error_name)(CUresult e, const char** name) = nullptr;
-  // Every kernel node the runtime builds (executable.cpp: add_kernel_node says why the driver's).
+  // Every kernel node the runtime builds (executable_build.cpp: add_kernel_node says why the driver's).
   using GraphAddNode = CUresult (*)(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
                                     const CUgraphEdgeData* edges, size_t n, CUgraphNodeParams* params);
   GraphAddNode graph_add_node = nullptr;
