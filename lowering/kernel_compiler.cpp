@@ -640,8 +640,12 @@ class KernelJob {
   BuildResult build(const Target& target) const;
   BuildResult build_patched(const Target& target) const;
   // Links `input` (PTX or a relocatable CUBIN) with nvJitLink for target.arch, with cudadevrt
-  // where the kernel uses the device runtime, into out.image; `out` carries what came before.
+  // where the kernel uses the device runtime and references what cudadevrt defines (see the
+  // definition), into out.image; `out` carries what came before.
   BuildResult link(const Target& target, nvJitLinkInputType type, const std::string& input, BuildResult out) const;
+  // One nvJitLink run, with cudadevrt (the whole library) or without it.
+  BuildResult link_with(const Target& target, nvJitLinkInputType type, const std::string& input, BuildResult out,
+                        bool cudadevrt) const;
   void add_log_diagnostics(const std::string& log, bool errors);
   void error(DiagCode code, std::string message) {
     diags_.push_back({Severity::Error, to_string(code), src_.origin, std::move(message), {}});
@@ -795,8 +799,27 @@ BuildResult KernelJob::build_patched(const Target& target) const {
   return link(target, NVJITLINK_INPUT_PTX, ptx, std::move(out));
 }
 
+// cudadevrt only where the code needs it, as nvcc's nvlink links it: nvJitLink takes a library
+// whole (every member, wanted or not), where nvlink takes only the members that define a symbol
+// the code references. The device graph launch API (cudaGraphLaunch, cudaGraphSetConditional,
+// cudaGetCurrentGraphExec) is resolved by the driver at load time, not by cudadevrt, so a kernel
+// that only launches graphs needs none of it; linked anyway, its module carried all of
+// cuda_device_runtime.o (the MoE route kernel of bench/real_workloads.py: 206,432 bytes with 32
+// kernels of cudadevrt's and 13 KB of initialized device globals, against nvlink's 8,928 bytes
+// with `route` alone; the same SASS for `route`). So the code is linked without cudadevrt first,
+// and with it where that leaves a reference undefined (a device-side <<<>>>, cudaMalloc, ...:
+// cudadevrt's __cudaCDP2* and cuda* functions).
 BuildResult KernelJob::link(const Target& target, nvJitLinkInputType type, const std::string& input,
                             BuildResult out) const {
+  if (device_runtime_) {
+    BuildResult alone = link_with(target, type, input, out, false);
+    if (alone.linked) return alone;
+  }
+  return link_with(target, type, input, std::move(out), device_runtime_);
+}
+
+BuildResult KernelJob::link_with(const Target& target, nvJitLinkInputType type, const std::string& input,
+                                 BuildResult out, bool cudadevrt) const {
   JitLinker linker;
   auto link_failed = [&](const char* step, nvJitLinkResult lr) {
     out.failure = std::string(step) + ": " + jitlink_error_name(lr);
@@ -808,7 +831,7 @@ BuildResult KernelJob::link(const Target& target, nvJitLinkInputType type, const
   if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkCreate", lr);
   lr = nvJitLinkAddData(linker.get(), type, input.data(), input.size(), src_.file_name.c_str());
   if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddData", lr);
-  if (device_runtime_) {
+  if (cudadevrt) {
     lr = nvJitLinkAddFile(linker.get(), NVJITLINK_INPUT_LIBRARY, toolkit_.cudadevrt.c_str());
     if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddFile(libcudadevrt.a)", lr);
   }

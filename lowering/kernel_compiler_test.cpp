@@ -240,6 +240,62 @@ TEST_CASE("device-runtime kernels are linked against cudadevrt") {
   CHECK(out[1]->ptx.find("cudaGraphSetConditional") != std::string::npos);
 }
 
+// What nvlink gives nvcc's by-hand build: cudadevrt's members only where the code references
+// what they define. nvJitLink takes a library whole, so every device-runtime kernel used to carry
+// all of cuda_device_runtime.o (32 kernels of its own, 13 KB of initialized globals; the MoE
+// route kernel 206,432 bytes against nvlink's 8,928).
+TEST_CASE("cudadevrt is linked only into code that references it, as nvlink links it") {
+  SourceManager sm;
+  // Graph launches only (examples/moe.cu's route, countdown's cudaGraphSetConditional): the driver
+  // resolves them; the image holds the kernel and nothing of cudadevrt.
+  const std::string moe_path = examples_dir() + "/moe.cu";
+  const std::string moe = read_file(moe_path);
+  KernelSource route;
+  route.name = "route";
+  route.code = moe;
+  route.file_name = moe_path;
+  route.uses_device_runtime = true;
+  route.origin = {sm.add(moe_path, moe), {1, 1}, {1, 1}};
+  // A device-side launch and cudaMalloc: cudadevrt's __cudaCDP2* functions, linked in.
+  KernelSource parent = plain("parent", R"(extern "C" __global__ void child(int* p) { *p = 1; }
+extern "C" __global__ void parent(int* p) {
+  child<<<1, 1>>>(p);
+  void* q = nullptr;
+  if (cudaMalloc(&q, 16) == cudaSuccess) cudaFree(q);
+}
+)");
+  parent.uses_device_runtime = true;
+  DiagnosticEngine diags;
+  auto out = compile_kernels({route, parent}, no_cache({"sm_80", "sm_90"}), diags);
+  INFO(text_of(diags, sm));
+  CHECK(diags.all().empty());
+  REQUIRE(out[0].has_value());
+  REQUIRE(out[1].has_value());
+  for (const KernelImage& img : out[0]->cubins) {
+    INFO(img.arch);
+    CHECK(elf_type(img.cubin) == 2);
+    std::string error;
+    auto kernels = lowering::read_cubin_resources(img.cubin, &error);
+    REQUIRE(kernels.has_value());
+    CHECK(kernels->size() == 3);  // moe.cu's route, expert_ffn and combine: no memcpy_3d_device of cudadevrt's
+    CHECK(kernels->count("route") == 1);
+    for (const auto& [name, r] : *kernels) CHECK_MESSAGE(name.find("cuda_device_runtime") == std::string::npos, name);
+    CHECK(img.cubin.find("__cudaCDP2") == std::string::npos);
+    CHECK(img.cubin.find("cudaGraphLaunch") != std::string::npos);  // left to the driver
+    CHECK(img.cubin.size() < 32 * 1024);
+  }
+  for (const KernelImage& img : out[1]->cubins) {
+    INFO(img.arch);
+    CHECK(elf_type(img.cubin) == 2);
+    CHECK(img.cubin.find("__cudaCDP2LaunchDeviceV2") != std::string::npos);
+    std::string error;
+    auto kernels = lowering::read_cubin_resources(img.cubin, &error);
+    REQUIRE(kernels.has_value());
+    CHECK(kernels->count("parent") == 1);
+    CHECK(kernels->count("child") == 1);
+  }
+}
+
 // The expert kernel of bench/real_workloads.py's MoE rows: a k loop over 16 rows of x in shared
 // memory. NVRTC 13.0 addresses shared memory with 64-bit pointers and leaves the loop rolled (48
 // registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_compiler.cpp, nvcc_ptx.
