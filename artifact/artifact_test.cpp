@@ -262,10 +262,13 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
                           ", this runtime reads version " + std::to_string(kFormatVersion) +
                           "; recompile the pipeline with this orchc");
 
-  // A format 4 file (before the memory plan): refused with the same message, not read as 5.
+  // A format 4 file (before the memory plan) and a format 5 one (before NVSHMEM's fields):
+  // refused with the same message, not read as the current version.
   bad = good;
   put_u32(bad, 8, 4);
-  CHECK(error(bad) == "pipeline.bin format version 4, this runtime reads version 5; recompile the pipeline with this orchc");
+  CHECK(error(bad) == "pipeline.bin format version 4, this runtime reads version 6; recompile the pipeline with this orchc");
+  put_u32(bad, 8, 5);
+  CHECK(error(bad) == "pipeline.bin format version 5, this runtime reads version 6; recompile the pipeline with this orchc");
 
   bad = good;
   put_u32(bad, 12, 0x10);
