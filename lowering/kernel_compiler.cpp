@@ -962,7 +962,7 @@ std::optional<CompiledKernel> KernelJob::run() {
                                  (nvshmem_lib_ ? nvshmem_lib_->problem : std::string("NVSHMEM was not looked for")));
       return std::nullopt;
     }
-    code_ = nvshmem::nvrtc_prelude(src_.file_name) + src_.code;
+    code_ = nvshmem::nvrtc_prelude(src_.file_name) + src_.code + nvshmem::nvrtc_postlude();
   }
   if (device_runtime_ && toolkit_.cudadevrt.empty()) {
     error(DiagCode::E0902, "kernel '" + src_.name +

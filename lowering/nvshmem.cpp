@@ -124,4 +124,18 @@ std::string nvrtc_prelude(const std::string& file_name) {
          "#line 1 \"" + quoted + "\"\n";
 }
 
+std::string nvrtc_postlude() {
+  return "\n#ifdef _NVSHMEMI_TRANSFER_H_\n"
+         "template <threadgroup_t SCOPE>\n"
+         "__device__ void nvshmemi_transfer_put_signal(void*, void*, size_t, void*, unsigned long, nvshmemi_amo_t, "
+         "int, bool);\n"
+         "template <threadgroup_t SCOPE>\n"
+         "__device__ void nvshmemi_transfer_put_signal(void* rptr, void* lptr, size_t bytes, void* sig_addr,\n"
+         "    unsigned long long signal, nvshmemi_amo_t sig_op, int pe, bool is_nbi) {\n"
+         "  nvshmemi_transfer_put_signal<SCOPE>(rptr, lptr, bytes, sig_addr, static_cast<unsigned long>(signal), "
+         "sig_op, pe, is_nbi);\n"
+         "}\n"
+         "#endif\n";
+}
+
 }  // namespace orch::nvshmem

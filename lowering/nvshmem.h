@@ -37,6 +37,15 @@ bool mentions_nvshmem(const std::string& code);
 // which NVRTC has no <type_traits> for: they are cuda::std's here.
 std::string nvrtc_prelude(const std::string& file_name);
 
+// Put after a kernel's code when NVSHMEM is used. NVSHMEM's put-with-signal calls
+// nvshmemi_transfer_put_signal<SCOPE>(..., uint64_t signal, ...), which libnvshmem_device.a
+// defines for nvcc's uint64_t, `unsigned long`; under NVRTC 13.0 uint64_t is `unsigned long long`,
+// another mangled name, and the link fails (`Undefined reference to
+// _Z28nvshmemi_transfer_put_signalIL13threadgroup_t0EEvPvS1_mS1_y14nvshmemi_amo_tib`). This
+// defines the `unsigned long long` one as a call of the library's. Written with both types
+// spelled out, so that where uint64_t is `unsigned long` it is an overload nothing calls.
+std::string nvrtc_postlude();
+
 // NVRTC options an NVSHMEM kernel needs besides the usual: relocatable device code, NVSHMEM's
 // headers, and -default-device (3.4.5's device_host/nvshmem_tensor.h has a constructor with
 // no execution space, which NVRTC refuses as host code).

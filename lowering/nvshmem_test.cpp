@@ -239,6 +239,61 @@ TEST_CASE("NVSHMEM kernels are cached like others: a second compile reads every 
   CHECK(b[0]->cubins.at(0).from_cache);
 }
 
+TEST_CASE("a kernel that calls NVSHMEM and sets a conditional links with cudadevrt and NVSHMEM in one CUBIN") {
+  // What a `while kernel` body that exchanges with a peer compiles to: both libraries, one image.
+  const std::string home = test_nvshmem_home();
+  if (home.empty()) {
+    MESSAGE("no NVSHMEM for this build: not compiled");
+    return;
+  }
+  KernelSource s = source("pingpong", R"(#include <nvshmem.h>
+extern "C" __global__ void pingpong(int* round, int* buf, unsigned long long* sig, int rounds,
+                                    cudaGraphConditionalHandle c) {
+  const int me = nvshmem_my_pe(), peer = 1 - me;
+  const int r = ++*round;
+  if (me == 0) {
+    nvshmem_int_put_signal(buf, &r, 1, sig, r, NVSHMEM_SIGNAL_SET, peer);
+    nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, r);
+  } else {
+    nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, r);
+    nvshmem_int_put_signal(buf, &r, 1, sig, r, NVSHMEM_SIGNAL_SET, peer);
+  }
+  cudaGraphSetConditional(c, r < rounds);
+}
+)");
+  DiagnosticEngine diags;
+  auto out = compile_kernels({s}, options({"sm_90"}, home), diags);
+  for (const Diagnostic& d : diags.all()) INFO(d.code << ": " << d.message);
+  REQUIRE(out[0].has_value());
+  CHECK(out[0]->device_runtime);
+  CHECK(out[0]->nvshmem);
+  REQUIRE(out[0]->cubins.size() == 1);
+  CHECK(out[0]->cubins[0].cubin[16] == 2);
+  CHECK(elf_has_symbol(out[0]->cubins[0].cubin, "nvshmemi_device_state_d"));
+  CHECK(out[0]->ptx.empty());
+}
+
+TEST_CASE("an NVSHMEM kernel with orchc's code at its entry (a programmatic edge's wait) links too") {
+  const std::string home = test_nvshmem_home();
+  if (home.empty()) {
+    MESSAGE("no NVSHMEM for this build: not compiled");
+    return;
+  }
+  KernelSource s = source("put_signal", kPutSignal);
+  KernelEntry e;
+  e.name = "put_signal";
+  e.patch.wait = true;
+  s.entries = {e};
+  DiagnosticEngine diags;
+  auto out = compile_kernels({s}, options({"sm_90"}, home), diags);
+  for (const Diagnostic& d : diags.all()) INFO(d.code << ": " << d.message);
+  REQUIRE(out[0].has_value());
+  REQUIRE(out[0]->cubins.size() == 1);
+  CHECK(out[0]->cubins[0].cubin[16] == 2);
+  CHECK(elf_has_symbol(out[0]->cubins[0].cubin, "nvshmemi_device_state_d"));
+  CHECK(out[0]->ptx.empty());
+}
+
 }  // TEST_SUITE("nvshmem")
 
 }  // namespace

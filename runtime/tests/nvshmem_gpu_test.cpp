@@ -1,8 +1,9 @@
 // Multi-GPU test of NVSHMEM (issue 23; test suite "multi-gpu": skipped, exit 77, where fewer
 // than two GPUs run sm_90 code): a kernel that calls NVSHMEM, compiled and linked by orchc into
 // pipeline.bin, run on one process per GPU. Every PE puts n floats into the next PE's symmetric
-// buffer and signals it, then waits for its own signal; each rank checks what its predecessor
-// put against a CPU reference that knows every rank's inputs.
+// buffer and signals it (element puts, a fence, a signal), puts them again into a second buffer
+// with one block-wide put-with-signal, then waits for both of its own signals; each rank checks
+// what its predecessor put against a CPU reference that knows every rank's inputs.
 //
 // The runtime does not run NVSHMEM pipelines yet (Pipeline::load refuses them), so the rank does
 // here by hand what it will do: loads NVSHMEM's host library with orch's loader
@@ -42,21 +43,30 @@ param n: u32 = 1000
 buffer src: f32[n]
 buffer dst: f32[n] symmetric
 buffer sig: u64 symmetric
-kernel put_signal(n: u32, src: in f32[], dst: inout f32[], sig: inout u64) source """
+buffer dst2: f32[n] symmetric
+buffer sig2: u64 symmetric
+kernel put_signal(n: u32, src: in f32[], dst: inout f32[], sig: inout u64, dst2: inout f32[], sig2: inout u64) source """
 #include <nvshmem.h>
 #include <nvshmemx.h>
-extern "C" __global__ void put_signal(unsigned n, const float* src, float* dst, unsigned long long* sig) {
+// Two ways to hand n floats to the next PE: element puts, a fence and a signal; and one
+// block-wide put-with-signal (the call orchc's NVRTC postlude bridges to the device library).
+extern "C" __global__ void put_signal(unsigned n, const float* src, float* dst, unsigned long long* sig,
+                                      float* dst2, unsigned long long* sig2) {
   const int peer = (nvshmem_my_pe() + 1) % nvshmem_n_pes();
   for (unsigned i = threadIdx.x; i < n; i += blockDim.x) nvshmem_float_p(dst + i, src[i], peer);
   __syncthreads();
   if (threadIdx.x == 0) {
     nvshmem_fence();
     nvshmemx_signal_op(sig, 1, NVSHMEM_SIGNAL_SET, peer);
+  }
+  nvshmemx_float_put_signal_block(dst2, src, n, sig2, 7, NVSHMEM_SIGNAL_SET, peer);
+  if (threadIdx.x == 0) {
     nvshmem_signal_wait_until(sig, NVSHMEM_CMP_EQ, 1);
+    nvshmem_signal_wait_until(sig2, NVSHMEM_CMP_EQ, 7);
   }
 }
 """
-graph main { put_signal<<<1, 256>>>(n, src, dst, sig) }
+graph main { put_signal<<<1, 256>>>(n, src, dst, sig, dst2, sig2) }
 )";
 
 // Rank r's input: exact in f32, different on every rank and element.
@@ -171,7 +181,9 @@ int scenario_put_signal(const std::vector<std::string>& args) {
   unsigned n = 1000;
   float* dst = static_cast<float*>(api.malloc(n * sizeof(float)));
   auto* sig = static_cast<unsigned long long*>(api.malloc(sizeof(unsigned long long)));
-  NREQUIRE(dst && sig, "nvshmem_malloc failed");
+  float* dst2 = static_cast<float*>(api.malloc(n * sizeof(float)));
+  auto* sig2 = static_cast<unsigned long long*>(api.malloc(sizeof(unsigned long long)));
+  NREQUIRE(dst && sig && dst2 && sig2, "nvshmem_malloc failed");
   float* src = nullptr;
   NCUDA(cudaMalloc(reinterpret_cast<void**>(&src), n * sizeof(float)));
   std::vector<float> mine(n);
@@ -179,30 +191,41 @@ int scenario_put_signal(const std::vector<std::string>& args) {
   NCUDA(cudaMemcpy(src, mine.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   NCUDA(cudaMemset(dst, 0xff, n * sizeof(float)));  // NaN: an element never written fails
   NCUDA(cudaMemset(sig, 0, sizeof *sig));
+  NCUDA(cudaMemset(dst2, 0xff, n * sizeof(float)));
+  NCUDA(cudaMemset(sig2, 0, sizeof *sig2));
   NCUDA(cudaDeviceSynchronize());
   api.barrier_all();  // every PE's signal is 0 before any PE's kernel can set it
 
-  void* params[] = {&n, &src, &dst, &sig};
+  void* params[] = {&n, &src, &dst, &sig, &dst2, &sig2};
   NCUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(256), params, 0, nullptr));
   NCUDA(cudaDeviceSynchronize());
 
-  std::vector<float> got(n);
-  unsigned long long got_sig = 0;
+  std::vector<float> got(n), got2(n);
+  unsigned long long got_sig = 0, got_sig2 = 0;
   NCUDA(cudaMemcpy(got.data(), dst, n * sizeof(float), cudaMemcpyDeviceToHost));
   NCUDA(cudaMemcpy(&got_sig, sig, sizeof got_sig, cudaMemcpyDeviceToHost));
+  NCUDA(cudaMemcpy(got2.data(), dst2, n * sizeof(float), cudaMemcpyDeviceToHost));
+  NCUDA(cudaMemcpy(&got_sig2, sig2, sizeof got_sig2, cudaMemcpyDeviceToHost));
   const int from = (me->rank + world - 1) % world;
-  unsigned wrong = 0;
-  for (unsigned i = 0; i < n; ++i)
-    if (got[i] != input(from, i)) {
-      if (wrong++ < 4) std::printf("rank %d: dst[%u] = %g, want %g (from rank %d)\n", me->rank, i, got[i], input(from, i), from);
-    }
+  unsigned wrong = 0, wrong2 = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    if (got[i] != input(from, i) && wrong++ < 4)
+      std::printf("rank %d: dst[%u] = %g, want %g (from rank %d)\n", me->rank, i, got[i], input(from, i), from);
+    if (got2[i] != input(from, i) && wrong2++ < 4)
+      std::printf("rank %d: dst2[%u] = %g, want %g (from rank %d)\n", me->rank, i, got2[i], input(from, i), from);
+  }
   NCHECK(wrong == 0);
+  NCHECK(wrong2 == 0);
   NCHECK(got_sig == 1);
-  std::printf("rank %d: %u floats from rank %d, signal %llu\n", me->rank, n - wrong, from, got_sig);
+  NCHECK(got_sig2 == 7);
+  std::printf("rank %d: %u + %u floats from rank %d, signals %llu and %llu\n", me->rank, n - wrong, n - wrong2,
+              from, got_sig, got_sig2);
 
   api.barrier_all();
   api.free(dst);
   api.free(sig);
+  api.free(dst2);
+  api.free(sig2);
   NCUDA(cudaFree(src));
   api.hostlib_finalize();
   NCUDA(cudaLibraryUnload(library));
