@@ -262,13 +262,13 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
                           ", this runtime reads version " + std::to_string(kFormatVersion) +
                           "; recompile the pipeline with this orchc");
 
-  // Format 4 and 5 files (before the memory plan; before collective priorities): refused with the
-  // same message, not read as 6.
-  for (uint32_t older : {4u, 5u}) {
+  // Format 4, 5 and 6 files (before the memory plan; before collective priorities; before
+  // NVSHMEM's fields): refused with the same message, not read as 7.
+  for (uint32_t older : {4u, 5u, 6u}) {
     bad = good;
     put_u32(bad, 8, older);
     CHECK(error(bad) == "pipeline.bin format version " + std::to_string(older) +
-                            ", this runtime reads version 6; recompile the pipeline with this orchc");
+                            ", this runtime reads version 7; recompile the pipeline with this orchc");
   }
 
   bad = good;

@@ -55,6 +55,7 @@ class Describer {
     handles();
     bind_checks();
     line(0, "collective hash: " + hex(p_.collective_hash()));
+    if (p_.nvshmem_version()) line(0, "NVSHMEM: kernels linked with " + printable(p_.nvshmem_version()));
     return out_;
   }
 
@@ -137,7 +138,7 @@ class Describer {
       std::string text =
           "[" + std::to_string(i) + "] " + printable(b->name()) + ": " + type_name(b->type());
       text += b->count() ? "[" + expr(b->count()) + "]" : " (scalar)";
-      text += b->host() ? " host (pinned, mapped)" : " device";
+      text += b->host() ? " host (pinned, mapped)" : b->symmetric() ? " symmetric (NVSHMEM's heap)" : " device";
       line(1, text + at(b->loc()));
     }
   }

@@ -390,6 +390,8 @@ class Validator {
       if (!check_expr(b->count(), false, label + " count")) return false;
       std::string problem = loc_problem(b->loc());
       if (!problem.empty()) return fail(label + ": " + problem);
+      // NVSHMEM's symmetric heap is device memory (orchc's E0706).
+      if (b->symmetric() && b->host()) return fail(label + " is both symmetric and host memory");
     }
 
     if (!check_unique_names(comms_, "comm")) return false;

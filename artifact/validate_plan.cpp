@@ -31,9 +31,12 @@ std::string memory_plan_problem(const fb::Pipeline& p) {
     if (static_cast<int64_t>(s->buffer()) <= last) return label + ": buffers are not in increasing order";
     last = s->buffer();
     const fb::Buffer* b = p.buffers()->Get(s->buffer());
-    if (b->host() || !b->count())
+    if (b->host() || !b->count() || b->symmetric())
       return label + ": buffer '" + detail::printable(b->name()) + "' is " +
-             (b->host() ? "host memory" : "a device scalar") + ", which never shares an arena";
+             (b->host()        ? "host memory"
+              : b->symmetric() ? "on NVSHMEM's symmetric heap"
+                               : "a device scalar") +
+             ", which never shares an arena";
     if (!m->laid_out() && (s->offset() != 0 || s->bytes() != 0))
       return label + " has an offset or size, but the plan is not laid out";
     bytes.push_back(s->bytes());

@@ -120,6 +120,9 @@ TEST_CASE("validate: pipeline, params, buffers, comms") {
       {"buffer loc",
        [](fb::PipelineT& t) { t.buffers[0]->loc = std::make_unique<fb::SourceLoc>(9, 1, 1); },
        "buffer 'u': source location refers to file 9, but the pipeline lists 2 source files"},
+      {"buffer symmetric and host", [](fb::PipelineT& t) { t.buffers[2]->symmetric = true; },
+       "buffer 'u_host' is both symmetric and host memory"},
+      {"symmetric device buffer", [](fb::PipelineT& t) { t.buffers[3]->symmetric = true; }, ""},
       {"comm name", [](fb::PipelineT& t) { t.comms[0]->name = ""; }, "comm 0 has an empty name"},
       {"comm duplicate",
        [](fb::PipelineT& t) {
@@ -1191,6 +1194,8 @@ TEST_CASE("validate: memory plan") {
        "memory plan slot 1: buffers are not in increasing order"},
       {"host slot", [](fb::PipelineT& t) { t.memory_plan->slots[0] = Slot(2, 0, 4u << 20); },
        "memory plan slot 0: buffer 'u_host' is host memory, which never shares an arena"},
+      {"symmetric slot", [](fb::PipelineT& t) { t.buffers[t.memory_plan->slots[0].buffer()]->symmetric = true; },
+       "memory plan slot 0: buffer 'v' is on NVSHMEM's symmetric heap, which never shares an arena"},
       {"scalar slot", [](fb::PipelineT& t) { t.memory_plan->slots[0] = Slot(3, 0, 4); },
        "memory plan slot 0: buffer 'flag' is a device scalar, which never shares an arena"},
       {"conflict reversed", [](fb::PipelineT& t) { t.memory_plan->conflicts[0] = fb::SlotPair(1, 0); },

@@ -68,6 +68,9 @@ std::unique_ptr<ir::Program> Checker::run() {
   program_->file = module_.file;
   declare("rank", SymbolKind::Builtin, -1, {});
   declare("world_size", SymbolKind::Builtin, -1, {});
+  // NVSHMEM's names for them, in pipelines with symmetric buffers (docs/multi-gpu.md, "NVSHMEM").
+  declare("my_pe", SymbolKind::Builtin, -1, {});
+  declare("n_pes", SymbolKind::Builtin, -1, {});
   load_target();
   check_comms();  // first: `world_size` may size buffers
   check_params();
@@ -172,7 +175,19 @@ void Checker::check_params() {
   }
 }
 
+namespace {
+// The first use of `rank` or `my_pe` in an expression, or null.
+const ast::Expr* pe_dependent(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::Name && (e.text == "rank" || e.text == "my_pe")) return &e;
+  for (const ast::ExprPtr& o : e.operands)
+    if (o)
+      if (const ast::Expr* found = pe_dependent(*o)) return found;
+  return nullptr;
+}
+}  // namespace
+
 void Checker::check_buffers() {
+  bool no_comm_reported = false;
   for (const ast::Buffer& b : module_.buffers) {
     ir::Buffer out;
     out.name = b.name.name;
@@ -192,7 +207,35 @@ void Checker::check_buffers() {
     if (!type) diags_.error(DiagCode::E0106, b.elem_type.loc, "unknown type `" + b.elem_type.name + "`");
     out.elem = type.value_or(ir::ScalarType::U8);
     bool broken = !type;
-    if (b.size) {
+    // Symmetric buffers: nvshmem_malloc'ed on every PE at once, the same size everywhere, in
+    // device memory, over the ranks of the pipeline's communicator.
+    out.symmetric = b.symmetric;
+    const ast::Expr* by_pe = b.symmetric && b.size ? pe_dependent(*b.size) : nullptr;
+    if (b.symmetric) {
+      if (b.host)
+        diags_.error(DiagCode::E0706, b.symmetric_loc,
+                     "buffer `" + b.name.name + "` cannot be both `symmetric` and `host`: NVSHMEM's "
+                     "symmetric heap is device memory");
+      if (b.keep)
+        diags_.warning(DiagCode::W0118, b.keep_loc,
+                       "`keep` has no effect on a `symmetric` buffer: the memory plan never lets symmetric "
+                       "buffers share memory");
+      if (module_.comms.empty() && !no_comm_reported) {
+        no_comm_reported = true;
+        diags_.error(DiagCode::E0707, b.symmetric_loc,
+                     "symmetric buffer `" + b.name.name + "` needs a `comm`: orch starts NVSHMEM over the ranks "
+                     "of the pipeline's communicator (PE r is rank r), and this pipeline declares none");
+      }
+      if (by_pe) {
+        Diagnostic& d = diags_.error(
+            DiagCode::E0708, by_pe->loc,
+            "the size of symmetric buffer `" + b.name.name + "` depends on `" + by_pe->text +
+                "`: NVSHMEM allocates a symmetric buffer on every PE at once, the same size on each");
+        diags_.add_note(d, b.symmetric_loc, "`" + b.name.name + "` is symmetric here");
+        broken = true;
+      }
+    }
+    if (b.size && !by_pe) {
       out.count = expr(*b.size, ExprContext::Size, nullptr);
       if (!out.count) broken = true;
       if (out.count && (ir::is_float(out.count->type) || out.count->type == ir::ScalarType::Bool)) {
@@ -229,6 +272,8 @@ void Checker::check_buffers() {
         }
       }
       if (!out.count || broken) out.count = ir::constant(ir::Value::of_uint(ir::ScalarType::U64, 1), b.size->loc);
+    } else if (by_pe) {
+      out.count = ir::constant(ir::Value::of_uint(ir::ScalarType::U64, 1), b.size->loc);  // reported above
     }
     buffer_broken_.push_back(broken);
     declare(b.name.name, SymbolKind::Buffer, static_cast<int>(program_->buffers.size()),

@@ -116,7 +116,22 @@ std::optional<ir::Expr> Checker::expr(const ast::Expr& e, ExprContext ctx,
       }
       switch (sym->kind) {
         case SymbolKind::Builtin: {
-          bool is_rank = name == "rank";
+          // my_pe and n_pes are NVSHMEM's names for rank and world_size: orch starts NVSHMEM
+          // over the communicator's ranks, so PE r is rank r (docs/multi-gpu.md, "NVSHMEM").
+          const bool nvshmem_name = name == "my_pe" || name == "n_pes";
+          bool is_rank = name == "rank" || name == "my_pe";
+          if (nvshmem_name) {
+            bool symmetric = false;
+            for (const ast::Buffer& b : module_.buffers) symmetric |= b.symmetric;
+            if (!symmetric) {
+              diags_.error(DiagCode::E0709, e.loc,
+                           "`" + name + "` is the PE " + (is_rank ? "number" : "count") +
+                               " of NVSHMEM, but this pipeline declares no `symmetric` buffer" +
+                               (program_->comms.empty() ? "" : (is_rank ? "; use `rank`" : "; use `world_size`")));
+              return std::nullopt;
+            }
+            if (program_->comms.empty()) return std::nullopt;  // E0707 at the symmetric buffer says why
+          }
           if (program_->comms.empty()) {
             diags_.error(DiagCode::E0114, e.loc,
                          "`" + name + "` comes from the bound communicator, but this pipeline "

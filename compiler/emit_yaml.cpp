@@ -118,6 +118,7 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
     if (b.count) out << YAML::Key << "count" << YAML::Value << ir::to_string(*b.count, p);
     out << YAML::Key << "memory" << YAML::Value << (b.host ? "host" : "device");
     if (b.keep) out << YAML::Key << "keep" << YAML::Value << true;
+    if (b.symmetric) out << YAML::Key << "symmetric" << YAML::Value << true;
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;

@@ -94,6 +94,7 @@ struct Buffer {
   std::optional<Expr> count;  // elements; absent for a device scalar
   bool host = false;          // pinned, device-mapped host memory
   bool keep = false;          // `keep`: never shares memory (lowering/plan_memory.cpp)
+  bool symmetric = false;     // on NVSHMEM's symmetric heap (docs/multi-gpu.md, "NVSHMEM")
   SourceRange loc;
   bool is_scalar() const { return !count.has_value(); }
 };

@@ -19,8 +19,9 @@ targetDecl : TARGET ident (COMMA ident)* ;
 paramDecl : PARAM ident COLON ident (ASSIGN expr)? ;
 bufferDecl : BUFFER ident COLON ident (LBRACK expr RBRACK)? bufferAttr* ;
 // `host`: pinned, device-mapped host memory; `keep`: never shares memory with another buffer
-// (the memory plan leaves it alone, so its contents stay readable between launches).
-bufferAttr : HOST | KEEP ;
+// (the memory plan leaves it alone, so its contents stay readable between launches);
+// `symmetric`: on NVSHMEM's symmetric heap, the same size on every PE (docs/multi-gpu.md).
+bufferAttr : HOST | KEEP | SYMMETRIC ;
 commDecl : COMM ident ;
 
 kernelDecl : KERNEL ident LPAREN (kernelParam (COMMA kernelParam)*)? RPAREN kernelClause* ;
@@ -91,7 +92,7 @@ expr
 // Words that only mean something in one position stay usable as names (`out`, `self`, ...).
 ident
   : ID | IN | OUT | INOUT | HOST | KEEP | DEVICE | COND | SELF | FROM | SOURCE | ENTRY | LAUNCHES
-  | TAIL | FIRE_AND_FORGET | SIBLING | ON | COST
+  | TAIL | FIRE_AND_FORGET | SIBLING | ON | COST | SYMMETRIC
   ;
 
 PIPELINE : 'pipeline' ;
@@ -123,6 +124,7 @@ OUT : 'out' ;
 INOUT : 'inout' ;
 HOST : 'host' ;
 KEEP : 'keep' ;
+SYMMETRIC : 'symmetric' ;
 DEVICE : 'device' ;
 COND : 'cond' ;
 SELF : 'self' ;

@@ -52,8 +52,10 @@ struct Buffer {
   ExprPtr size;  // null: a device scalar
   bool host = false;
   bool keep = false;
+  bool symmetric = false;                  // on NVSHMEM's symmetric heap
   SourceRange keep_loc;                    // the `keep` attribute, when given
-  std::vector<SourceRange> repeated_attributes;  // `host` or `keep` given again
+  SourceRange symmetric_loc;               // the `symmetric` attribute, when given
+  std::vector<SourceRange> repeated_attributes;  // an attribute given again
   SourceRange loc;
 };
 

@@ -50,7 +50,7 @@ class AstPrinter {
     }
     for (const auto& b : m.buffers) {
       line(1, "Buffer " + b.name.name + ": " + b.elem_type.name + (b.size ? "[]" : "") +
-                  (b.host ? " host" : "") + (b.keep ? " keep" : ""), b.loc);
+                  (b.host ? " host" : "") + (b.keep ? " keep" : "") + (b.symmetric ? " symmetric" : ""), b.loc);
       if (b.size) expr(2, *b.size);
     }
     for (const auto& c : m.comms) line(1, "Comm " + c.name.name, c.loc);

@@ -28,10 +28,11 @@ void Transformer::decl(OrchParser::DeclContext* ctx, ast::Module& m) {
     buffer.elem_type = ident(b->ident(1));
     if (b->expr()) buffer.size = expr(b->expr());
     for (auto* a : b->bufferAttr()) {
-      bool& flag = a->HOST() ? buffer.host : buffer.keep;
+      bool& flag = a->HOST() ? buffer.host : a->KEEP() ? buffer.keep : buffer.symmetric;
       if (flag) buffer.repeated_attributes.push_back(range(a));
       flag = true;
       if (a->KEEP() && !buffer.keep_loc.valid()) buffer.keep_loc = range(a);
+      if (a->SYMMETRIC() && !buffer.symmetric_loc.valid()) buffer.symmetric_loc = range(a);
     }
     buffer.loc = range(b);
     m.buffers.push_back(std::move(buffer));

@@ -34,7 +34,10 @@ class Builder {
       b.elem = x.elem;
       if (x.count) b.count = expr(*x.count);
       b.host = x.host;
-      b.keep = x.keep;
+      // Symmetric buffers come from NVSHMEM's heap, one allocation each on every PE: the memory
+      // plan leaves them alone, as it does `keep` ones.
+      b.keep = x.keep || x.symmetric;
+      b.symmetric = x.symmetric;
       b.loc = x.loc;
       out.buffers.push_back(std::move(b));
     }

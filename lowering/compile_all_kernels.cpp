@@ -160,6 +160,10 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     inputs.push_back(std::move(s));
   }
   std::vector<std::optional<CompiledKernel>> compiled = compile_kernels(inputs, options, diags);
+  // One NVSHMEM for the whole pipeline (the compile finds one per call), recorded for the
+  // runtime, whose host library must be the same release.
+  for (const std::optional<CompiledKernel>& c : compiled)
+    if (c && c->nvshmem) p.nvshmem_version = c->nvshmem_version;
   auto take_code = [](CompiledKernel& c, std::vector<lir::Image>& images, std::string& ptx,
                       std::string& ptx_arch) {
     images.clear();

@@ -27,6 +27,7 @@
 
 #include "lowering/kernel_cache.h"
 #include "lowering/nvrtc_log.h"
+#include "lowering/nvshmem.h"
 #include "support/file_observer.h"
 #include "transform_hash.h"
 
@@ -619,13 +620,15 @@ struct BuildResult {
 class KernelJob {
  public:
   KernelJob(const KernelSource& source, const CompileOptions& options, const Toolkit& toolkit,
-            const std::vector<Target>& targets, bool use_cache, PtxMemo& memo)
+            const std::vector<Target>& targets, bool use_cache, PtxMemo& memo,
+            const nvshmem::DeviceLibrary* nvshmem_lib)
       : src_(source),
         options_(options),
         toolkit_(toolkit),
         targets_(targets),
         use_cache_(use_cache),
-        memo_(memo) {}
+        memo_(memo),
+        nvshmem_lib_(nvshmem_lib) {}
 
   std::optional<CompiledKernel> run();
   std::vector<Diagnostic>& diagnostics() { return diags_; }
@@ -658,6 +661,11 @@ class KernelJob {
   bool use_cache_;
   PtxMemo& memo_;
   bool device_runtime_ = false;
+  // Calls NVSHMEM: -rdc, NVSHMEM's headers and prelude (code_), linked with its device
+  // library, CUBINs only. nvshmem_lib_ is set (and usable) whenever this is.
+  bool nvshmem_ = false;
+  const nvshmem::DeviceLibrary* nvshmem_lib_ = nullptr;
+  std::string code_;   // what NVRTC compiles: src_.code, after NVSHMEM's prelude where needed
   bool nvcc_ = false;  // shared-memory units take nvcc's PTX (see nvcc_ptx)
   std::vector<KernelEntry> entries_;  // src_.entries, or the one it stands for
   std::vector<std::string> exprs_;    // the distinct name expressions, in order
@@ -675,7 +683,12 @@ std::vector<std::string> KernelJob::nvrtc_options(const std::string& arch) const
   // The toolkit's headers as nvcc sees them: CUDA 13 keeps CCCL (cuda::std, cuda::atomic,
   // cuda::barrier, cuda::ptx, cub, thrust) in include/cccl.
   for (const std::string& dir : toolkit_.include_dirs) opts.push_back("--include-path=" + dir);
-  if (device_runtime_) opts.push_back("-rdc=true");
+  if (nvshmem_) {
+    opts.push_back("--include-path=" + nvshmem_lib_->include_dir);
+    for (const char* flag : nvshmem::kNvrtcFlags) opts.push_back(flag);
+  } else if (device_runtime_) {
+    opts.push_back("-rdc=true");
+  }
   for (const std::string& flag : options_.extra_flags) opts.push_back(flag);
   return opts;
 }
@@ -712,7 +725,7 @@ BuildResult KernelJob::build_patched(const Target& target) const {
   std::string key = src_.code + '\0' + src_.file_name;
   for (const std::string& e : exprs_) key += '\0' + e;
   for (const std::string& o : opts) key += '\0' + o;
-  PtxResult user = memo_.get(key, [&] { return nvrtc_ptx(src_.code, src_.file_name, exprs_, opts); });
+  PtxResult user = memo_.get(key, [&] { return nvrtc_ptx(code_, src_.file_name, exprs_, opts); });
   out.log = user.log;
   if (!user.compiled) return out;
   out.compiled = true;
@@ -835,6 +848,11 @@ BuildResult KernelJob::link_with(const Target& target, nvJitLinkInputType type, 
     lr = nvJitLinkAddFile(linker.get(), NVJITLINK_INPUT_LIBRARY, toolkit_.cudadevrt.c_str());
     if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddFile(libcudadevrt.a)", lr);
   }
+  if (nvshmem_) {
+    // Host objects holding NVSHMEM's device code (fatbins); nvJitLink takes their device part.
+    lr = nvJitLinkAddFile(linker.get(), NVJITLINK_INPUT_LIBRARY, nvshmem_lib_->device_lib.c_str());
+    if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkAddFile(libnvshmem_device.a)", lr);
+  }
   lr = nvJitLinkComplete(linker.get());
   if (lr != NVJITLINK_SUCCESS) return link_failed("nvJitLinkComplete", lr);
   size_t linked_size = 0;
@@ -853,7 +871,7 @@ BuildResult KernelJob::build(const Target& target) const {
   if (patched_) return build_patched(target);
   BuildResult out;
   NvrtcProgram program;
-  nvrtcResult r = program.create(src_.code, src_.file_name);
+  nvrtcResult r = program.create(code_, src_.file_name);
   if (r != NVRTC_SUCCESS) {
     out.failure = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(r);
     return out;
@@ -925,13 +943,14 @@ BuildResult KernelJob::build(const Target& target) const {
     out.failure = std::string("nvrtcGetCUBIN: ") + nvrtcGetErrorString(r);
     return out;
   }
-  if (!device_runtime_) {
+  if (!device_runtime_ && !nvshmem_) {
     out.image = std::move(cubin);
     out.linked = true;
     return out;
   }
   // -rdc gave a relocatable CUBIN; nvJitLink resolves its device-runtime calls against
-  // cudadevrt (the path devlaunch_probe.cpp showed loads and runs on the GPU).
+  // cudadevrt (the path devlaunch_probe.cpp showed loads and runs on the GPU), and its NVSHMEM
+  // calls against libnvshmem_device.a.
   return link(target, NVJITLINK_INPUT_CUBIN, cubin, std::move(out));
 }
 
@@ -958,6 +977,16 @@ std::optional<CompiledKernel> KernelJob::run() {
     patched_ = patched_ || !e.patch.empty();
   }
   device_runtime_ = src_.uses_device_runtime || mentions_device_runtime(src_.code);
+  nvshmem_ = src_.uses_nvshmem || nvshmem::mentions_nvshmem(src_.code);
+  code_ = src_.code;
+  if (nvshmem_) {
+    if (!nvshmem_lib_ || !nvshmem_lib_->problem.empty()) {
+      error(DiagCode::E0904, "kernel '" + src_.name + "' calls NVSHMEM's device API, but " +
+                                 (nvshmem_lib_ ? nvshmem_lib_->problem : std::string("NVSHMEM was not looked for")));
+      return std::nullopt;
+    }
+    code_ = nvshmem::nvrtc_prelude(src_.file_name) + src_.code + nvshmem::nvrtc_postlude();
+  }
   if (device_runtime_ && toolkit_.cudadevrt.empty()) {
     error(DiagCode::E0902, "kernel '" + src_.name +
                        "' uses the device runtime, but libcudadevrt.a is not in the CUDA toolkit" +
@@ -970,10 +999,14 @@ std::optional<CompiledKernel> KernelJob::run() {
   // two compiles it.
   nvcc_ = options_.use_nvcc && !toolkit_.nvcc.empty() && options_.extra_flags.empty() &&
           src_.code.find("__CUDACC_RTC__") == std::string::npos;
+  // NVSHMEM units: NVRTC's code only (nvcc would need NVSHMEM's flags and headers too).
+  if (nvshmem_) nvcc_ = false;
 
   CompiledKernel result;
   result.name = src_.name;
   result.device_runtime = device_runtime_;
+  result.nvshmem = nvshmem_;
+  if (nvshmem_) result.nvshmem_version = nvshmem_lib_->version;
 
   // The headers it reads, always (orchc's artifact cache learns of them through the file
   // observer even when this compile uses no kernel cache). Where they cannot all be known, the
@@ -1013,6 +1046,15 @@ std::optional<CompiledKernel> KernelJob::run() {
       key.add(toolkit_.cudadevrt)
           .add(toolkit_.cudadevrt_size)
           .add(uint64_t(toolkit_.cudadevrt_mtime));
+    // NVSHMEM's headers are keyed as the toolkit's are, by their release (its version header)
+    // and place; its device library by path, size and time.
+    if (nvshmem_)
+      key.add(std::string("nvshmem"))
+          .add(nvshmem_lib_->version)
+          .add(nvshmem_lib_->include_dir)
+          .add(nvshmem_lib_->device_lib)
+          .add(nvshmem_lib_->device_lib_size)
+          .add(uint64_t(nvshmem_lib_->device_lib_mtime));
     common_key = key.hex();
   }
 
@@ -1049,6 +1091,8 @@ std::optional<CompiledKernel> KernelJob::run() {
   std::set<std::string> logs_seen;
   for (size_t t = 0; t < targets_.size(); ++t) {
     const Target& target = targets_[t];
+    // No PTX for NVSHMEM: relocatable PTX names NVSHMEM's symbols, which no driver resolves.
+    if (nvshmem_ && target.ptx) continue;
     std::string key;
     std::optional<CacheEntry> entry;
     bool from_cache = false;
@@ -1184,12 +1228,20 @@ std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<Ker
   targets.push_back({"compute_" + std::to_string(newest), true});
 
   bool use_cache = options.use_cache && !options.cache_dir.empty();
+  // NVSHMEM is looked for only where some kernel calls it: other pipelines observe nothing new.
+  std::optional<nvshmem::DeviceLibrary> nvshmem_lib;
+  for (const KernelSource& s : sources)
+    if (s.uses_nvshmem || nvshmem::mentions_nvshmem(s.code)) {
+      nvshmem_lib = nvshmem::find_device_library(options.nvshmem_home);
+      break;
+    }
   PtxMemo memo;
   std::vector<Outcome> outcomes(sources.size());
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < sources.size(); i = next++) {
-      KernelJob job(sources[i], options, toolkit, targets, use_cache, memo);
+      KernelJob job(sources[i], options, toolkit, targets, use_cache, memo,
+                    nvshmem_lib ? &*nvshmem_lib : nullptr);
       try {
         outcomes[i].kernel = job.run();
         outcomes[i].diags = std::move(job.diagnostics());

@@ -1,8 +1,9 @@
 // The kernel compiler: kernel source (inline `source """..."""` or a `from` .cu file) to GPU
 // images with NVRTC, one CUBIN per target arch plus PTX for the newest, linked against the
 // device runtime (cudadevrt) with nvJitLink where a kernel launches graphs or sets
-// conditionals. Compiled images are cached on disk by a content hash. NVRTC and nvJitLink
-// stay behind this header: nothing here includes their headers, and nothing needs a GPU.
+// conditionals, and against NVSHMEM's device library where it calls NVSHMEM (lowering/nvshmem.h).
+// Compiled images are cached on disk by a content hash. NVRTC and nvJitLink stay behind this
+// header: nothing here includes their headers, and nothing needs a GPU.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +48,9 @@ struct KernelSource {
   // The caller knows from `cond`/`graph` parameters; the code is also scanned for device
   // runtime calls, since a whole .cu file needs -rdc once any kernel in it uses them.
   bool uses_device_runtime = false;
+  // Likewise for NVSHMEM's device API (nvshmem_*, nvshmemx_*, <nvshmem.h>): -rdc, NVSHMEM's
+  // headers, a CUBIN linked with libnvshmem_device.a and no PTX (lowering/nvshmem.h).
+  bool uses_nvshmem = false;
   // Where the code came from, to map NVRTC's `file(LINE)` back: for inline sources the .orch
   // file, the line and column of the code's first character; for a `from` file the .cu file
   // registered in the SourceManager, line 1, column 1. `origin` also locates whole-kernel
@@ -89,6 +93,10 @@ struct CompiledKernel {
   // first works too. ptx_relocatable says which kind of PTX a loader holds.
   bool device_runtime = false;
   bool ptx_relocatable = false;
+  // Calls NVSHMEM: CUBINs only (no PTX), linked with NVSHMEM's device library of this version
+  // ("3.4.5"), which the host library the runtime loads must match exactly.
+  bool nvshmem = false;
+  std::string nvshmem_version;
   std::string log;            // NVRTC and nvJitLink logs, as they came
   unsigned cache_hits = 0;    // images (CUBINs and the PTX) read from the cache
   unsigned cache_misses = 0;  // images compiled while a cache was in use
@@ -106,11 +114,15 @@ struct CompileOptions {
   // nvcc_ptx). NVRTC still compiles the unit first (diagnostics, lowered names), and its PTX is
   // used where nvcc is missing or fails. Not with extra_flags. false: NVRTC's PTX always.
   bool use_nvcc = true;
+  // NVSHMEM's folder (include/nvshmem.h, lib/libnvshmem_device.a) for kernels that call it;
+  // empty: $ORCH_NVSHMEM_HOME, else $NVSHMEM_HOME. Looked for only when a kernel needs it.
+  std::string nvshmem_home;
 };
 
 // One result per source, in order; nullopt where the kernel failed (its diagnostics say why).
 // Diagnostics come out in kernel order whatever `jobs` is: E0901/W0901 from NVRTC's log at the
-// line and column they name, E0902 for link failures, E0111 for an unusable arch list.
+// line and column they name, E0902 for link failures, E0111 for an unusable arch list, E0904
+// where a kernel calls NVSHMEM and NVSHMEM is not found.
 std::vector<std::optional<CompiledKernel>> compile_kernels(const std::vector<KernelSource>& sources,
                                                            const CompileOptions& options,
                                                            DiagnosticEngine& diags);

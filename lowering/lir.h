@@ -56,6 +56,7 @@ struct Buffer {
   std::optional<Expr> count;  // elements; absent for a device scalar
   bool host = false;          // pinned, device-mapped host memory
   bool keep = false;          // `keep`: never shares memory (the memory plan leaves it alone)
+  bool symmetric = false;     // on NVSHMEM's symmetric heap: never shares memory either
   SourceRange loc;
   bool is_scalar() const { return !count.has_value(); }
 };
@@ -325,6 +326,8 @@ struct Program {
   std::vector<UnrolledLoop> unrolled_loops;
   MemoryPlan memory_plan;
   uint64_t collective_hash = 0;
+  // The NVSHMEM release the kernels that call NVSHMEM were linked with; empty: none does.
+  std::string nvshmem_version;
   // Where programmatic edges may be (lowering/programmatic_edges.cpp sets these from
   // PassOptions; the verifier holds every edge to them).
   bool pdl = false;

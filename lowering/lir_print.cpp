@@ -60,7 +60,7 @@ class Printer {
     }
     for (const Buffer& b : p_.buffers)
       line("buffer " + b.name + ": " + expr::to_string(b.elem) +
-           (b.count ? "[" + b.count->text + "]" : "") + (b.host ? " host" : "") + (b.keep ? " keep" : ""));
+           (b.count ? "[" + b.count->text + "]" : "") + (b.host ? " host" : "") + (b.symmetric ? " symmetric" : b.keep ? " keep" : ""));
     for (const Comm& c : p_.comms) line("comm " + c.name);
     for (size_t i = 0; i < p_.kernels.size(); ++i) kernel(i);
     for (size_t i = 0; i < p_.modules.size(); ++i) {

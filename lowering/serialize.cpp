@@ -56,6 +56,7 @@ class Serializer {
       b.add_host(x.host);
       fb::SourceLoc l = loc(x.loc);
       b.add_loc(&l);
+      if (x.symmetric) b.add_symmetric(true);
       buffers.push_back(b.Finish());
     }
     std::vector<Offset<fb::Comm>> comms;
@@ -120,6 +121,7 @@ class Serializer {
     auto modules_v = modules.empty() ? 0 : fbb().CreateVector(modules);
     auto ops_v = fbb().CreateVector(ops_);
     auto plan = memory_plan();
+    auto nvshmem_version = p_.nvshmem_version.empty() ? 0 : fbb().CreateString(p_.nvshmem_version);
     fb::PipelineBuilder b(fbb());
     b.add_name(name);
     b.add_compiler_version(version);
@@ -139,6 +141,7 @@ class Serializer {
     if (!modules.empty()) b.add_modules(modules_v);
     b.add_ops(ops_v);
     if (!plan.IsNull()) b.add_memory_plan(plan);
+    if (!nvshmem_version.IsNull()) b.add_nvshmem_version(nvshmem_version);
     fb::FinishPipelineBuffer(fbb(), b.Finish());
     return artifact::wrap_payload(fbb().GetBufferPointer(), fbb().GetSize());
   }

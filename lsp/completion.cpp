@@ -2,6 +2,7 @@
 // statement being completed) finds the declarations and the words before the cursor.
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <set>
 
 #include "lsp/analysis.h"
@@ -151,10 +152,27 @@ std::vector<Declared> declarations(const std::string& text) {
   return out;
 }
 
+const char* kTypes[] = {"u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "bool"};
+
+// A `symmetric` buffer attribute at the top level (after a buffer's `]`, its scalar type or
+// another attribute): the pipeline uses NVSHMEM, and `my_pe` and `n_pes` mean something
+// (docs/language.md, `buffer`).
+bool declares_symmetric(const std::string& text) {
+  Scan s = scan(text, text.size());
+  const auto& t = s.tokens;
+  for (size_t i = 1; i < t.size(); ++i) {
+    if (t[i].braces != 0 || t[i].parens != 0 || t[i].text != "symmetric") continue;
+    const std::string& before = t[i - 1].text;
+    if (before == "]" || before == "host" || before == "keep" ||
+        std::find(std::begin(kTypes), std::end(kTypes), before) != std::end(kTypes))
+      return true;
+  }
+  return false;
+}
+
 const char* kDeclKeywords[] = {"pipeline", "target", "param", "buffer", "comm", "kernel", "graph"};
 const char* kStmtKeywords[] = {"copy", "fill", "if", "while", "switch", "call", "launch",
                                "allreduce", "broadcast", "allgather", "reduce_scatter"};
-const char* kTypes[] = {"u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "bool"};
 const char* kReduceOps[] = {"sum", "prod", "min", "max", "avg"};
 const char* kLaunchModes[] = {"tail", "fire_and_forget", "sibling"};
 const char* kKernelClauses[] = {"launches", "entry", "from", "source", "cost"};
@@ -166,6 +184,7 @@ std::vector<CompletionItem> complete(const std::string& text, size_t offset, con
   Scan s = scan(text, offset);
   if (s.in_literal) return {};
   std::vector<Declared> decls = declarations(text);
+  const bool symmetric = declares_symmetric(text);
   std::vector<CompletionItem> out;
   std::set<std::string> seen;
   auto add = [&](const std::string& label, CompletionKind kind, const std::string& detail) {
@@ -202,6 +221,8 @@ std::vector<CompletionItem> complete(const std::string& text, size_t offset, con
     if (buffers) names({"buffer", "graph", "device graph"});
     for (const char* f : {"min", "max", "ceil_div"}) add(f, CompletionKind::Function, "function");
     for (const char* b : {"rank", "world_size"}) add(b, CompletionKind::Constant, "built-in param");
+    if (symmetric)
+      for (const char* b : {"my_pe", "n_pes"}) add(b, CompletionKind::Constant, "built-in param (NVSHMEM)");
   };
 
   const std::vector<Token>& t = s.tokens;
@@ -248,6 +269,7 @@ std::vector<CompletionItem> complete(const std::string& text, size_t offset, con
     if (p1 == "=" || p1 == "[" || p1 == "(" || p1 == "*" || p1 == "+" || p1 == "-" || p1 == "/" || p1 == "<" || p1 == ">") {
       names({"param"});
       add("world_size", CompletionKind::Constant, "built-in param");
+      if (symmetric) add("n_pes", CompletionKind::Constant, "built-in param (NVSHMEM)");
       return out;
     }
     return out;

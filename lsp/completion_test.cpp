@@ -65,6 +65,19 @@ TEST_CASE("completion offers what fits where the cursor is") {
   CHECK(has(labels("while "), "kernel"));
 }
 
+TEST_CASE("my_pe and n_pes are offered where the pipeline has a symmetric buffer") {
+  CHECK_FALSE(has(labels("k<<<1, 32>>>("), "my_pe"));
+  std::string text = kText;
+  text.replace(text.find("buffer s: u32\n"), 14, "buffer s: u32 symmetric\n");
+  const size_t at = text.find('@');
+  text.replace(at, 1, "k<<<1, 32>>>(");
+  std::vector<std::string> got;
+  for (const CompletionItem& c : complete(text, at + 13, nullptr)) got.push_back(c.label);
+  CHECK(has(got, "my_pe"));
+  CHECK(has(got, "n_pes"));
+  CHECK(has(got, "rank"));
+}
+
 TEST_CASE("completion at the top level and in declarations") {
   std::string text = "pipeline p\nparam n: ";
   auto types = complete(text, text.size(), nullptr);

@@ -186,7 +186,7 @@ def expected(tokens, i, hard, soft):
         return "launched kernel", has("entity.name.function.call")
     if text in hard:
         return "keyword", keywordish
-    if text in ("cond", "self", "rank", "world_size"):
+    if text in ("cond", "self", "rank", "world_size", "my_pe", "n_pes"):
         return "built-in name", has("variable.language")
     if text in soft:
         # Where the parser takes a name (an operand, an argument, a copy's ends), it is one.

@@ -228,6 +228,18 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
   const fb::Pipeline& p = *open.pipeline;
   impl->fb = open.pipeline;
   impl->name = p.name()->str();
+  // NVSHMEM (symmetric buffers; kernels linked with its device library) is not run yet: refused
+  // here, before any device work, rather than run with ordinary memory (issue 23).
+  {
+    std::string uses;
+    for (uint32_t i = 0; p.buffers() && i < p.buffers()->size() && uses.empty(); ++i)
+      if (p.buffers()->Get(i)->symmetric()) uses = "symmetric buffer '" + p.buffers()->Get(i)->name()->str() + "'";
+    if (uses.empty() && p.nvshmem_version()) uses = "kernels linked with NVSHMEM " + p.nvshmem_version()->str();
+    if (!uses.empty())
+      return Error(ErrorCode::Unsupported, "pipeline '" + impl->name + "' uses NVSHMEM (" + uses +
+                                               "), which this runtime cannot run yet (issue 23; docs/multi-gpu.md, "
+                                               "\"NVSHMEM\")");
+  }
 
   // The device: everything here fails with cudaErrorInsufficientDriver where there is none.
   cudaError_t e = cudaGetDevice(&impl->device);

@@ -24,6 +24,7 @@ namespace {
 
 struct Flags {
   std::string input, emit, target, targets_dir, format = "text", color = "auto", output, profile;
+  std::string nvshmem;  // NVSHMEM's folder for kernels that call it (else $ORCH_NVSHMEM_HOME)
   bool check_only = false, no_kernels = false, no_cache = false, print_passes = false, no_pdl = false;
   std::vector<std::string> archs;
   unsigned jobs = 0;
@@ -42,6 +43,7 @@ orch::LowerOptions lower_options(const Flags& f,
   lower.compile.use_cache = !f.no_cache;
   lower.compile.cache_dir = f.no_cache ? "" : orch::default_kernel_cache_dir();
   lower.compile.jobs = f.jobs;
+  lower.compile.nvshmem_home = f.nvshmem;
   lower.print_passes = f.print_passes;
   lower.pdl = !f.no_pdl;
   lower.unroll = f.unroll;
@@ -79,6 +81,14 @@ int compile(const Flags& f, orch::SourceManager& sources, orch::DiagnosticEngine
   if (f.emit == "dot") std::cout << orch::emit_dot(*result.program, sources);
   if (f.emit == "yaml") std::cout << orch::emit_yaml(*result.program, sources);
   if (f.emit == "ir") std::cout << orch::lir::print(orch::lower_to_lir(*result.program, lower_options(f, profile)), sources);
+  if (f.emit == "cuda")
+    for (const orch::ir::Buffer& b : result.program->buffers)
+      if (b.symmetric) {
+        // The ejected file would cudaMalloc it and build its kernels without NVSHMEM.
+        std::cerr << "orchc: --emit=cuda does not eject pipelines that use NVSHMEM yet (symmetric buffer '"
+                  << b.name << "'; issue 23)\n";
+        return 2;
+      }
   if (f.emit == "cuda")
     std::cout << orch::emit_cuda(orch::lower_to_lir(*result.program, lower_options(f, profile)), sources);
   if (!f.emit.empty()) return 0;
@@ -128,6 +138,7 @@ std::vector<std::string> key_options(const Flags& f, bool color) {
   o.push_back(std::string("line-up=") + (f.no_line_up ? "0" : "1"));
   o.push_back(std::string("collective-priority=") + (f.no_collective_priority ? "0" : "1"));
   o.push_back(std::string("memory-plan=") + (f.no_memory_plan ? "0" : "1"));
+  if (!f.nvshmem.empty()) o.push_back("nvshmem=" + f.nvshmem);
   return o;
 }
 
@@ -187,6 +198,10 @@ int run(int argc, char** argv) {
       ->type_name("FILE");
   app.add_flag("--print-passes", f.print_passes,
                "print the program after each lowering pass and the pass times (ORCH_PRINT_PASSES=1)");
+  app.add_option("--nvshmem", f.nvshmem,
+                 "NVSHMEM's folder (include/nvshmem.h, lib/libnvshmem_device.a) for kernels that call "
+                 "NVSHMEM (default: $ORCH_NVSHMEM_HOME, else $NVSHMEM_HOME; docs/multi-gpu.md, \"NVSHMEM\")")
+      ->type_name("DIR");
   app.add_option("--diagnostics-format", f.format, "text, json or sarif")
       ->check(CLI::IsMember({"text", "json", "sarif"}));
   app.add_option("--color", f.color, "color text diagnostics: auto, always or never")

@@ -1,0 +1,184 @@
+// CPU tests of NVSHMEM's pieces that need no GPU: the host library's loader and its errors (no
+// library, a library that is not NVSHMEM, a version other than the kernels'), the layouts orch
+// declares itself, orchc putting NVSHMEM kernels into the artifact (CUBINs only, the version
+// recorded), and Pipeline::load refusing a pipeline that uses NVSHMEM until the runtime runs it.
+// The cases that need NVSHMEM itself use the pinned one (ORCH_TEST_NVSHMEM_HOME, from
+// scripts/fetch-nvshmem, or $ORCH_NVSHMEM_HOME) and say so where there is none.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "artifact/artifact.h"
+#include "orch/runtime.h"
+#include "runtime/src/nvshmem.h"
+#include "runtime/tests/test_util.h"
+
+namespace {
+
+struct ScopedEnv {
+  std::string name;
+  bool had = false;
+  std::string old;
+  ScopedEnv(const char* n, const char* value) : name(n) {
+    if (const char* v = std::getenv(n)) {
+      had = true;
+      old = v;
+    }
+    if (value) setenv(n, value, 1);
+    else unsetenv(n);
+  }
+  ~ScopedEnv() {
+    if (had) setenv(name.c_str(), old.c_str(), 1);
+    else unsetenv(name.c_str());
+  }
+};
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// NVSHMEM's folder for these tests: $ORCH_NVSHMEM_HOME, else the build's; empty if neither has one.
+std::string nvshmem_home() {
+  const char* given = std::getenv("ORCH_NVSHMEM_HOME");
+  for (const char* h : {given, static_cast<const char*>(ORCH_TEST_NVSHMEM_HOME)}) {
+    std::error_code ec;
+    if (h && *h && std::filesystem::exists(std::string(h) + "/lib/libnvshmem_host.so.3", ec)) return h;
+  }
+  return {};
+}
+
+const char* kSymmetricOnly = R"(pipeline sym
+target sm_90
+comm world
+param n: u32 = 64
+buffer halo: f32[n * n_pes] symmetric
+graph main { fill halo = 0 }
+)";
+
+const char* kPutSignal = R"(pipeline put_signal
+target sm_90
+comm world
+param n: u32 = 1000
+buffer src: f32[n]
+buffer dst: f32[n] symmetric
+buffer sig: u64 symmetric
+kernel put_signal(n: u32, src: in f32[], dst: inout f32[], sig: inout u64) source """
+#include <nvshmem.h>
+#include <nvshmemx.h>
+extern "C" __global__ void put_signal(unsigned n, const float* src, float* dst, unsigned long long* sig) {
+  const int peer = (nvshmem_my_pe() + 1) % nvshmem_n_pes();
+  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) nvshmem_float_p(dst + i, src[i], peer);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    nvshmem_fence();
+    nvshmemx_signal_op(sig, 1, NVSHMEM_SIGNAL_SET, peer);
+    nvshmem_signal_wait_until(sig, NVSHMEM_CMP_EQ, 1);
+  }
+}
+"""
+graph main { put_signal<<<1, 256>>>(n, src, dst, sig) }
+)";
+
+}  // namespace
+
+TEST_CASE("nvshmem loader: orch's layouts are NVSHMEM 3.4.5's") {
+  using namespace orch::rt::nvshmem;
+  CHECK(sizeof(UniqueId) == 128);
+  CHECK(sizeof(InitAttr) == 144);
+  CHECK(offsetof(InitAttr, args) == 16);
+  CHECK(offsetof(InitArgs, uid_args) == 8);
+  CHECK(offsetof(UniqueIdArgs, myrank) == 16);
+  // The versions NVSHMEM checks: (1 << 16) + the struct's size.
+  InitAttr attr;
+  CHECK(attr.version == 65536 + 144);
+  CHECK(attr.args.version == 65536 + 128);
+  CHECK(attr.args.uid_args.version == 65536 + 24);
+  CHECK(UniqueId{}.version == 65536 + 128);
+}
+
+TEST_CASE("nvshmem loader: a missing library is a clear error value") {
+  auto r = orch::rt::nvshmem::open("/nonexistent/libnvshmem_host.so.3");
+  REQUIRE(!r.ok());
+  CHECK(r.error().code() == orch::ErrorCode::Unsupported);
+  CHECK(contains(r.error().message(), "cannot load NVSHMEM from '/nonexistent/libnvshmem_host.so.3'"));
+  ScopedEnv env("ORCH_NVSHMEM_LIBRARY", "/nonexistent/libnvshmem_host.so.3");
+  auto a = orch::rt::nvshmem::api("3.4.5");
+  REQUIRE(!a.ok());
+  CHECK(contains(a.error().message(), "the pipeline needs NVSHMEM, which could not be loaded"));
+  CHECK(contains(a.error().message(), "(the path comes from ORCH_NVSHMEM_LIBRARY)"));
+}
+
+TEST_CASE("nvshmem loader: a library that is not NVSHMEM names the missing symbol") {
+  auto r = orch::rt::nvshmem::open("libm.so.6");
+  REQUIRE(!r.ok());
+  CHECK(r.error().message() ==
+        "'libm.so.6' is not a usable NVSHMEM host library: it has no symbol nvshmemx_vendor_get_version_info");
+}
+
+TEST_CASE("nvshmem loader: the pinned NVSHMEM loads without a GPU, and its version must be the kernels'") {
+  const std::string home = nvshmem_home();
+  if (home.empty()) {
+    MESSAGE("SKIPPED (no NVSHMEM here: scripts/fetch-nvshmem, or ORCH_NVSHMEM_HOME)");
+    return;
+  }
+  const std::string lib = home + "/lib/libnvshmem_host.so.3";
+  auto r = orch::rt::nvshmem::open(lib);
+  ORCH_REQUIRE_OK(r);
+  CHECK((*r)->version_string() == "3.4.5");
+  ScopedEnv env("ORCH_NVSHMEM_LIBRARY", lib.c_str());
+  ORCH_REQUIRE_OK(orch::rt::nvshmem::api("3.4.5"));
+  auto other = orch::rt::nvshmem::api("3.4.6");
+  REQUIRE(!other.ok());
+  CHECK(other.error().message() == "NVSHMEM from '" + lib +
+                                       "' is version 3.4.5, but the pipeline's kernels were linked with NVSHMEM 3.4.6's "
+                                       "device library; the two must be the same release (set ORCH_NVSHMEM_LIBRARY to "
+                                       "NVSHMEM 3.4.6's libnvshmem_host.so.3, or compile with that NVSHMEM)");
+}
+
+TEST_CASE("nvshmem: a pipeline with a symmetric buffer is refused at load until the runtime runs NVSHMEM") {
+  std::string log;
+  const std::string path = orch::test::compile_source("nvshmem_symmetric_only", kSymmetricOnly, &log);
+  INFO(log);
+  REQUIRE(!path.empty());
+  orch::test::OpenedExample o = orch::test::open_artifact(path);
+  REQUIRE(o.p->buffers()->size() == 1);
+  CHECK(o.p->buffers()->Get(0)->symmetric());
+  CHECK(o.p->nvshmem_version() == nullptr);  // no kernel calls NVSHMEM
+  auto loaded = orch::Pipeline::load(path);
+  REQUIRE(!loaded.ok());
+  CHECK(loaded.error().code() == orch::ErrorCode::Unsupported);
+  CHECK(loaded.error().message() == path +
+                                        ": pipeline 'sym' uses NVSHMEM (symmetric buffer 'halo'), which this runtime "
+                                        "cannot run yet (issue 23; docs/multi-gpu.md, \"NVSHMEM\")");
+}
+
+TEST_CASE("nvshmem: orchc puts a kernel that calls NVSHMEM into the artifact as linked CUBINs, no PTX") {
+  const std::string home = nvshmem_home();
+  if (home.empty()) {
+    MESSAGE("SKIPPED (no NVSHMEM here: scripts/fetch-nvshmem, or ORCH_NVSHMEM_HOME)");
+    return;
+  }
+  std::string log;
+  const std::string options = "--nvshmem '" + home + "'";
+  const std::string path = orch::test::compile_source("nvshmem_put_signal", kPutSignal, &log, options.c_str());
+  INFO(log);
+  REQUIRE(!path.empty());
+  orch::test::OpenedExample o = orch::test::open_artifact(path);
+  REQUIRE(o.p->nvshmem_version() != nullptr);
+  CHECK(o.p->nvshmem_version()->str() == "3.4.5");
+  REQUIRE(o.p->kernels()->size() >= 1);
+  const auto* k = o.p->kernels()->Get(0);
+  CHECK(k->name()->str() == "put_signal");
+  REQUIRE(k->images() != nullptr);
+  REQUIRE(k->images()->size() == 1);
+  CHECK(k->images()->Get(0)->arch()->str() == "sm_90");
+  const std::string cubin(reinterpret_cast<const char*>(k->images()->Get(0)->cubin()->data()),
+                          k->images()->Get(0)->cubin()->size());
+  CHECK(contains(cubin, std::string(1, '\0') + "nvshmemi_device_state_d" + std::string(1, '\0')));
+  CHECK((k->ptx() == nullptr || k->ptx()->size() == 0));
+  // And the runtime refuses it, naming the symmetric buffer first.
+  auto loaded = orch::Pipeline::load(path);
+  REQUIRE(!loaded.ok());
+  CHECK(contains(loaded.error().message(), "uses NVSHMEM (symmetric buffer 'dst')"));
+}
