@@ -36,7 +36,7 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
           const ir::Node& n, size_t id) {
   out << YAML::BeginMap;
   out << YAML::Key << "id" << YAML::Value << id;
-  out << YAML::Key << "kind" << YAML::Value << ir::to_string(n.kind);
+  out << YAML::Key << "kind" << YAML::Value << ir::to_string(n.kind());
   out << YAML::Key << "what" << YAML::Value << describe_node(p, n);
   out << YAML::Key << "at" << YAML::Value << location(sources, n.loc);
   if (!n.call_stack.empty()) {
@@ -45,10 +45,10 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
     out << YAML::EndSeq;
   }
   accesses(out, p, n);
-  if (n.kind == ir::NodeKind::Kernel) {
-    out << YAML::Key << "kernel" << YAML::Value << p.kernels[n.kernel].name;
+  if (const auto* k = std::get_if<ir::KernelNode>(&n.op)) {
+    out << YAML::Key << "kernel" << YAML::Value << p.kernels[k->kernel].name;
     out << YAML::Key << "args" << YAML::Value << YAML::BeginSeq;
-    for (const ir::KernelArg& a : n.args) {
+    for (const ir::KernelArg& a : k->args) {
       switch (a.kind) {
         case ir::ArgKind::Value: out << ir::to_string(a.value, p); break;
         case ir::ArgKind::Buffer: out << p.buffers[a.ref].name; break;
@@ -63,14 +63,18 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
     }
     out << YAML::EndSeq;
   }
-  if (n.handle >= 0) out << YAML::Key << "handle" << YAML::Value << n.handle;
-  if (n.kind == ir::NodeKind::Switch) {
-    out << YAML::Key << "cases" << YAML::Value << YAML::Flow << n.case_values;
-    out << YAML::Key << "default" << YAML::Value << n.has_default;
+  // Set by lowering (lower_conditions): a conditional's handle, or the one a condition kernel sets.
+  const ir::ConditionalParts* c = ir::conditional(n);
+  const auto* set = std::get_if<ir::SetConditionNode>(&n.op);
+  const int handle = c ? c->handle : set ? set->handle : -1;
+  if (handle >= 0) out << YAML::Key << "handle" << YAML::Value << handle;
+  if (const auto* sw = std::get_if<ir::SwitchNode>(&n.op)) {
+    out << YAML::Key << "cases" << YAML::Value << YAML::Flow << sw->case_values;
+    out << YAML::Key << "default" << YAML::Value << sw->has_default;
   }
-  if (!n.bodies.empty()) {
+  if (c && !c->bodies.empty()) {
     out << YAML::Key << "bodies" << YAML::Value << YAML::BeginSeq;
-    for (const ir::Region& b : n.bodies) region(out, p, sources, b);
+    for (const ir::Region& b : c->bodies) region(out, p, sources, b);
     out << YAML::EndSeq;
   }
   out << YAML::EndMap;

@@ -1122,15 +1122,17 @@ t.orch:5:52: error[E0117]: `<` in a cost: a cost is arithmetic (+ - * / % << >> 
   CHECK(p.kernels[0].cost_precision == ir::ScalarType::F64);
   const auto& nodes = p.graphs[p.main_graph].body.nodes;
   REQUIRE(nodes.size() == 2);
-  REQUIRE(nodes[0].cost_bytes);
-  REQUIRE(nodes[1].cost_flops);
-  CHECK(ir::to_string(*nodes[0].cost_bytes, p) == "8 * n");
-  CHECK(ir::to_string(*nodes[1].cost_bytes, p) == "8 * (n / 4)");
-  CHECK(ir::to_string(*nodes[1].cost_flops, p) == "n / 4");
+  const ir::KernelNode& first = nodes[0].as<ir::KernelNode>();
+  const ir::KernelNode& second = nodes[1].as<ir::KernelNode>();
+  REQUIRE(first.cost_bytes);
+  REQUIRE(second.cost_flops);
+  CHECK(ir::to_string(*first.cost_bytes, p) == "8 * n");
+  CHECK(ir::to_string(*second.cost_bytes, p) == "8 * (n / 4)");
+  CHECK(ir::to_string(*second.cost_flops, p) == "n / 4");
   // No cost: nothing on the launches.
   auto none = check(fix(program, {{"    cost bytes[f64] 8 * len, speed 3, flops[u32] x < 2\n", ""}}));
   REQUIRE(none->text() == "");
-  CHECK_FALSE(none->result.program->graphs[none->result.program->main_graph].body.nodes[0].cost_bytes);
+  CHECK_FALSE(none->result.program->graphs[none->result.program->main_graph].body.nodes[0].as<ir::KernelNode>().cost_bytes);
 }
 
 }  // TEST_SUITE("rules")

@@ -72,7 +72,7 @@ uint32_t arch_number(const std::string& arch) {
 bool has_while(ir::Program& p) {
   bool any = false;
   lowering::for_each_region(p, [&](ir::Region& r, int) {
-    for (const ir::Node& n : r.nodes) any |= n.kind == ir::NodeKind::While;
+    for (const ir::Node& n : r.nodes) any |= n.is<ir::WhileNode>();
   });
   return any;
 }
