@@ -20,6 +20,27 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+// Conditionals are diamonds (boxes when they have no body), work that leaves the graph (a device
+// launch, a collective) hexagons, the rest boxes.
+const char* node_shape(ir::NodeKind k, bool no_bodies) {
+  switch (k) {
+    case ir::NodeKind::If:
+    case ir::NodeKind::While:
+    case ir::NodeKind::Switch:
+      return no_bodies ? "box" : "diamond";
+    case ir::NodeKind::LaunchGraph:
+    case ir::NodeKind::Collective:
+      return "hexagon";
+    case ir::NodeKind::Kernel:
+    case ir::NodeKind::Copy:
+    case ir::NodeKind::Fill:
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::SetCondition:
+      break;
+  }
+  return "box";
+}
+
 class DotWriter {
  public:
   DotWriter(const ir::Program& p, const SourceManager& s) : p_(p), sources_(s) {}
@@ -53,8 +74,7 @@ class DotWriter {
       const std::string label = node_name(describe_node(p_, n), n.loc.file ? sources_.path(n.loc.file) : "",
                                           n.loc.begin.line, n.loc.begin.col);
       const ir::Bodies<const ir::Region> bodies = ir::bodies(n);
-      const char* shape = bodies.empty() ? "box" : "diamond";
-      if (n.is<ir::LaunchGraphNode>() || n.is<ir::CollectiveNode>()) shape = "hexagon";
+      const char* shape = node_shape(n.kind(), bodies.empty());
       out_ << indent << id << " [label=\"" << escape(label) << "\", shape=" << shape << "];\n";
       if (bodies.empty()) continue;
       for (size_t b = 0; b < bodies.size(); ++b) {

@@ -425,7 +425,7 @@ Checked check_row(const Row& row, bool with_defaults) {
   if (!out.diagnostics.empty() || !result.program) return out;
   const ir::Program& p = *result.program;
   const ir::Node& n = p.graphs[p.main_graph].body.nodes.at(0);
-  const ir::Expr& value = n.as<ir::FillNode>().value;
+  const ir::Expr& value = n.as<ir::ScalarUpdateNode>().value;  // `r = <row>`
   out.code = ir::to_postfix(value);
   out.type = value.type;
   return out;
