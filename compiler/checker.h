@@ -1,5 +1,6 @@
 // Internal to compiler/: the state of one check_module() run, split by area over
-// check_decls.cpp, check_expr.cpp, check_stmts.cpp and check_rules.cpp.
+// check_decls.cpp, check_expr.cpp, the statement checkers (check_stmts.cpp and the files it
+// dispatches to) and check_rules.cpp.
 #pragma once
 
 #include <map>
@@ -83,7 +84,8 @@ class Checker {
   std::optional<uint64_t> constant_uint(const ast::Expr& e, const std::string& what);
   std::string default_values_note(const ir::Expr& e);
 
-  // ---- check_stmts.cpp
+  // ---- the statements: check_stmts.cpp (dispatch, copies, fills, updates, placement),
+  // check_kernel_launch.cpp, check_control_flow.cpp, check_calls.cpp, check_collective.cpp
   void build_graph(int g);
   void block(const ast::Block& b, BodyContext& ctx, ir::Region& out);
   void stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out);

@@ -242,7 +242,7 @@ TEST_CASE("device-runtime kernels are linked against cudadevrt") {
 
 // The expert kernel of bench/real_workloads.py's MoE rows: a k loop over 16 rows of x in shared
 // memory. NVRTC 13.0 addresses shared memory with 64-bit pointers and leaves the loop rolled (48
-// registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_compiler.cpp, nvcc_ptx.
+// registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_toolchain.cpp, nvcc_ptx.
 const char* kExpert = R"(extern "C" __global__ void expert_ffn(unsigned e, unsigned hidden, const float* x, const float* w,
                                       const int* counts, const int* offsets, const int* order, float* y) {
   extern __shared__ float xs[];  // [16][hidden]

@@ -70,7 +70,7 @@ TEST_CASE("jacobi: a while loop gets a handle, a condition kernel before it and 
           "the update at the end of its body") {
   auto c = check_spec("jacobi.orch");
   ir::Program& p = c->program();
-  lower_graphs(p, plain_lowering());  // without unrolling (speed_test.cpp unrolls it)
+  lower_graphs(p, plain_lowering());  // without unrolling (unroll_test.cpp unrolls it)
   REQUIRE(p.handles.size() == 1);
   CHECK(p.handles[0].default_value == 0);
   CHECK_FALSE(p.handles[0].set_default);
