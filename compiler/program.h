@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -165,10 +166,6 @@ struct Kernel {
   // kernels have it in their source; a user kernel gets it at its PTX entry,
   // lowering/ptx_entry.h), so a programmatic edge may enter its nodes.
   bool waits_at_entry = false;
-  // Set by lowering: a generated kernel of an unrolled copy holds kGuardPlaceholder where its
-  // guard goes, and here the guard's code for each GuardRole (index), all on its parameters; the
-  // role is chosen once the edges are known (lowering/unroll_loops.cpp).
-  std::vector<std::string> guard_variants;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------
@@ -318,7 +315,18 @@ struct SetConditionNode {
 
 using NodeOp = std::variant<KernelNode, CopyNode, FillNode, ScalarUpdateNode, IfNode, WhileNode, SwitchNode,
                             LaunchGraphNode, CollectiveNode, SetConditionNode>;
-static_assert(std::variant_size_v<NodeOp> == static_cast<size_t>(NodeKind::SetCondition) + 1,
+// Each enumerator names its alternative (a kind added to one and not the other fails here).
+template <NodeKind K>
+using NodeOf = std::variant_alternative_t<static_cast<size_t>(K), NodeOp>;
+static_assert(std::is_same_v<NodeOf<NodeKind::Kernel>, KernelNode> && std::is_same_v<NodeOf<NodeKind::Copy>, CopyNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Fill>, FillNode> &&
+                  std::is_same_v<NodeOf<NodeKind::ScalarUpdate>, ScalarUpdateNode> &&
+                  std::is_same_v<NodeOf<NodeKind::If>, IfNode> && std::is_same_v<NodeOf<NodeKind::While>, WhileNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Switch>, SwitchNode> &&
+                  std::is_same_v<NodeOf<NodeKind::LaunchGraph>, LaunchGraphNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Collective>, CollectiveNode> &&
+                  std::is_same_v<NodeOf<NodeKind::SetCondition>, SetConditionNode> &&
+                  std::variant_size_v<NodeOp> == static_cast<size_t>(NodeKind::SetCondition) + 1,
               "NodeOp's alternatives are NodeKind's enumerators, in order");
 
 struct Node {

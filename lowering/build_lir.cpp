@@ -11,7 +11,7 @@ namespace {
 
 class Builder {
  public:
-  explicit Builder(const ir::Program& p) : p_(p) {}
+  Builder(const ir::Program& p, const IrLowering& lowering) : p_(p), lowering_(lowering) {}
 
   lir::Program run() {
     lir::Program out;
@@ -39,7 +39,11 @@ class Builder {
       out.buffers.push_back(std::move(b));
     }
     for (const ir::Comm& c : p_.comms) out.comms.push_back({c.name, c.loc});
-    for (const ir::Kernel& k : p_.kernels) out.kernels.push_back(kernel(k));
+    for (size_t i = 0; i < p_.kernels.size(); ++i) {
+      out.kernels.push_back(kernel(p_.kernels[i]));
+      if (auto it = lowering_.guard_variants.find(static_cast<int>(i)); it != lowering_.guard_variants.end())
+        out.kernels.back().guard_variants = it->second;
+    }
     for (const ir::Graph& g : p_.graphs) {
       lir::Graph x;
       x.name = g.name;
@@ -211,10 +215,13 @@ class Builder {
   }
 
   const ir::Program& p_;
+  const IrLowering& lowering_;
 };
 
 }  // namespace
 
-lir::Program build_lir(const ir::Program& program) { return Builder(program).run(); }
+lir::Program build_lir(const ir::Program& program, const IrLowering& lowering) {
+  return Builder(program, lowering).run();
+}
 
 }  // namespace orch::lowering

@@ -48,7 +48,7 @@ ir::Expr element_blocks(const ir::Expr& count) {
 
 class Generator {
  public:
-  Generator(ir::Program& p, const PassOptions& o) : p_(p), o_(o) {}
+  Generator(ir::Program& p, const PassOptions& o, IrLowering& out) : p_(p), o_(o), out_(out) {}
 
   void region(ir::Region& r, int graph) {
     for (ir::Node& n : r.nodes) {
@@ -100,7 +100,7 @@ class Generator {
   ir::Node guarded(ir::Node out, const ir::Node& n, std::vector<std::string> variants) {
     if (!n.guard) return out;
     out.guard = n.guard;
-    p_.kernels[out.as<ir::KernelNode>().kernel].guard_variants = std::move(variants);
+    out_.guard_variants[out.as<ir::KernelNode>().kernel] = std::move(variants);
     return out;
   }
 
@@ -223,13 +223,14 @@ class Generator {
 
   ir::Program& p_;
   const PassOptions& o_;
+  IrLowering& out_;
   int count_ = 0;
 };
 
 }  // namespace
 
-void generate_kernels(ir::Program& p, const PassOptions& o) {
-  Generator gen(p, o);
+void generate_kernels(ir::Program& p, const PassOptions& o, IrLowering& out) {
+  Generator gen(p, o, out);
   for (size_t g = 0; g < p.graphs.size(); ++g) gen.region(p.graphs[g].body, static_cast<int>(g));
 }
 

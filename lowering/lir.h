@@ -101,6 +101,10 @@ struct Kernel : ir::Kernel {
   std::optional<ir::Guard> guard;
   int guard_of = -1;
   std::string guard_code;
+  // A generated kernel of an unrolled copy holds kGuardPlaceholder where its guard goes, and here
+  // the guard's code for each GuardRole (index), all on its parameters (generate_kernels writes
+  // them, build_lir brings them here, assign_guards picks one once the edges are known).
+  std::vector<std::string> guard_variants;
   std::vector<uint32_t> guard_param_sizes;
 };
 
