@@ -162,10 +162,6 @@ struct Kernel {
   // memset cannot do, device launchers). Their compiled code is the lowered program's
   // (lowering/lir.h).
   bool generated = false;
-  // Set by lowering: every block executes griddepcontrol.wait before it touches memory (orchc's
-  // kernels have it in their source; a user kernel gets it at its PTX entry,
-  // lowering/ptx_entry.h), so a programmatic edge may enter its nodes.
-  bool waits_at_entry = false;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------

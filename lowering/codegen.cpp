@@ -294,8 +294,7 @@ ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
   k.params = params_;
   k.inline_source = true;
   k.source = code;
-  k.generated = true;
-  k.waits_at_entry = wait_;
+  k.generated = true;  // whether it waits at entry (wait_) is generate_kernels' record
   k.loc = loc;
   for (const ir::KernelParam& p : params_)
     k.uses_device_runtime |= p.kind == ir::KernelParamKind::Cond ||

@@ -230,8 +230,12 @@ class Generator {
 }  // namespace
 
 void generate_kernels(ir::Program& p, const PassOptions& o, IrLowering& out) {
+  const size_t first = p.kernels.size();
   Generator gen(p, o, out);
   for (size_t g = 0; g < p.graphs.size(); ++g) gen.region(p.graphs[g].body, static_cast<int>(g));
+  // Every kernel written here waits at entry where programmatic edges may be (Generator::kernel).
+  if (o.pdl)
+    for (size_t k = first; k < p.kernels.size(); ++k) out.waits_at_entry.insert(static_cast<int>(k));
 }
 
 }  // namespace orch::lowering

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,11 +95,13 @@ std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const li
 // condition evaluation, become one generated kernel (not across unrolled copies).
 void fuse_generated_kernels(ir::Program& program);
 
-// What the ir passes computed that the checker's IR does not hold, for build_lir: the guard code
-// of each generated kernel of an unrolled copy, per GuardRole (lir::Kernel::guard_variants), by
-// kernel index.
+// What the ir passes computed that the checker's IR does not hold, for build_lir, by kernel index:
+// the guard code of each generated kernel of an unrolled copy, per GuardRole
+// (lir::Kernel::guard_variants), and the generated kernels that wait at entry
+// (lir::Kernel::waits_at_entry).
 struct IrLowering {
   std::map<int, std::vector<std::string>> guard_variants;
+  std::set<int> waits_at_entry;
 };
 
 // generate_kernels.cpp: scalar updates, condition evaluations, kernel fills and `launch`
