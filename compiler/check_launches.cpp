@@ -42,33 +42,51 @@ std::vector<Site> sites_of(const ir::Program& p, int g) {
   std::vector<Site> out;
   const ir::Region& body = p.graphs[g].body;
   for (size_t i = 0; i < body.nodes.size(); ++i) {
-    const ir::Node& n = body.nodes[i];
-    if (n.kind == ir::NodeKind::LaunchGraph && n.graph >= 0) {
-      Site s;
-      s.node = static_cast<int>(i);
-      s.target = n.graph;
-      s.mode = n.mode;
-      s.member = n.family_member ? &*n.family_member : nullptr;
-      // Of a family, only the launching member itself: `launch stage[j]` inside `stage[j: N]`.
-      s.self = n.graph == g &&
-               (!s.member || s.member->kind == ir::ExprKind::FamilyIndex);
-      out.push_back(s);
-    } else if (n.kind == ir::NodeKind::Kernel && n.kernel >= 0) {
-      const ir::Kernel& k = p.kernels[n.kernel];
-      if (n.args.size() != k.params.size()) continue;  // an argument failed to check
-      for (const ir::LaunchBudget& b : k.budgets) {
-        const ir::KernelArg& a = n.args[b.param];
-        if (a.kind != ir::ArgKind::Graph && a.kind != ir::ArgKind::GraphFamily) continue;
+    const ir::Node& node = body.nodes[i];
+    switch (node.kind()) {
+      case ir::NodeKind::LaunchGraph: {
+        const ir::LaunchGraphNode& n = node.as<ir::LaunchGraphNode>();
+        if (n.graph < 0) break;
         Site s;
         s.node = static_cast<int>(i);
-        s.param = b.param;
-        s.target = a.ref;
-        s.mode = b.mode;
-        s.count = b.limit;
-        s.whole_family = a.kind == ir::ArgKind::GraphFamily;
-        s.self = !s.whole_family && a.ref == g;  // `self`, or the graph's own name
+        s.target = n.graph;
+        s.mode = n.mode;
+        s.member = n.family_member ? &*n.family_member : nullptr;
+        // Of a family, only the launching member itself: `launch stage[j]` inside `stage[j: N]`.
+        s.self = n.graph == g &&
+                 (!s.member || s.member->kind == ir::ExprKind::FamilyIndex);
         out.push_back(s);
+        break;
       }
+      case ir::NodeKind::Kernel: {
+        const ir::KernelNode& n = node.as<ir::KernelNode>();
+        if (n.kernel < 0) break;
+        const ir::Kernel& k = p.kernels[n.kernel];
+        if (n.args.size() != k.params.size()) continue;  // an argument failed to check
+        for (const ir::LaunchBudget& b : k.budgets) {
+          const ir::KernelArg& a = n.args[b.param];
+          if (a.kind != ir::ArgKind::Graph && a.kind != ir::ArgKind::GraphFamily) continue;
+          Site s;
+          s.node = static_cast<int>(i);
+          s.param = b.param;
+          s.target = a.ref;
+          s.mode = b.mode;
+          s.count = b.limit;
+          s.whole_family = a.kind == ir::ArgKind::GraphFamily;
+          s.self = !s.whole_family && a.ref == g;  // `self`, or the graph's own name
+          out.push_back(s);
+        }
+        break;
+      }
+      case ir::NodeKind::Copy:
+      case ir::NodeKind::Fill:
+      case ir::NodeKind::ScalarUpdate:
+      case ir::NodeKind::If:
+      case ir::NodeKind::While:
+      case ir::NodeKind::Switch:
+      case ir::NodeKind::Collective:
+      case ir::NodeKind::SetCondition:
+        break;  // launch no graph
     }
   }
   return out;
@@ -77,16 +95,31 @@ std::vector<Site> sites_of(const ir::Program& p, int g) {
 // What a node reads and writes itself, without the work of the graphs it launches (which
 // compute_footprints() added to its accesses, for the DAG).
 std::vector<ir::BufferAccess> direct_accesses(const ir::Program& p, const ir::Node& n) {
-  if (n.kind == ir::NodeKind::LaunchGraph) return {};
-  if (n.kind != ir::NodeKind::Kernel || n.kernel < 0) return n.accesses;
-  const ir::Kernel& k = p.kernels[n.kernel];
-  std::vector<ir::BufferAccess> out;
-  if (n.args.size() != k.params.size()) return n.accesses;
-  for (size_t i = 0; i < n.args.size(); ++i)
-    if (n.args[i].kind == ir::ArgKind::Buffer)
-      add_access(out, n.args[i].ref, k.params[i].access != ir::Access::Out,
-                 k.params[i].access != ir::Access::In);
-  return out;
+  switch (n.kind()) {
+    case ir::NodeKind::LaunchGraph: return {};
+    case ir::NodeKind::Kernel: {
+      const ir::KernelNode& launch = n.as<ir::KernelNode>();
+      if (launch.kernel < 0) return n.accesses;
+      const ir::Kernel& k = p.kernels[launch.kernel];
+      std::vector<ir::BufferAccess> out;
+      if (launch.args.size() != k.params.size()) return n.accesses;
+      for (size_t i = 0; i < launch.args.size(); ++i)
+        if (launch.args[i].kind == ir::ArgKind::Buffer)
+          add_access(out, launch.args[i].ref, k.params[i].access != ir::Access::Out,
+                     k.params[i].access != ir::Access::In);
+      return out;
+    }
+    case ir::NodeKind::Copy:
+    case ir::NodeKind::Fill:
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::If:
+    case ir::NodeKind::While:
+    case ir::NodeKind::Switch:
+    case ir::NodeKind::Collective:
+    case ir::NodeKind::SetCondition:
+      break;  // its accesses are its own work
+  }
+  return n.accesses;
 }
 
 // Merges `from` into `into`; true if anything was added.
@@ -183,7 +216,7 @@ void Checker::check_launches() {
     return s.mode == ir::LaunchMode::Sibling ? std::string("as a sibling")
                                              : std::string(ir::to_string(s.mode));
   };
-  auto kernel_of = [&](const ir::Node& node) { return "`" + p.kernels[node.kernel].name + "`"; };
+  auto kernel_of = [&](const ir::Node& node) { return "`" + p.kernels[node.as<ir::KernelNode>().kernel].name + "`"; };
 
   // A graph over its launch budget is refused already (E0601, E0602: check_budgets): its
   // launches are not also compared with one another and with every later statement, which

@@ -21,28 +21,46 @@ struct Launch {
 
 std::vector<Launch> launches_of(const ir::Program& p, const ir::Node& n, int current_graph) {
   std::vector<Launch> out;
-  if (n.kind == ir::NodeKind::LaunchGraph) {
-    out.push_back({n.graph, n.mode, 1, n.graph == current_graph});
-  } else if (n.kind == ir::NodeKind::Kernel && n.kernel >= 0) {
-    const ir::Kernel& k = p.kernels[n.kernel];
-    if (n.args.size() != k.params.size()) return out;
-    for (const ir::LaunchBudget& b : k.budgets) {
-      const ir::KernelArg& arg = n.args[b.param];
-      if (arg.kind != ir::ArgKind::Graph && arg.kind != ir::ArgKind::GraphFamily) continue;
-      out.push_back({arg.ref, b.mode, b.limit, arg.ref == current_graph});
+  switch (n.kind()) {
+    case ir::NodeKind::LaunchGraph: {
+      const ir::LaunchGraphNode& l = n.as<ir::LaunchGraphNode>();
+      out.push_back({l.graph, l.mode, 1, l.graph == current_graph});
+      break;
     }
+    case ir::NodeKind::Kernel: {
+      const ir::KernelNode& launch = n.as<ir::KernelNode>();
+      if (launch.kernel < 0) break;
+      const ir::Kernel& k = p.kernels[launch.kernel];
+      if (launch.args.size() != k.params.size()) return out;
+      for (const ir::LaunchBudget& b : k.budgets) {
+        const ir::KernelArg& arg = launch.args[b.param];
+        if (arg.kind != ir::ArgKind::Graph && arg.kind != ir::ArgKind::GraphFamily) continue;
+        out.push_back({arg.ref, b.mode, b.limit, arg.ref == current_graph});
+      }
+      break;
+    }
+    case ir::NodeKind::Copy:
+    case ir::NodeKind::Fill:
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::If:
+    case ir::NodeKind::While:
+    case ir::NodeKind::Switch:
+    case ir::NodeKind::Collective:
+    case ir::NodeKind::SetCondition:
+      break;  // launch no graph (a conditional's bodies are nodes of their own)
   }
   return out;
 }
 
 // Node args may be fewer than the kernel's params when an argument failed to check.
 bool args_complete(const ir::Program& p, const ir::Node& n) {
-  return n.kind != ir::NodeKind::Kernel || n.args.size() == p.kernels[n.kernel].params.size();
+  const ir::KernelNode* k = std::get_if<ir::KernelNode>(&n.op);
+  return !k || k->args.size() == p.kernels[k->kernel].params.size();
 }
 
 void for_each_node(ir::Region& r, const std::function<void(ir::Node&)>& f) {
   for (ir::Node& n : r.nodes) {
-    for (ir::Region& b : n.bodies) for_each_node(b, f);
+    for (ir::Region& b : ir::bodies(n)) for_each_node(b, f);
     f(n);  // after the bodies, so containers see their children's updates
   }
 }
@@ -148,10 +166,10 @@ void Checker::compute_footprints() {
           for (const ir::BufferAccess& a : footprints_[l.graph]) merge.add(a.buffer, a.read, a.write);
         merge.done();
       }
-      if (!node.bodies.empty()) {
+      if (!ir::bodies(node).empty()) {
         std::vector<ir::BufferAccess> merged = node.accesses;
         merge.into(merged);
-        for (ir::Region& r : node.bodies)
+        for (ir::Region& r : ir::bodies(node))
           for (ir::Node& child : r.nodes)
             for (const ir::BufferAccess& a : child.accesses) merge.add(a.buffer, a.read, a.write);
         merge.done();
@@ -189,8 +207,11 @@ std::string either(const ir::Program& p, const std::vector<int>& buffers) {
 void Checker::check_loop_conditions() {
   ir::Program& p = *program_;
   for (ir::Graph& g : p.graphs) {
-    for_each_node(g.body, [&](ir::Node& loop) {
-      if (loop.kind != ir::NodeKind::While || !loop.cond || loop.bodies.empty()) return;
+    for_each_node(g.body, [&](ir::Node& node) {
+      if (!node.is<ir::WhileNode>()) return;
+      const ir::WhileNode& loop_node = node.as<ir::WhileNode>();
+      const ir::Node& loop = node;
+      if (!loop_node.cond || loop_node.bodies.empty()) return;
       for (const SourceRange& r : loops_with_errors_)
         if (r.file == loop.loc.file && r.begin.line == loop.loc.begin.line &&
             r.begin.col == loop.loc.begin.col)
@@ -202,15 +223,15 @@ void Checker::check_loop_conditions() {
           return;
       reported_loops_.push_back(loop.loc);
       std::vector<int> reads;
-      collect_scalar_reads(*loop.cond, reads);
-      const std::string cond_text = ir::to_string(*loop.cond, p);
+      collect_scalar_reads(*loop_node.cond, reads);
+      const std::string cond_text = ir::to_string(*loop_node.cond, p);
       if (reads.empty()) {
         Diagnostic& d = diags_.error(
             DiagCode::E0410, loop.loc,
             "this `while` loop never ends once it starts: its condition reads no device scalar, "
             "so nothing the loop does can change it");
         diags_.add_note(
-            d, loop.cond->loc,
+            d, loop_node.cond->loc,
             "`" + cond_text +
                 "` reads only params and constants, which stay fixed "
                 "while the graph runs; loop on a device scalar the body updates, or use "
@@ -219,14 +240,14 @@ void Checker::check_loop_conditions() {
       }
       for (int b : reads)
         if (p.buffers[b].host) return;
-      for (const ir::Node& n : loop.bodies[0].nodes)
+      for (const ir::Node& n : loop_node.bodies[0].nodes)
         for (const ir::BufferAccess& a : n.accesses)
           if (a.write && std::find(reads.begin(), reads.end(), a.buffer) != reads.end()) return;
       Diagnostic& d =
           diags_.error(DiagCode::E0410, loop.loc,
                        "this `while` loop never ends once it starts: nothing in its body writes " +
                            either(p, reads) + ", which its condition reads");
-      diags_.add_note(d, loop.cond->loc,
+      diags_.add_note(d, loop_node.cond->loc,
                       "the condition `" + cond_text + "` can change only if the body writes " +
                           either(p, reads) +
                           ": with a scalar update, a `fill`, a `copy`, or a kernel that takes it "

@@ -1,5 +1,6 @@
 // Internal to compiler/: the state of one check_module() run, split by area over
-// check_decls.cpp, check_expr.cpp, check_stmts.cpp and check_rules.cpp.
+// check_decls.cpp, check_expr.cpp, the statement checkers (check_stmts.cpp and the files it
+// dispatches to) and check_rules.cpp.
 #pragma once
 
 #include <map>
@@ -83,7 +84,8 @@ class Checker {
   std::optional<uint64_t> constant_uint(const ast::Expr& e, const std::string& what);
   std::string default_values_note(const ir::Expr& e);
 
-  // ---- check_stmts.cpp
+  // ---- the statements: check_stmts.cpp (dispatch, copies, fills, updates, placement),
+  // check_kernel_launch.cpp, check_control_flow.cpp, check_calls.cpp, check_collective.cpp
   void build_graph(int g);
   void block(const ast::Block& b, BodyContext& ctx, ir::Region& out);
   void stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out);
@@ -91,9 +93,9 @@ class Checker {
                      ir::Region& out);
   bool launch_shape(const ast::Expr* e, const char* what, ir::Expr out[3], SourceRange* loc,
                     BodyContext& ctx);
-  void check_shape_limits(const ast::Stmt& s, const ir::Node& node, const BodyContext& ctx);
+  void check_shape_limits(const ast::Stmt& s, const ir::KernelNode& node, const BodyContext& ctx);
   // The kernel's `cost` for one launch: its value parameters replaced by the launch's arguments.
-  void launch_cost(const ast::Kernel& decl, const ir::Kernel& k, ir::Node& node, BodyContext& ctx);
+  void launch_cost(const ast::Kernel& decl, const ir::Kernel& k, ir::KernelNode& node, BodyContext& ctx);
   std::optional<ir::KernelArg> kernel_arg(const ast::Expr& arg, const ir::Kernel& k,
                                           const ir::KernelParam& p, BodyContext& ctx);
   void copy(const ast::Stmt& s, const ast::Copy& n, BodyContext& ctx, ir::Region& out);
@@ -115,7 +117,7 @@ class Checker {
   void kernel_launch_placement(const ast::Stmt& s, const ir::Kernel& k, const BodyContext& ctx);
   // E0412: opens one more conditional level; false (reported once per chain) past the limit.
   void enter_conditional(const ast::Stmt& s, BodyContext& inner);
-  ir::Node make_node(ir::NodeKind kind, const ast::Stmt& s, const BodyContext& ctx) const;
+  ir::Node make_node(ir::NodeOp op, const ast::Stmt& s, const BodyContext& ctx) const;
 
   // ---- check_rules.cpp (after every graph is built)
   void compute_footprints();

@@ -19,14 +19,17 @@ using DepGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirect
 // innermost `while kernel`'s handle, until the lowering names it) and handle arguments, and
 // for a conditional node what its bodies set (a nested `while kernel`'s `cond` is its own).
 void handles_set(const ir::Node& n, bool in_own_loop, std::vector<int>& out) {
-  for (const ir::KernelArg& a : n.args) {
+  // Only a kernel launch takes arguments (a condition kernel's handle argument appears once
+  // generate_kernels made it a kernel node).
+  const ir::KernelNode* launch = std::get_if<ir::KernelNode>(&n.op);
+  for (const ir::KernelArg& a : launch ? launch->args : std::vector<ir::KernelArg>{}) {
     int key = a.kind == ir::ArgKind::CondHandle         ? a.ref
               : a.kind == ir::ArgKind::Cond && !in_own_loop ? -1
                                                               : -2;
     if (key != -2 && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
   }
-  const bool own = n.kind == ir::NodeKind::While && !n.cond;
-  for (const ir::Region& body : n.bodies)
+  const bool own = n.is<ir::WhileNode>() && !n.as<ir::WhileNode>().cond;
+  for (const ir::Region& body : ir::bodies(n))
     for (const ir::Node& child : body.nodes) handles_set(child, in_own_loop || own, out);
 }
 
@@ -91,7 +94,7 @@ std::vector<ir::Edge> dependencies(const ir::Region& region) {
 
 void derive_edges(ir::Region& region) {
   for (ir::Node& n : region.nodes)
-    for (ir::Region& body : n.bodies) derive_edges(body);
+    for (ir::Region& body : ir::bodies(n)) derive_edges(body);
 
   const int n = static_cast<int>(region.nodes.size());
   DepGraph g(n);

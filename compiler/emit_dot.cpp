@@ -20,6 +20,27 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+// Conditionals are diamonds (boxes when they have no body), work that leaves the graph (a device
+// launch, a collective) hexagons, the rest boxes.
+const char* node_shape(ir::NodeKind k, bool no_bodies) {
+  switch (k) {
+    case ir::NodeKind::If:
+    case ir::NodeKind::While:
+    case ir::NodeKind::Switch:
+      return no_bodies ? "box" : "diamond";
+    case ir::NodeKind::LaunchGraph:
+    case ir::NodeKind::Collective:
+      return "hexagon";
+    case ir::NodeKind::Kernel:
+    case ir::NodeKind::Copy:
+    case ir::NodeKind::Fill:
+    case ir::NodeKind::ScalarUpdate:
+    case ir::NodeKind::SetCondition:
+      break;
+  }
+  return "box";
+}
+
 class DotWriter {
  public:
   DotWriter(const ir::Program& p, const SourceManager& s) : p_(p), sources_(s) {}
@@ -52,16 +73,15 @@ class DotWriter {
       // The same name orch-run gives the node in its tables and traces.
       const std::string label = node_name(describe_node(p_, n), n.loc.file ? sources_.path(n.loc.file) : "",
                                           n.loc.begin.line, n.loc.begin.col);
-      const char* shape = n.bodies.empty() ? "box" : "diamond";
-      if (n.kind == ir::NodeKind::LaunchGraph || n.kind == ir::NodeKind::Collective)
-        shape = "hexagon";
+      const ir::Bodies<const ir::Region> bodies = ir::bodies(n);
+      const char* shape = node_shape(n.kind(), bodies.empty());
       out_ << indent << id << " [label=\"" << escape(label) << "\", shape=" << shape << "];\n";
-      if (n.bodies.empty()) continue;
-      for (size_t b = 0; b < n.bodies.size(); ++b) {
+      if (bodies.empty()) continue;
+      for (size_t b = 0; b < bodies.size(); ++b) {
         out_ << indent << "subgraph cluster_" << cluster_++ << " {\n"
              << indent << "  label=\"" << escape(body_label(n, b)) << "\";\n"
              << indent << "  style=dotted;\n";
-        std::vector<std::string> inner = region(n.bodies[b], indent + "  ");
+        std::vector<std::string> inner = region(bodies[b], indent + "  ");
         if (inner.empty()) {
           std::string empty = "n" + std::to_string(next_id_++);
           out_ << indent << "  " << empty << " [label=\"(empty)\", shape=plaintext];\n";
@@ -81,12 +101,14 @@ class DotWriter {
   }
 
   std::string body_label(const ir::Node& n, size_t b) const {
-    switch (n.kind) {
+    switch (n.kind()) {
       case ir::NodeKind::If: return b == 0 ? "then" : "else";
       case ir::NodeKind::While: return "body";
-      case ir::NodeKind::Switch:
-        if (n.has_default && b + 1 == n.bodies.size()) return "default";
-        return "case " + std::to_string(n.case_values[b]);
+      case ir::NodeKind::Switch: {
+        const ir::SwitchNode& sw = n.as<ir::SwitchNode>();
+        if (sw.has_default && b + 1 == sw.bodies.size()) return "default";
+        return "case " + std::to_string(sw.case_values[b]);
+      }
       case ir::NodeKind::Kernel:
       case ir::NodeKind::Copy:
       case ir::NodeKind::Fill:
@@ -115,46 +137,57 @@ std::string describe_node(const ir::Program& p, const ir::Node& n) {
     return "dim3(" + ir::to_string(d[0], p) + ", " + ir::to_string(d[1], p) + ", " +
            ir::to_string(d[2], p) + ")";
   };
-  switch (n.kind) {
+  switch (n.kind()) {
     case ir::NodeKind::Kernel: {
-      std::string s = p.kernels[n.kernel].name + "<<<" + shape(n.grid) + ", " + shape(n.block);
-      if (!(n.shared_bytes.kind == ir::ExprKind::Const && n.shared_bytes.value.magnitude() == 0))
-        s += ", " + ir::to_string(n.shared_bytes, p);
+      const ir::KernelNode& k = n.as<ir::KernelNode>();
+      std::string s = p.kernels[k.kernel].name + "<<<" + shape(k.grid) + ", " + shape(k.block);
+      if (!(k.shared_bytes.kind == ir::ExprKind::Const && k.shared_bytes.value.magnitude() == 0))
+        s += ", " + ir::to_string(k.shared_bytes, p);
       return s + ">>>";
     }
-    case ir::NodeKind::Copy: return "copy " + p.buffers[n.src].name + " -> " + p.buffers[n.dst].name;
-    case ir::NodeKind::Fill:
-      return "fill " + p.buffers[n.dst].name + " = " + ir::to_string(n.value, p);
+    case ir::NodeKind::Copy: {
+      const ir::CopyNode& c = n.as<ir::CopyNode>();
+      return "copy " + p.buffers[c.src].name + " -> " + p.buffers[c.dst].name;
+    }
+    case ir::NodeKind::Fill: {
+      const ir::FillNode& f = n.as<ir::FillNode>();
+      return "fill " + p.buffers[f.dst].name + " = " + ir::to_string(f.value, p);
+    }
     case ir::NodeKind::ScalarUpdate: {
-      if (n.fused_updates.size() <= 1)
-        return p.buffers[n.dst].name + " = " + ir::to_string(n.value, p);
+      const ir::ScalarUpdateNode& u = n.as<ir::ScalarUpdateNode>();
+      if (u.fused_updates.size() <= 1)
+        return p.buffers[u.dst].name + " = " + ir::to_string(u.value, p);
       std::string s;
-      for (const auto& [dst, value] : n.fused_updates)
+      for (const auto& [dst, value] : u.fused_updates)
         s += (s.empty() ? "" : "; ") + p.buffers[dst].name + " = " + ir::to_string(value, p);
       return s;
     }
-    case ir::NodeKind::If: return "if " + ir::to_string(*n.cond, p);
-    case ir::NodeKind::While:
-      return n.cond ? "while " + ir::to_string(*n.cond, p) : std::string("while kernel");
-    case ir::NodeKind::Switch: return "switch " + ir::to_string(*n.cond, p);
+    case ir::NodeKind::If: return "if " + ir::to_string(*n.as<ir::IfNode>().cond, p);
+    case ir::NodeKind::While: {
+      const ir::WhileNode& w = n.as<ir::WhileNode>();
+      return w.cond ? "while " + ir::to_string(*w.cond, p) : std::string("while kernel");
+    }
+    case ir::NodeKind::Switch: return "switch " + ir::to_string(*n.as<ir::SwitchNode>().cond, p);
     case ir::NodeKind::LaunchGraph: {
-      std::string s = "launch " + p.graphs[n.graph].name;
-      if (n.family_member) s += "[" + ir::to_string(*n.family_member, p) + "]";
-      return s + " " + ir::to_string(n.mode);
+      const ir::LaunchGraphNode& l = n.as<ir::LaunchGraphNode>();
+      std::string s = "launch " + p.graphs[l.graph].name;
+      if (l.family_member) s += "[" + ir::to_string(*l.family_member, p) + "]";
+      return s + " " + ir::to_string(l.mode);
     }
     case ir::NodeKind::SetCondition: {
+      const ir::SetConditionNode& c = n.as<ir::SetConditionNode>();
       std::string s;
-      for (const auto& [dst, value] : n.fused_updates)
+      for (const auto& [dst, value] : c.fused_updates)
         s += p.buffers[dst].name + " = " + ir::to_string(value, p) + "; ";
-      return s + "set condition " + std::to_string(n.handle) +
-             (n.cond ? " = " + ir::to_string(*n.cond, p) : std::string());
+      return s + "set condition " + std::to_string(c.handle) + " = " + ir::to_string(c.cond, p);
     }
     case ir::NodeKind::Collective: {
-      std::string s = ir::to_string(n.collective);
-      if (n.reduce_op != ir::ReduceOp::None) s += std::string(" ") + ir::to_string(n.reduce_op);
-      s += " " + p.buffers[n.src].name;
-      if (n.dst != n.src) s += " -> " + p.buffers[n.dst].name;
-      return s + " on " + p.comms[n.comm].name;
+      const ir::CollectiveNode& c = n.as<ir::CollectiveNode>();
+      std::string s = ir::to_string(c.collective);
+      if (c.reduce_op != ir::ReduceOp::None) s += std::string(" ") + ir::to_string(c.reduce_op);
+      s += " " + p.buffers[c.src].name;
+      if (c.dst != c.src) s += " -> " + p.buffers[c.dst].name;
+      return s + " on " + p.comms[c.comm].name;
     }
   }
   return "?";

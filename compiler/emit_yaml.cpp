@@ -4,6 +4,8 @@
 
 #include "compiler/emit.h"
 
+#include "support/overloaded.h"
+
 namespace orch {
 
 namespace {
@@ -36,7 +38,7 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
           const ir::Node& n, size_t id) {
   out << YAML::BeginMap;
   out << YAML::Key << "id" << YAML::Value << id;
-  out << YAML::Key << "kind" << YAML::Value << ir::to_string(n.kind);
+  out << YAML::Key << "kind" << YAML::Value << ir::to_string(n.kind());
   out << YAML::Key << "what" << YAML::Value << describe_node(p, n);
   out << YAML::Key << "at" << YAML::Value << location(sources, n.loc);
   if (!n.call_stack.empty()) {
@@ -45,10 +47,12 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
     out << YAML::EndSeq;
   }
   accesses(out, p, n);
-  if (n.kind == ir::NodeKind::Kernel) {
-    out << YAML::Key << "kernel" << YAML::Value << p.kernels[n.kernel].name;
+  // Each kind's own fields (the ones describe_node does not already say), one lambda per kind:
+  // a new kind must say what it adds here.
+  auto kernel = [&](const ir::KernelNode& k) {
+    out << YAML::Key << "kernel" << YAML::Value << p.kernels[k.kernel].name;
     out << YAML::Key << "args" << YAML::Value << YAML::BeginSeq;
-    for (const ir::KernelArg& a : n.args) {
+    for (const ir::KernelArg& a : k.args) {
       switch (a.kind) {
         case ir::ArgKind::Value: out << ir::to_string(a.value, p); break;
         case ir::ArgKind::Buffer: out << p.buffers[a.ref].name; break;
@@ -62,17 +66,37 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
       }
     }
     out << YAML::EndSeq;
-  }
-  if (n.handle >= 0) out << YAML::Key << "handle" << YAML::Value << n.handle;
-  if (n.kind == ir::NodeKind::Switch) {
-    out << YAML::Key << "cases" << YAML::Value << YAML::Flow << n.case_values;
-    out << YAML::Key << "default" << YAML::Value << n.has_default;
-  }
-  if (!n.bodies.empty()) {
+  };
+  // The handle is set by lowering (lower_conditions).
+  auto handle = [&](int h) {
+    if (h >= 0) out << YAML::Key << "handle" << YAML::Value << h;
+  };
+  auto bodies = [&](const ir::ConditionalParts& c) {
+    if (c.bodies.empty()) return;
     out << YAML::Key << "bodies" << YAML::Value << YAML::BeginSeq;
-    for (const ir::Region& b : n.bodies) region(out, p, sources, b);
+    for (const ir::Region& b : c.bodies) region(out, p, sources, b);
     out << YAML::EndSeq;
-  }
+  };
+  auto conditional = [&](const ir::ConditionalParts& c) {
+    handle(c.handle);
+    bodies(c);
+  };
+  std::visit(overloaded{kernel,
+                        [](const ir::CopyNode&) {},
+                        [](const ir::FillNode&) {},
+                        [](const ir::ScalarUpdateNode&) {},
+                        [&](const ir::IfNode& c) { conditional(c); },
+                        [&](const ir::WhileNode& c) { conditional(c); },
+                        [&](const ir::SwitchNode& c) {
+                          handle(c.handle);
+                          out << YAML::Key << "cases" << YAML::Value << YAML::Flow << c.case_values;
+                          out << YAML::Key << "default" << YAML::Value << c.has_default;
+                          bodies(c);
+                        },
+                        [](const ir::LaunchGraphNode&) {},
+                        [](const ir::CollectiveNode&) {},
+                        [&](const ir::SetConditionNode& c) { handle(c.handle); }},
+             n.op);
   out << YAML::EndMap;
 }
 

@@ -1,7 +1,7 @@
 #include "compiler/program.h"
 
-
 #include "grammar/ast.h"
+#include "support/overloaded.h"
 
 namespace orch::ir {
 
@@ -34,6 +34,36 @@ const char* to_string(NodeKind k) {
     case NodeKind::SetCondition: return "set_condition";
   }
   return "?";
+}
+
+const ConditionalParts* conditional(const Node& n) {
+  return std::visit(overloaded{[](const IfNode& c) -> const ConditionalParts* { return &c; },
+                               [](const WhileNode& c) -> const ConditionalParts* { return &c; },
+                               [](const SwitchNode& c) -> const ConditionalParts* { return &c; },
+                               [](const KernelNode&) -> const ConditionalParts* { return nullptr; },
+                               [](const CopyNode&) -> const ConditionalParts* { return nullptr; },
+                               [](const FillNode&) -> const ConditionalParts* { return nullptr; },
+                               [](const ScalarUpdateNode&) -> const ConditionalParts* { return nullptr; },
+                               [](const LaunchGraphNode&) -> const ConditionalParts* { return nullptr; },
+                               [](const CollectiveNode&) -> const ConditionalParts* { return nullptr; },
+                               [](const SetConditionNode&) -> const ConditionalParts* { return nullptr; }},
+                    n.op);
+}
+
+ConditionalParts* conditional(Node& n) {
+  return const_cast<ConditionalParts*>(conditional(static_cast<const Node&>(n)));
+}
+
+Bodies<const Region> bodies(const Node& n) {
+  const ConditionalParts* c = conditional(n);
+  if (!c) return {};
+  return {c->bodies.data(), c->bodies.data() + c->bodies.size()};
+}
+
+Bodies<Region> bodies(Node& n) {
+  ConditionalParts* c = conditional(n);
+  if (!c) return {};
+  return {c->bodies.data(), c->bodies.data() + c->bodies.size()};
 }
 
 const char* to_string(CollectiveKind k) {

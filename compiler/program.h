@@ -7,6 +7,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "compiler/target_profile.h"
@@ -160,31 +163,22 @@ struct Kernel {
   // memset cannot do, device launchers). Their compiled code is the lowered program's
   // (lowering/lir.h).
   bool generated = false;
-  // Set by lowering: every block executes griddepcontrol.wait before it touches memory (orchc's
-  // kernels have it in their source; a user kernel gets it at its PTX entry,
-  // lowering/ptx_entry.h), so a programmatic edge may enter its nodes.
-  bool waits_at_entry = false;
-  // Set by lowering: a generated kernel of an unrolled copy holds kGuardPlaceholder where its
-  // guard goes, and here the guard's code for each GuardRole (index), all on its parameters; the
-  // role is chosen once the edges are known (lowering/unroll_loops.cpp).
-  std::vector<std::string> guard_variants;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------
 
+// The kinds of Node::op's alternatives (KernelNode, ...), in the variant's order.
 enum class NodeKind : uint8_t {
   Kernel,
   Copy,
   Fill,
-  ScalarUpdate,  // device scalar = expr, evaluated by a generated kernel
-  If,            // bodies[0] then, bodies[1] else (if present)
-  While,         // bodies[0]; cond absent for `while kernel`
-  Switch,        // bodies[i] for case_values[i]; the default body last if has_default
-  LaunchGraph,   // `launch g mode`: a generated launcher kernel
+  ScalarUpdate,
+  If,
+  While,
+  Switch,
+  LaunchGraph,
   Collective,
-  // Introduced by lowering: evaluate a condition on the GPU and set handle `handle` (for
-  // Switch, mapped through case_values onto CUDA's dense body index).
-  SetCondition,
+  SetCondition,  // introduced by lowering
 };
 const char* to_string(NodeKind k);
 
@@ -241,47 +235,131 @@ struct Guard {
   GuardRole role = GuardRole::Race;
 };
 
-struct Node {
-  NodeKind kind = NodeKind::Kernel;
-  SourceRange loc;
-  std::vector<SourceRange> call_stack;  // `call` sites this node was inlined through, outermost first
-  std::vector<BufferAccess> accesses;   // for conditionals: the condition and all bodies
+// ---- node kinds: one struct per kind, alternatives of Node::op --------------------------------
+// Node::op is a std::variant whose alternatives are in NodeKind's order, so Node::kind() is the
+// variant's index and every `switch (n.kind())` (no `default:`, -Werror=switch) and every
+// std::visit with an `overloaded` set is a compile error until it handles a new kind.
 
-  // Kernel
+struct KernelNode {
   int kernel = -1;
   Expr grid[3], block[3];
   std::optional<Expr> cost_bytes, cost_flops;  // the kernel's `cost` for this launch
   SourceRange grid_loc, block_loc;  // the whole shape, `dim3(...)` included
   Expr shared_bytes;
   std::vector<KernelArg> args;
-  // Copy (src, dst), Fill (dst, value), ScalarUpdate (dst, value; op "=" after desugaring)
+};
+
+struct CopyNode {
   int src = -1, dst = -1;
+};
+
+struct FillNode {
+  int dst = -1;
   Expr value;
-  // If / While / Switch
+};
+
+// dst = value (op "=" after desugaring), evaluated by a generated kernel.
+struct ScalarUpdateNode {
+  int dst = -1;
+  Expr value;
+  // Set by lowering (fuse_generated_kernels): device scalar updates run first, in order, by the
+  // same generated kernel; this node's own update is the first entry.
+  std::vector<std::pair<int, Expr>> fused_updates;
+};
+
+// What If, While and Switch share: a condition (absent only for `while kernel`) and bodies.
+struct ConditionalParts {
   std::optional<Expr> cond;
   std::vector<Region> bodies;
+  int handle = -1;  // set by lowering (lower_conditions): its CUDA conditional handle
+};
+
+struct IfNode : ConditionalParts {};        // bodies[0] then, bodies[1] else (if present)
+struct WhileNode : ConditionalParts {};     // bodies[0]; cond absent for `while kernel`
+struct SwitchNode : ConditionalParts {      // bodies[i] for case_values[i]; the default body last
   std::vector<int64_t> case_values;  // of the subject's type, as expr::Value bits
   bool has_default = false;
-  int handle = -1;  // set by lowering: the conditional handle of If/While/Switch/SetCondition
-  NodeKind condition_of = NodeKind::If;  // SetCondition: the kind of conditional it feeds
-  // ScalarUpdate and SetCondition after fusion: device scalar updates run first, in order,
-  // by the same generated kernel. A ScalarUpdate's own update is the first entry.
-  std::vector<std::pair<int, Expr>> fused_updates;
-  // LaunchGraph
+};
+
+// `launch g mode`: a generated launcher kernel.
+struct LaunchGraphNode {
   int graph = -1;
   std::optional<Expr> family_member;
   LaunchMode mode = LaunchMode::Tail;
-  // Collective (src, dst, comm, op, root)
+};
+
+struct CollectiveNode {
   CollectiveKind collective = CollectiveKind::AllReduce;
   ReduceOp reduce_op = ReduceOp::None;
-  int comm = -1;
+  int src = -1, dst = -1, comm = -1;
   std::optional<Expr> root;
-  // Set by lowering: the unrolled copy this node belongs to (copies 2 and up).
-  std::optional<Guard> guard;
-  // SetCondition: unrolled loops whose guard slots this kernel resets (before the loop and at
-  // the end of each iteration).
+};
+
+// Introduced by lowering (lower_conditions): evaluate a condition on the GPU and set handle
+// `handle` (for Switch, mapped through case_values onto CUDA's dense body index).
+struct SetConditionNode {
+  Expr cond;
+  int handle = -1;
+  NodeKind condition_of = NodeKind::If;  // the kind of conditional it feeds
+  std::vector<int64_t> case_values;      // Switch
+  bool has_default = false;              // Switch
+  // Set by fuse_generated_kernels: device scalar updates this kernel runs first, in order.
+  std::vector<std::pair<int, Expr>> fused_updates;
+  // Set by unroll_loops: unrolled loops whose guard slots this kernel resets (before the loop
+  // and at the end of each iteration).
   std::vector<int> reset_guards;
 };
+
+using NodeOp = std::variant<KernelNode, CopyNode, FillNode, ScalarUpdateNode, IfNode, WhileNode, SwitchNode,
+                            LaunchGraphNode, CollectiveNode, SetConditionNode>;
+// Each enumerator names its alternative (a kind added to one and not the other fails here).
+template <NodeKind K>
+using NodeOf = std::variant_alternative_t<static_cast<size_t>(K), NodeOp>;
+static_assert(std::is_same_v<NodeOf<NodeKind::Kernel>, KernelNode> && std::is_same_v<NodeOf<NodeKind::Copy>, CopyNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Fill>, FillNode> &&
+                  std::is_same_v<NodeOf<NodeKind::ScalarUpdate>, ScalarUpdateNode> &&
+                  std::is_same_v<NodeOf<NodeKind::If>, IfNode> && std::is_same_v<NodeOf<NodeKind::While>, WhileNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Switch>, SwitchNode> &&
+                  std::is_same_v<NodeOf<NodeKind::LaunchGraph>, LaunchGraphNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Collective>, CollectiveNode> &&
+                  std::is_same_v<NodeOf<NodeKind::SetCondition>, SetConditionNode> &&
+                  std::variant_size_v<NodeOp> == static_cast<size_t>(NodeKind::SetCondition) + 1,
+              "NodeOp's alternatives are NodeKind's enumerators, in order");
+
+struct Node {
+  NodeOp op;
+  SourceRange loc;
+  std::vector<SourceRange> call_stack;  // `call` sites this node was inlined through, outermost first
+  std::vector<BufferAccess> accesses;   // for conditionals: the condition and all bodies
+  // Set by lowering: the unrolled copy this node belongs to (copies 2 and up).
+  std::optional<Guard> guard;
+
+  NodeKind kind() const { return static_cast<NodeKind>(op.index()); }
+  template <class T>
+  bool is() const { return std::holds_alternative<T>(op); }
+  // The kind's fields; the node must be of kind T (std::bad_variant_access otherwise).
+  template <class T>
+  T& as() { return std::get<T>(op); }
+  template <class T>
+  const T& as() const { return std::get<T>(op); }
+};
+
+// The condition and bodies of an If, While or Switch node; nullptr for every other kind.
+ConditionalParts* conditional(Node& n);
+const ConditionalParts* conditional(const Node& n);
+// The bodies a node holds (a conditional's), or none: `for (Region& b : bodies(n))`.
+template <class R>
+struct Bodies {
+  R* first = nullptr;
+  R* last = nullptr;
+  R* begin() const { return first; }
+  R* end() const { return last; }
+  size_t size() const { return static_cast<size_t>(last - first); }
+  bool empty() const { return first == last; }
+  R& operator[](size_t i) const { return first[i]; }
+};
+Bodies<Region> bodies(Node& n);
+Bodies<const Region> bodies(const Node& n);
 
 // Condition: a condition kernel before the conditional node whose handle it sets.
 enum class DepKind : uint8_t { RAW, WAR, WAW, Condition };

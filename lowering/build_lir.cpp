@@ -11,7 +11,7 @@ namespace {
 
 class Builder {
  public:
-  explicit Builder(const ir::Program& p) : p_(p) {}
+  Builder(const ir::Program& p, const IrLowering& lowering) : p_(p), lowering_(lowering) {}
 
   lir::Program run() {
     lir::Program out;
@@ -42,7 +42,12 @@ class Builder {
       out.buffers.push_back(std::move(b));
     }
     for (const ir::Comm& c : p_.comms) out.comms.push_back({c.name, c.loc});
-    for (const ir::Kernel& k : p_.kernels) out.kernels.push_back(kernel(k));
+    for (size_t i = 0; i < p_.kernels.size(); ++i) {
+      out.kernels.push_back(kernel(p_.kernels[i]));
+      if (auto it = lowering_.guard_variants.find(static_cast<int>(i)); it != lowering_.guard_variants.end())
+        out.kernels.back().guard_variants = it->second;
+      out.kernels.back().waits_at_entry = lowering_.waits_at_entry.count(static_cast<int>(i)) > 0;
+    }
     for (const ir::Graph& g : p_.graphs) {
       lir::Graph x;
       x.name = g.name;
@@ -130,49 +135,39 @@ class Builder {
   }
 
   lir::NodeOp op(const ir::Node& n) const {
-    switch (n.kind) {
+    switch (n.kind()) {
       case ir::NodeKind::Kernel: {
+        const ir::KernelNode& x = n.as<ir::KernelNode>();
         lir::KernelNode k;
-        k.kernel = n.kernel;
+        k.kernel = x.kernel;
         for (int i = 0; i < 3; ++i) {
-          k.grid[i] = expr(n.grid[i]);
-          k.block[i] = expr(n.block[i]);
+          k.grid[i] = expr(x.grid[i]);
+          k.block[i] = expr(x.block[i]);
         }
-        k.shared_bytes = expr(n.shared_bytes);
-        for (const ir::KernelArg& a : n.args) k.args.push_back(arg(a));
-        if (n.cost_bytes) k.cost_bytes = expr(*n.cost_bytes);
-        if (n.cost_flops) k.cost_flops = expr(*n.cost_flops);
+        k.shared_bytes = expr(x.shared_bytes);
+        for (const ir::KernelArg& a : x.args) k.args.push_back(arg(a));
+        if (x.cost_bytes) k.cost_bytes = expr(*x.cost_bytes);
+        if (x.cost_flops) k.cost_flops = expr(*x.cost_flops);
         return k;
       }
       case ir::NodeKind::Copy:
-        return lir::MemcpyNode{n.src, n.dst};
+        return lir::MemcpyNode{n.as<ir::CopyNode>().src, n.as<ir::CopyNode>().dst};
       case ir::NodeKind::Fill:
         if (std::optional<MemsetPattern> m = memset_pattern(p_, n))
-          return lir::MemsetNode{n.dst, m->value, m->element_size};
+          return lir::MemsetNode{n.as<ir::FillNode>().dst, m->value, m->element_size};
         return lir::EmptyNode{};  // generate_kernels made a kernel of every other fill
-      case ir::NodeKind::If:
-      case ir::NodeKind::While:
-      case ir::NodeKind::Switch: {
-        lir::ConditionalNode c;
-        c.type = n.kind == ir::NodeKind::If      ? lir::ConditionalType::If
-                 : n.kind == ir::NodeKind::While ? lir::ConditionalType::While
-                                                 : lir::ConditionalType::Switch;
-        c.handle = n.handle;
-        for (const ir::Region& r : n.bodies) c.bodies.push_back(body(r));
-        const ir::ScalarType subject = n.cond ? n.cond->type : ir::ScalarType::I64;
-        for (int64_t v : n.case_values) c.cases.push_back(expr::Value{subject, static_cast<uint64_t>(v)});
-        c.has_default = n.has_default;
-        c.set_by_kernel = n.kind == ir::NodeKind::While && !n.cond;
-        return c;
-      }
+      case ir::NodeKind::If: return conditional(n, lir::ConditionalType::If);
+      case ir::NodeKind::While: return conditional(n, lir::ConditionalType::While);
+      case ir::NodeKind::Switch: return conditional(n, lir::ConditionalType::Switch);
       case ir::NodeKind::Collective: {
+        const ir::CollectiveNode& x = n.as<ir::CollectiveNode>();
         lir::CollectiveNode c;
-        c.kind = n.collective;
-        c.op = n.reduce_op;
-        c.src = n.src;
-        c.dst = n.dst;
-        c.comm = n.comm;
-        if (n.root) c.root = expr(*n.root);
+        c.kind = x.collective;
+        c.op = x.reduce_op;
+        c.src = x.src;
+        c.dst = x.dst;
+        c.comm = x.comm;
+        if (x.root) c.root = expr(*x.root);
         return c;
       }
       case ir::NodeKind::ScalarUpdate:
@@ -181,6 +176,21 @@ class Builder {
         break;  // generate_kernels made kernels of these
     }
     return lir::EmptyNode{};
+  }
+
+  lir::ConditionalNode conditional(const ir::Node& n, lir::ConditionalType type) const {
+    const ir::ConditionalParts& x = *ir::conditional(n);
+    lir::ConditionalNode c;
+    c.type = type;
+    c.handle = x.handle;
+    for (const ir::Region& r : x.bodies) c.bodies.push_back(body(r));
+    if (const auto* sw = std::get_if<ir::SwitchNode>(&n.op)) {
+      const ir::ScalarType subject = x.cond ? x.cond->type : ir::ScalarType::I64;
+      for (int64_t v : sw->case_values) c.cases.push_back(expr::Value{subject, static_cast<uint64_t>(v)});
+      c.has_default = sw->has_default;
+    }
+    c.set_by_kernel = type == lir::ConditionalType::While && !x.cond;
+    return c;
   }
 
   lir::KernelArg arg(const ir::KernelArg& a) const {
@@ -209,10 +219,13 @@ class Builder {
   }
 
   const ir::Program& p_;
+  const IrLowering& lowering_;
 };
 
 }  // namespace
 
-lir::Program build_lir(const ir::Program& program) { return Builder(program).run(); }
+lir::Program build_lir(const ir::Program& program, const IrLowering& lowering) {
+  return Builder(program, lowering).run();
+}
 
 }  // namespace orch::lowering

@@ -294,8 +294,7 @@ ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
   k.params = params_;
   k.inline_source = true;
   k.source = code;
-  k.generated = true;
-  k.waits_at_entry = wait_;
+  k.generated = true;  // whether it waits at entry (wait_) is generate_kernels' record
   k.loc = loc;
   for (const ir::KernelParam& p : params_)
     k.uses_device_runtime |= p.kind == ir::KernelParamKind::Cond ||
@@ -303,16 +302,17 @@ ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
                              p.kind == ir::KernelParamKind::GraphFamily;
   program_.kernels.push_back(std::move(k));
 
+  ir::KernelNode launch;
+  launch.kernel = static_cast<int>(program_.kernels.size() - 1);
+  launch.grid[0] = std::move(grid);
+  launch.block[0] = std::move(block);
+  for (int i = 1; i < 3; ++i) launch.grid[i] = launch.block[i] = int_constant(1);
+  launch.shared_bytes = int_constant(0);
+  launch.args = args_;
   ir::Node node;
-  node.kind = ir::NodeKind::Kernel;
+  node.op = std::move(launch);
   node.loc = loc;
   node.call_stack = call_stack;
-  node.kernel = static_cast<int>(program_.kernels.size() - 1);
-  node.grid[0] = std::move(grid);
-  node.block[0] = std::move(block);
-  for (int i = 1; i < 3; ++i) node.grid[i] = node.block[i] = int_constant(1);
-  node.shared_bytes = int_constant(0);
-  node.args = args_;
   node.accesses = accesses_;
   return node;
 }

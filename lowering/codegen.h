@@ -105,7 +105,7 @@ extern const char* const kPdlTrigger;
 
 // What a generated kernel writes into the executable's device status record (16 bytes, four
 // u32: code, site, detail, count), as defined in every generated kernel that takes it; the
-// runtime allocates one per Executable (runtime/src/executable.cpp) and reads it back.
+// runtime allocates one per Executable (runtime/src/executable_instantiate.cpp) and reads it back.
 extern const char* const kDeviceStatusPreamble;
 
 // What every generated kernel's source holds before its `extern "C" __global__ void NAME(`:

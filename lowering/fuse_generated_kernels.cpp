@@ -24,9 +24,13 @@ bool same_guard(const ir::Node& a, const ir::Node& b) {
   return !a.guard || (a.guard->loop == b.guard->loop && a.guard->copy == b.guard->copy);
 }
 
+// The updates a fusable node (a ScalarUpdate or a SetCondition) runs, in order.
 std::vector<std::pair<int, ir::Expr>> updates_of(ir::Node& n) {
-  if (n.kind == ir::NodeKind::ScalarUpdate && n.fused_updates.empty()) return {{n.dst, n.value}};
-  return std::move(n.fused_updates);
+  if (ir::ScalarUpdateNode* u = std::get_if<ir::ScalarUpdateNode>(&n.op)) {
+    if (u->fused_updates.empty()) return {{u->dst, u->value}};
+    return std::move(u->fused_updates);
+  }
+  return std::move(n.as<ir::SetConditionNode>().fused_updates);
 }
 
 }  // namespace
@@ -35,23 +39,25 @@ void fuse_generated_kernels(ir::Program& p) {
   for_each_region(p, [&](ir::Region& region, int) {
     std::vector<ir::Node> out;
     for (ir::Node& n : region.nodes) {
-      bool fusable = n.kind == ir::NodeKind::ScalarUpdate || n.kind == ir::NodeKind::SetCondition;
+      bool fusable = n.is<ir::ScalarUpdateNode>() || n.is<ir::SetConditionNode>();
       // Adjacent in program order means no statement lies between them, so running both in
       // one kernel at the later one's place keeps every dependency.
-      if (fusable && !out.empty() && out.back().kind == ir::NodeKind::ScalarUpdate && same_guard(out.back(), n)) {
+      if (fusable && !out.empty() && out.back().is<ir::ScalarUpdateNode>() && same_guard(out.back(), n)) {
         ir::Node prev = std::move(out.back());
         out.pop_back();
         std::vector<std::pair<int, ir::Expr>> updates = updates_of(prev);
         for (auto& u : updates_of(n)) updates.push_back(std::move(u));
-        if (n.kind == ir::NodeKind::ScalarUpdate) {
-          n.dst = updates.front().first;
-          n.value = updates.front().second;
+        if (ir::ScalarUpdateNode* u = std::get_if<ir::ScalarUpdateNode>(&n.op)) {
+          u->dst = updates.front().first;
+          u->value = updates.front().second;
+          u->fused_updates = std::move(updates);
+          n.loc = prev.loc;
+        } else {
+          n.as<ir::SetConditionNode>().fused_updates = std::move(updates);
         }
-        n.fused_updates = std::move(updates);
         std::vector<ir::BufferAccess> accesses = prev.accesses;
         merge_accesses(accesses, n.accesses);
         n.accesses = std::move(accesses);
-        if (n.kind == ir::NodeKind::ScalarUpdate) n.loc = prev.loc;
       }
       out.push_back(std::move(n));
     }

@@ -48,12 +48,12 @@ ir::Expr element_blocks(const ir::Expr& count) {
 
 class Generator {
  public:
-  Generator(ir::Program& p, const PassOptions& o) : p_(p), o_(o) {}
+  Generator(ir::Program& p, const PassOptions& o, IrLowering& out) : p_(p), o_(o), out_(out) {}
 
   void region(ir::Region& r, int graph) {
     for (ir::Node& n : r.nodes) {
-      for (ir::Region& b : n.bodies) region(b, graph);
-      switch (n.kind) {
+      for (ir::Region& b : ir::bodies(n)) region(b, graph);
+      switch (n.kind()) {
         case ir::NodeKind::ScalarUpdate:
           n = scalar_update(n);
           break;
@@ -86,11 +86,12 @@ class Generator {
   }
 
   ir::Node scalar_update(const ir::Node& n) {
+    const ir::ScalarUpdateNode& u = n.as<ir::ScalarUpdateNode>();
     GeneratedKernel k = kernel("update");
     std::vector<std::string> variants;
     if (n.guard) add_guard(k, p_, *n.guard, &variants);
-    std::vector<std::pair<int, ir::Expr>> updates = n.fused_updates;
-    if (updates.empty()) updates.push_back({n.dst, n.value});
+    std::vector<std::pair<int, ir::Expr>> updates = u.fused_updates;
+    if (updates.empty()) updates.push_back({u.dst, u.value});
     add_updates(k, p_, updates);
     return guarded(k.finish(n.loc, n.call_stack), n, std::move(variants));
   }
@@ -99,12 +100,12 @@ class Generator {
   ir::Node guarded(ir::Node out, const ir::Node& n, std::vector<std::string> variants) {
     if (!n.guard) return out;
     out.guard = n.guard;
-    p_.kernels[out.kernel].guard_variants = std::move(variants);
+    out_.guard_variants[out.as<ir::KernelNode>().kernel] = std::move(variants);
     return out;
   }
 
   // Sets an unrolled loop's guard slots back to undecided (0).
-  void reset_guards(GeneratedKernel& k, const ir::Node& n) {
+  void reset_guards(GeneratedKernel& k, const ir::SetConditionNode& n) {
     for (int loop : n.reset_guards) {
       const ir::UnrolledLoop& L = p_.unrolled_loops[loop];
       const std::string slots = k.guard_slots(L.slots, true);
@@ -114,12 +115,13 @@ class Generator {
 
   // copy src -> dst of a copy node of an unrolled loop: element by element, like fill.
   ir::Node copy(const ir::Node& n) {
-    const ir::Buffer& b = p_.buffers[n.src];
+    const ir::CopyNode& c = n.as<ir::CopyNode>();
+    const ir::Buffer& b = p_.buffers[c.src];
     GeneratedKernel k = kernel("copy");
     std::vector<std::string> variants;
     add_guard(k, p_, *n.guard, &variants);
-    const std::string src = k.buffer(n.src, false);
-    const std::string dst = k.buffer(n.dst, true);
+    const std::string src = k.buffer(c.src, false);
+    const std::string dst = k.buffer(c.dst, true);
     return elementwise(k, n, b, dst, src + "[i]", std::move(variants));
   }
 
@@ -137,13 +139,14 @@ class Generator {
     return guarded(std::move(out), n, std::move(variants));
   }
 
-  ir::Node set_condition(const ir::Node& n) {
+  ir::Node set_condition(const ir::Node& node) {
+    const ir::SetConditionNode& n = node.as<ir::SetConditionNode>();
     GeneratedKernel k = kernel("condition");
     add_updates(k, p_, n.fused_updates);
     reset_guards(k, n);
     std::string h = k.handle(n.handle);
-    std::string value = k.expr(*n.cond);
-    const ir::ScalarType t = n.cond->type;
+    std::string value = k.expr(n.cond);
+    const ir::ScalarType t = n.cond.type;
     if (n.condition_of == ir::NodeKind::Switch) {
       // CUDA runs body i for value i and nothing for i >= size: case values map onto their
       // positions, everything else onto the default body (last) or past the end. A subject
@@ -164,26 +167,28 @@ class Generator {
                       "); if (c.e) orch_expr_error(c.e);");
       k.add_statement("cudaGraphSetConditional(" + h + ", (!c.e && c.v) ? 1u : 0u);");
     }
-    ir::Node out = k.finish(n.loc, n.call_stack);
-    out.accesses = n.accesses;
+    ir::Node out = k.finish(node.loc, node.call_stack);
+    out.accesses = node.accesses;
     return out;
   }
 
   ir::Node fill(const ir::Node& n) {
-    const ir::Buffer& b = p_.buffers[n.dst];
+    const ir::FillNode& f = n.as<ir::FillNode>();
+    const ir::Buffer& b = p_.buffers[f.dst];
     GeneratedKernel k = kernel("fill");
     std::vector<std::string> variants;
     if (n.guard) add_guard(k, p_, *n.guard, &variants);
     // The host converts the value to the element type (exactly, or the runtime refuses it).
-    std::string value = k.value(n.value, b.elem);
-    std::string dst = k.buffer(n.dst, true);
+    std::string value = k.value(f.value, b.elem);
+    std::string dst = k.buffer(f.dst, true);
     return elementwise(k, n, b, dst, value, std::move(variants));
   }
 
   // Launches the graph and reports a failed launch (cudaGraphLaunch returns the error to the
   // launching thread, and nothing else sees it) in the executable's device status; a family
   // index out of range is reported instead of read past the family's table.
-  ir::Node launcher(const ir::Node& n, int graph) {
+  ir::Node launcher(const ir::Node& node, int graph) {
+    const ir::LaunchGraphNode& n = node.as<ir::LaunchGraphNode>();
     const ir::Graph& g = p_.graphs[n.graph];
     GeneratedKernel k = kernel("launch");
     bool family = g.family_size > 0;
@@ -191,7 +196,7 @@ class Generator {
     std::string what = "launch " + g.name;
     if (family) what += "[" + ir::to_string(*n.family_member, p_) + "]";
     what += std::string(" ") + ir::to_string(n.mode);
-    k.status(n.loc, n.call_stack, what);
+    k.status(node.loc, node.call_stack, what);
     std::string launch = "{ const cudaError_t e = cudaGraphLaunch(" + exec + (family ? "[m]" : "") +
                          ", " + launch_stream(n.mode) +
                          "); if (e != cudaSuccess) orch_report_error(orch_status, 1u, orch_site, "
@@ -204,8 +209,8 @@ class Generator {
     } else {
       k.add_statement(launch);
     }
-    ir::Node out = k.finish(n.loc, n.call_stack);
-    out.accesses = n.accesses;  // ordered like the launched graph's own work
+    ir::Node out = k.finish(node.loc, node.call_stack);
+    out.accesses = node.accesses;  // ordered like the launched graph's own work
     return out;
   }
 
@@ -218,14 +223,19 @@ class Generator {
 
   ir::Program& p_;
   const PassOptions& o_;
+  IrLowering& out_;
   int count_ = 0;
 };
 
 }  // namespace
 
-void generate_kernels(ir::Program& p, const PassOptions& o) {
-  Generator gen(p, o);
+void generate_kernels(ir::Program& p, const PassOptions& o, IrLowering& out) {
+  const size_t first = p.kernels.size();
+  Generator gen(p, o, out);
   for (size_t g = 0; g < p.graphs.size(); ++g) gen.region(p.graphs[g].body, static_cast<int>(g));
+  // Every kernel written here waits at entry where programmatic edges may be (Generator::kernel).
+  if (o.pdl)
+    for (size_t k = first; k < p.kernels.size(); ++k) out.waits_at_entry.insert(static_cast<int>(k));
 }
 
 }  // namespace orch::lowering

@@ -110,7 +110,7 @@ struct CompileOptions {
   std::vector<std::string> extra_flags;  // more NVRTC options, e.g. "-lineinfo"
   // A translation unit whose code uses shared memory takes its PTX from the toolkit's nvcc
   // ($ORCH_NVCC; "off": none) where nvcc runs: NVRTC 13.0 addresses shared memory with 64-bit
-  // pointers, nvcc with 32-bit ones, and its code can be much better (kernel_compiler.cpp,
+  // pointers, nvcc with 32-bit ones, and its code can be much better (kernel_toolchain.cpp,
   // nvcc_ptx). NVRTC still compiles the unit first (diagnostics, lowered names), and its PTX is
   // used where nvcc is missing or fails. Not with extra_flags. false: NVRTC's PTX always.
   bool use_nvcc = true;

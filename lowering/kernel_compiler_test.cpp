@@ -298,7 +298,7 @@ extern "C" __global__ void parent(int* p) {
 
 // The expert kernel of bench/real_workloads.py's MoE rows: a k loop over 16 rows of x in shared
 // memory. NVRTC 13.0 addresses shared memory with 64-bit pointers and leaves the loop rolled (48
-// registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_compiler.cpp, nvcc_ptx.
+// registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_toolchain.cpp, nvcc_ptx.
 const char* kExpert = R"(extern "C" __global__ void expert_ffn(unsigned e, unsigned hidden, const float* x, const float* w,
                                       const int* counts, const int* offsets, const int* order, float* y) {
   extern __shared__ float xs[];  // [16][hidden]
@@ -914,64 +914,6 @@ TEST_CASE("cache files decode only when whole and under their own key") {
   CHECK_FALSE(decode_cache_entry("k1", bytes + "x").has_value());
   CHECK(KeyBuilder().add("ab").add("c").hex() != KeyBuilder().add("a").add("bc").hex());
   CHECK(hash128_hex("").size() == 32);
-}
-
-TEST_CASE("NVRTC logs parse into located messages") {
-  const char* log =
-      "t.cu(5): error: no operator \"*=\" matches these operands\n"
-      "            operand types are: S *= float\n"
-      "    if (i < n) x[i] *= a;\n"
-      "                    ^\n"
-      "t.cu(5): note #3328-D: built-in operator*= does not match\n"
-      "    if (i < n) x[i] *= a;\n"
-      "                    ^\n"
-      "          detected during instantiation of \"void scale(T *) [with T=S]\" at line 7\n"
-      "\n"
-      "inc/h.cuh(2): warning #177-D: variable \"v\" was declared but never referenced\n"
-      "    int v;\n"
-      "        ^\n"
-      "\n"
-      "Remark: The warnings can be suppressed with \"-diag-suppress <warning-number>\"\n"
-      "\n"
-      "1 error detected in the compilation of \"t.cu\".\n";
-  auto messages = parse_nvrtc_log(log);
-  REQUIRE(messages.size() == 2);
-  CHECK(messages[0].file == "t.cu");
-  CHECK(messages[0].line == 5);
-  CHECK(messages[0].col == 19);
-  CHECK(messages[0].severity == Severity::Error);
-  CHECK(messages[0].text ==
-        "no operator \"*=\" matches these operands; operand types are: S *= float");
-  REQUIRE(messages[0].notes.size() == 2);
-  CHECK(messages[0].notes[0].text == "built-in operator*= does not match");
-  CHECK(messages[0].notes[0].col == 19);
-  CHECK(messages[0].notes[1].line == 7);
-  CHECK(messages[1].severity == Severity::Warning);
-  CHECK(messages[1].number == "177-D");
-  CHECK(messages[1].col == 7);
-
-  KernelSource s = plain("scale", "");
-  s.file_name = "t.cu";
-  s.origin = {1, {10, 1}, {10, 7}};
-  auto diags = nvrtc_log_diagnostics(messages, s, true, true);
-  REQUIRE(diags.size() == 2);
-  CHECK(diags[1].code == "W0901");
-  CHECK(diags[1].range.begin.line == 10);  // a header: at the kernel
-  CHECK(diags[1].message ==
-        "inc/h.cuh:2:7: variable \"v\" was declared but never referenced [#177-D]");
-  CHECK(parse_nvrtc_log("nvrtc: error: invalid value for --gpu-architecture (-arch)\n").empty());
-  auto odd = parse_nvrtc_log("dir(1)/x.cu(3): catastrophic error: cannot open source file \"h\"\n");
-  REQUIRE(odd.size() == 1);
-  CHECK(odd[0].file == "dir(1)/x.cu");
-  CHECK(odd[0].line == 3);
-  CHECK(odd[0].severity == Severity::Error);
-  // A minified kernel's echoed line is long; parsing it must stay linear and shallow.
-  std::string long_line(1 << 20, 'x');
-  auto big = parse_nvrtc_log("k.cu(1): error: expected a \";\"\n  " + long_line + "\n" +
-                             std::string(70000, ' ') + "^\n");
-  REQUIRE(big.size() == 1);
-  CHECK(big[0].col == 70000 - 1);
-  CHECK(parse_nvrtc_log("").empty());
 }
 
 TEST_CASE("the default cache dir follows ORCH_CACHE_DIR, then XDG_CACHE_HOME, then HOME") {

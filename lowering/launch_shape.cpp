@@ -124,18 +124,20 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
   };
   auto eval = [&](const ir::Expr& e) { return at_defaults(ir::to_postfix(e), default_of); };
   LaunchShape s;
-  switch (n.kind) {
+  switch (n.kind()) {
     case ir::NodeKind::Kernel: {
-      s.blocks = product(eval(n.grid[0]), eval(n.grid[1]), eval(n.grid[2]));
-      s.threads = product(eval(n.block[0]), eval(n.block[1]), eval(n.block[2]));
-      std::optional<uint64_t> shared = eval(n.shared_bytes);
+      const ir::KernelNode& k = n.as<ir::KernelNode>();
+      s.blocks = product(eval(k.grid[0]), eval(k.grid[1]), eval(k.grid[2]));
+      s.threads = product(eval(k.block[0]), eval(k.block[1]), eval(k.block[2]));
+      std::optional<uint64_t> shared = eval(k.shared_bytes);
       s.shared = shared.value_or(0);
       s.resident = resident_blocks(r, s.threads, s.shared, {}, &s.limit);
       return s;
     }
     case ir::NodeKind::Fill:
     case ir::NodeKind::Copy: {
-      const ir::Buffer& b = p.buffers[static_cast<size_t>(n.dst)];
+      const int dst = n.is<ir::FillNode>() ? n.as<ir::FillNode>().dst : n.as<ir::CopyNode>().dst;
+      const ir::Buffer& b = p.buffers[static_cast<size_t>(dst)];
       std::optional<uint64_t> elements = b.count ? eval(*b.count) : std::optional<uint64_t>(1);
       s.threads = 256;
       if (elements) s.blocks = (*elements + 255) / 256;

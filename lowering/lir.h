@@ -85,6 +85,10 @@ struct Module {
 // A kernel as the checker declared it (its parameters, its code and where that came from, what
 // the source text showed), with the code lowering compiled for it.
 struct Kernel : ir::Kernel {
+  // Every block executes griddepcontrol.wait before it touches memory (orchc's kernels have it in
+  // their source: generate_kernels, through build_lir; a user kernel gets it at its PTX entry,
+  // lowering/ptx_entry.h: programmatic_edges), so a programmatic edge may enter its nodes.
+  bool waits_at_entry = false;
   // Set by compile_all_kernels and check_compiled_kernels.
   std::string lowered_name;  // the symbol to load
   std::vector<Image> images;
@@ -102,6 +106,10 @@ struct Kernel : ir::Kernel {
   std::optional<ir::Guard> guard;
   int guard_of = -1;
   std::string guard_code;
+  // A generated kernel of an unrolled copy holds kGuardPlaceholder where its guard goes, and here
+  // the guard's code for each GuardRole (index), all on its parameters (generate_kernels writes
+  // them, build_lir brings them here, assign_guards picks one once the edges are known).
+  std::vector<std::string> guard_variants;
   std::vector<uint32_t> guard_param_sizes;
 };
 

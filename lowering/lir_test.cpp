@@ -232,10 +232,10 @@ TEST_CASE("build_lir: dependencies are the IR's edges, per target node, in edge 
       if (!b.nodes[i].order_note.empty() && got.size() > want[i].size()) got.resize(want[i].size());
       CHECK(got == want[i]);
       if (const auto* c = std::get_if<lir::ConditionalNode>(&b.nodes[i].op)) {
-        REQUIRE(c->bodies.size() == r.nodes[i].bodies.size());
-        for (size_t k = 0; k < c->bodies.size(); ++k) same(r.nodes[i].bodies[k], c->bodies[k]);
+        REQUIRE(c->bodies.size() == ir::bodies(r.nodes[i]).size());
+        for (size_t k = 0; k < c->bodies.size(); ++k) same(ir::bodies(r.nodes[i])[k], c->bodies[k]);
       } else {
-        CHECK(r.nodes[i].bodies.empty());
+        CHECK(ir::bodies(r.nodes[i]).empty());
       }
     }
   };

@@ -72,7 +72,7 @@ uint32_t arch_number(const std::string& arch) {
 bool has_while(ir::Program& p) {
   bool any = false;
   lowering::for_each_region(p, [&](ir::Region& r, int) {
-    for (const ir::Node& n : r.nodes) any |= n.kind == ir::NodeKind::While;
+    for (const ir::Node& n : r.nodes) any |= n.is<ir::WhileNode>();
   });
   return any;
 }
@@ -93,13 +93,14 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   return x;
 }
 
-void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o) {
+// The passes on the checker's IR; what they compute beyond it goes to `out`.
+void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o, lowering::IrLowering& out) {
   r.run("drop_helper_graphs", [&] { lowering::drop_helper_graphs(p); });
   r.run("split_segments", [&] { lowering::split_segments(p); });
   r.run("lower_conditions", [&] { lowering::lower_conditions(p); });
   r.note(r.run("unroll_loops", [&] { return lowering::unroll_loops(p, o); }));
   r.run("fuse_generated_kernels", [&] { lowering::fuse_generated_kernels(p); });
-  r.run("generate_kernels", [&] { lowering::generate_kernels(p, o); });
+  r.run("generate_kernels", [&] { lowering::generate_kernels(p, o, out); });
   r.run("rebuild_edges", [&] { lowering::rebuild_edges(p); });
 }
 
@@ -108,9 +109,10 @@ void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o
 void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const SourceManager& sources,
                       const lowering::PassOptions& o) {
   r.show([&p, &sources] { return emit_yaml(p, sources); });
-  run_ir_passes(r, p, o);
+  lowering::IrLowering ir_lowering;
+  run_ir_passes(r, p, o, ir_lowering);
   r.show([&l, &sources] { return lir::print(l, sources); });
-  r.run("build_lir", [&] { l = lowering::build_lir(p); });
+  r.run("build_lir", [&] { l = lowering::build_lir(p, ir_lowering); });
   r.note(r.run("assign_guards", [&] { return lowering::assign_guards(l); }));
   r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
   r.note(r.run("line_up_collectives", [&] { return lowering::line_up_collectives(l, o); }));
@@ -138,7 +140,8 @@ LowerOptions for_emit_cuda(LowerOptions options) {
 
 void lower_graphs(ir::Program& program, const LowerOptions& options) {
   PassRunner r(false);
-  run_ir_passes(r, program, pass_options(program, options));
+  lowering::IrLowering unused;
+  run_ir_passes(r, program, pass_options(program, options), unused);
 }
 
 lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options) {

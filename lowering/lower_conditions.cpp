@@ -13,17 +13,22 @@ void collect_reads(const ir::Expr& e, std::vector<ir::BufferAccess>& out) {
   for (const ir::Expr& o : e.operands) collect_reads(o, out);
 }
 
-ir::Node set_condition(const ir::Node& conditional, int handle) {
+// `cond`: the conditional's condition; `of`: its kind; `sw`: the switch, for a Switch.
+ir::Node set_condition(const ir::Node& conditional, const ir::Expr& cond, int handle,
+                       const ir::SwitchNode* sw = nullptr) {
+  ir::SetConditionNode s;
+  s.cond = cond;
+  s.handle = handle;
+  s.condition_of = conditional.kind();
+  if (sw) {
+    s.case_values = sw->case_values;
+    s.has_default = sw->has_default;
+  }
   ir::Node n;
-  n.kind = ir::NodeKind::SetCondition;
   n.loc = conditional.loc;
   n.call_stack = conditional.call_stack;
-  n.cond = conditional.cond;
-  n.handle = handle;
-  n.condition_of = conditional.kind;
-  n.case_values = conditional.case_values;
-  n.has_default = conditional.has_default;
-  collect_reads(*n.cond, n.accesses);
+  collect_reads(s.cond, n.accesses);
+  n.op = std::move(s);
   return n;
 }
 
@@ -31,15 +36,15 @@ ir::Node set_condition(const ir::Node& conditional, int handle) {
 // bind their own, so stop there.
 void bind_cond_args(ir::Region& body, int handle) {
   for (ir::Node& n : body.nodes) {
-    if (n.kind == ir::NodeKind::Kernel)
-      for (ir::KernelArg& a : n.args)
+    if (ir::KernelNode* k = std::get_if<ir::KernelNode>(&n.op))
+      for (ir::KernelArg& a : k->args)
         if (a.kind == ir::ArgKind::Cond) {
           a.kind = ir::ArgKind::CondHandle;
           a.ref = handle;
         }
-    bool own_cond = n.kind == ir::NodeKind::While && !n.cond;
+    bool own_cond = n.is<ir::WhileNode>() && !n.as<ir::WhileNode>().cond;
     if (!own_cond)
-      for (ir::Region& b : n.bodies) bind_cond_args(b, handle);
+      for (ir::Region& b : ir::bodies(n)) bind_cond_args(b, handle);
   }
 }
 
@@ -49,42 +54,35 @@ void lower_region(ir::Program& p, ir::Region& region, int graph, int loops) {
   std::vector<ir::Node> out;
   out.reserve(region.nodes.size());
   for (ir::Node& n : region.nodes) {
-    bool conditional = n.kind == ir::NodeKind::If || n.kind == ir::NodeKind::While ||
-                       n.kind == ir::NodeKind::Switch;
-    if (!conditional) {
+    ir::ConditionalParts* c = ir::conditional(n);
+    if (!c) {
       out.push_back(std::move(n));
       continue;
     }
+    const bool is_while = n.is<ir::WhileNode>();
     ir::ConditionalHandle h;
     h.graph = graph;
-    n.handle = static_cast<int>(p.handles.size());
-    if (n.kind == ir::NodeKind::While && !n.cond) {
+    c->handle = static_cast<int>(p.handles.size());
+    if (is_while && !c->cond) {
       // `while kernel` is a do-while: the body runs once, then its kernel sets the handle.
       // The default is reapplied at every launch of the graph.
       h.default_value = 1;
       h.set_default = true;
       p.handles.push_back(h);
-      bind_cond_args(n.bodies[0], n.handle);
+      bind_cond_args(c->bodies[0], c->handle);
       // Inside another loop the default is not enough: from the second time the loop is
       // reached, the handle still holds the 0 that ended it. A kernel before the node sets it
       // to 1 each time (the handle belongs to the top-level graph, so a kernel in any of its
       // bodies may set it).
-      if (loops > 0) {
-        ir::Node reset;
-        reset.kind = ir::NodeKind::While;
-        reset.loc = n.loc;
-        reset.call_stack = n.call_stack;
-        reset.cond = ir::constant(ir::Value::of_bool(true), n.loc);
-        out.push_back(set_condition(reset, n.handle));
-      }
+      if (loops > 0) out.push_back(set_condition(n, ir::constant(ir::Value::of_bool(true), n.loc), c->handle));
     } else {
       p.handles.push_back(h);
-      out.push_back(set_condition(n, n.handle));
+      const ir::SwitchNode* sw = std::get_if<ir::SwitchNode>(&n.op);
+      out.push_back(set_condition(n, *c->cond, c->handle, sw));
       // A while loop evaluates its condition again as the last step of every iteration.
-      if (n.kind == ir::NodeKind::While) n.bodies[0].nodes.push_back(set_condition(n, n.handle));
+      if (is_while) c->bodies[0].nodes.push_back(set_condition(n, *c->cond, c->handle));
     }
-    for (ir::Region& body : n.bodies)
-      lower_region(p, body, graph, loops + (n.kind == ir::NodeKind::While ? 1 : 0));
+    for (ir::Region& body : c->bodies) lower_region(p, body, graph, loops + (is_while ? 1 : 0));
     out.push_back(std::move(n));
   }
   region.nodes = std::move(out);

@@ -50,8 +50,8 @@ std::unique_ptr<Checked> check_spec(const std::string& name) {
 }
 
 const ir::Kernel& kernel_of(const ir::Program& p, const ir::Node& n) {
-  REQUIRE(n.kind == ir::NodeKind::Kernel);
-  return p.kernels[n.kernel];
+  REQUIRE(n.kind() == ir::NodeKind::Kernel);
+  return p.kernels[n.as<ir::KernelNode>().kernel];
 }
 
 // The memset node a lowered node is.
@@ -70,7 +70,7 @@ TEST_CASE("jacobi: a while loop gets a handle, a condition kernel before it and 
           "the update at the end of its body") {
   auto c = check_spec("jacobi.orch");
   ir::Program& p = c->program();
-  lower_graphs(p, plain_lowering());  // without unrolling (speed_test.cpp unrolls it)
+  lower_graphs(p, plain_lowering());  // without unrolling (unroll_test.cpp unrolls it)
   REQUIRE(p.handles.size() == 1);
   CHECK(p.handles[0].default_value == 0);
   CHECK_FALSE(p.handles[0].set_default);
@@ -81,11 +81,11 @@ TEST_CASE("jacobi: a while loop gets a handle, a condition kernel before it and 
   CHECK(before.generated);
   CHECK(before.source.find("cudaGraphSetConditional(h0, ") != std::string::npos);
   const ir::Node& loop = main.nodes[5];
-  CHECK(loop.kind == ir::NodeKind::While);
-  CHECK(loop.handle == 0);
+  CHECK(loop.kind() == ir::NodeKind::While);
+  CHECK(ir::conditional(loop)->handle == 0);
   CHECK(is_ordered(main, 4, 5));
   // The body: fill, sweep, sweep, and one kernel that does `iters += 2` and re-evaluates.
-  const ir::Region& body = loop.bodies[0];
+  const ir::Region& body = ir::bodies(loop)[0];
   REQUIRE(body.nodes.size() == 4);
   const ir::Kernel& last = kernel_of(p, body.nodes[3]);
   // expr/'s checked arithmetic: on an error the scalar keeps its value and the hook hears of it.
@@ -117,14 +117,14 @@ graph main {
   const ir::Region& main = p.graphs[p.main_graph].body;
   REQUIRE(main.nodes.size() == 4);
   const ir::Node& sw = main.nodes[1];
-  REQUIRE(sw.kind == ir::NodeKind::Switch);
-  CHECK(sw.bodies.size() == 3);  // two cases, then the default
+  REQUIRE(sw.kind() == ir::NodeKind::Switch);
+  CHECK(ir::bodies(sw).size() == 3);  // two cases, then the default
   const std::string& code = kernel_of(p, main.nodes[0]).source;
   // Case values in the subject's type; a subject that fails to evaluate runs no body.
   CHECK(code.find("orch_v<orch_i32> c = orch_ok<orch_i32>(*b0); unsigned index = 2u; if (c.e) { "
                   "orch_expr_error(c.e); index = 3u; } else switch (c.v) { case 7: index = 0u; break; "
                   "case (-2): index = 1u; break; default: break; }") != std::string::npos);
-  CHECK(main.nodes[3].bodies.size() == 2);
+  CHECK(ir::bodies(main.nodes[3]).size() == 2);
   // A condition that fails to evaluate is false.
   CHECK(kernel_of(p, main.nodes[2]).source.find("cudaGraphSetConditional(h1, (!c.e && c.v) ? 1u : 0u);") !=
         std::string::npos);
@@ -143,7 +143,7 @@ TEST_CASE("countdown: `while kernel` is a do-while whose kernel gets the loop's 
   CHECK(p.handles[0].set_default);
   const ir::Region& main = p.graphs[p.main_graph].body;
   REQUIRE(main.nodes.size() == 2);  // fill, while: no condition kernel needed
-  const ir::Node& step = main.nodes[1].bodies[0].nodes[0];
+  const ir::KernelNode& step = ir::bodies(main.nodes[1])[0].nodes[0].as<ir::KernelNode>();
   REQUIRE(step.args.size() == 3);
   CHECK(step.args[2].kind == ir::ArgKind::CondHandle);
   CHECK(step.args[2].ref == 0);
@@ -195,7 +195,7 @@ graph main {
   const ir::Region& main = p.graphs[p.main_graph].body;
   const lir::Body& lowered = l.graphs[l.main_graph].body;
   REQUIRE(main.nodes.size() == 6);
-  CHECK(main.nodes[0].kind == ir::NodeKind::Fill);  // 8 zero bytes: two equal 4-byte halves
+  CHECK(main.nodes[0].kind() == ir::NodeKind::Fill);  // 8 zero bytes: two equal 4-byte halves
   CHECK(memset_of(lowered.nodes[0]).element_size == 4);
   CHECK(kernel_of(p, main.nodes[1]).name.rfind("orch_fill_", 0) == 0);  // 1.5 as f64: halves differ
   CHECK(kernel_of(p, main.nodes[2]).name.rfind("orch_fill_", 0) == 0);  // mapped host memory
@@ -251,9 +251,9 @@ graph main {
   CHECK(first.name == "main.0");
   CHECK(second.name == "main.1");
   bool first_has_if = false;
-  for (const ir::Node& n : first.body.nodes) first_has_if |= n.kind == ir::NodeKind::If;
+  for (const ir::Node& n : first.body.nodes) first_has_if |= n.kind() == ir::NodeKind::If;
   CHECK(first_has_if);
-  for (const ir::Node& n : second.body.nodes) CHECK(n.kind == ir::NodeKind::Kernel);
+  for (const ir::Node& n : second.body.nodes) CHECK(n.kind() == ir::NodeKind::Kernel);
   // The handle lives on the segment that holds its conditional node.
   REQUIRE(p.handles.size() == 1);
   CHECK(p.handles[0].graph == p.segments[0]);
@@ -396,25 +396,25 @@ graph main {
   const ir::Region& main = p.graphs[p.main_graph].body;
   // fill, condition, while, while kernel (top level: the handle's default is enough)
   REQUIRE(main.nodes.size() == 4);
-  CHECK(main.nodes[3].kind == ir::NodeKind::While);
-  const int top_handle = main.nodes[3].handle;
-  const ir::Region& body = main.nodes[2].bodies[0];
+  CHECK(main.nodes[3].kind() == ir::NodeKind::While);
+  const int top_handle = ir::conditional(main.nodes[3])->handle;
+  const ir::Region& body = ir::bodies(main.nodes[2])[0];
   // fill inner, reset, while kernel, update + condition
   REQUIRE(body.nodes.size() == 4);
   const ir::Node& loop = body.nodes[2];
-  REQUIRE(loop.kind == ir::NodeKind::While);
-  CHECK_FALSE(loop.cond.has_value());
+  REQUIRE(loop.kind() == ir::NodeKind::While);
+  CHECK_FALSE(loop.as<ir::WhileNode>().cond.has_value());
   const ir::Kernel& reset = kernel_of(p, body.nodes[1]);
   CHECK(reset.generated);
   // Sets the loop's handle from the constant `true` (through expr/'s printer, like any condition).
-  CHECK(reset.source.find("cudaGraphSetConditional(h" + std::to_string(loop.handle) + ", ") !=
+  CHECK(reset.source.find("cudaGraphSetConditional(h" + std::to_string(ir::conditional(loop)->handle) + ", ") !=
         std::string::npos);
   CHECK(reset.source.find("orch_ok<orch_bool>(true)") != std::string::npos);
   CHECK(is_ordered(body, 1, 2));
-  CHECK(p.handles[loop.handle].set_default);
+  CHECK(p.handles[ir::conditional(loop)->handle].set_default);
   // No reset before the top-level loop: nothing else sets its handle there.
   for (const ir::Node& n : main.nodes)
-    for (const ir::KernelArg& a : n.args)
+    for (const ir::KernelArg& a : n.is<ir::KernelNode>() ? n.as<ir::KernelNode>().args : std::vector<ir::KernelArg>{})
       CHECK_FALSE((a.kind == ir::ArgKind::CondHandle && a.ref == top_handle));
   DiagnosticEngine ok;
   CHECK(lowering::verify_ordering(l, ok));
@@ -435,13 +435,13 @@ graph main {
 )");
   // Already in the checked DAG: no buffer orders them, the handle does.
   {
-    const ir::Region& body = c->program().graphs[c->program().main_graph].body.nodes[0].bodies[0];
+    const ir::Region& body = ir::bodies(c->program().graphs[c->program().main_graph].body.nodes[0])[0];
     REQUIRE(body.edges.size() == 1);
     CHECK(body.edges[0].kind == ir::DepKind::Condition);
   }
   ir::Program& p = c->program();
   lir::Program l = lower_to_lir(p);
-  ir::Region& body = p.graphs[p.main_graph].body.nodes[0].bodies[0];
+  ir::Region& body = ir::bodies(p.graphs[p.main_graph].body.nodes[0])[0];
   REQUIRE(body.nodes.size() == 2);
   CHECK(is_ordered(body, 0, 1));
   DiagnosticEngine ok;
@@ -484,7 +484,7 @@ graph main {
     for (size_t a = 0; a < k.params.size(); ++a)
       if (k.params[a].kind == ir::KernelParamKind::Status) {
         has_status = true;
-        CHECK(main.nodes[i].args[a].kind == ir::ArgKind::Status);
+        CHECK(main.nodes[i].as<ir::KernelNode>().args[a].kind == ir::ArgKind::Status);
       }
     CHECK(has_status);
   }
@@ -518,7 +518,7 @@ graph main { launch rounds tail }
   CHECK(p.graphs[step].body.nodes.empty());
   // Inlined into `rounds`, `self` is `rounds`.
   REQUIRE(p.graphs[rounds].body.nodes.size() == 1);
-  const ir::Node& k = p.graphs[rounds].body.nodes[0];
+  const ir::KernelNode& k = p.graphs[rounds].body.nodes[0].as<ir::KernelNode>();
   REQUIRE(k.args.size() == 2);
   CHECK(k.args[1].self);
   CHECK(k.args[1].ref == rounds);

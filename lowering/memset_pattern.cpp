@@ -3,13 +3,14 @@
 namespace orch::lowering {
 
 std::optional<MemsetPattern> memset_pattern(const ir::Program& p, const ir::Node& n) {
-  if (n.kind != ir::NodeKind::Fill) return std::nullopt;
-  const ir::Buffer& b = p.buffers[n.dst];
+  if (!n.is<ir::FillNode>()) return std::nullopt;
+  const ir::FillNode& fill = n.as<ir::FillNode>();
+  const ir::Buffer& b = p.buffers[fill.dst];
   // Param-valued fills and fills of mapped host memory run as kernels: a memset node
   // needs its value at instantiation and device memory to write.
-  if (ir::depends_on_host_values(n.value) || b.host) return std::nullopt;
+  if (ir::depends_on_host_values(fill.value) || b.host) return std::nullopt;
   expr::Evaluation v =
-      expr::evaluate(ir::to_postfix(n.value), [](const expr::Instr&) { return std::nullopt; });
+      expr::evaluate(ir::to_postfix(fill.value), [](const expr::Instr&) { return std::nullopt; });
   if (!v.known()) return std::nullopt;
   expr::Outcome c = expr::convert(v.value, b.elem);  // the checker proved it converts
   if (!c.ok()) return std::nullopt;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,10 +97,19 @@ std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const li
 // condition evaluation, become one generated kernel (not across unrolled copies).
 void fuse_generated_kernels(ir::Program& program);
 
+// What the ir passes computed that the checker's IR does not hold, for build_lir, by kernel index:
+// the guard code of each generated kernel of an unrolled copy, per GuardRole
+// (lir::Kernel::guard_variants), and the generated kernels that wait at entry
+// (lir::Kernel::waits_at_entry).
+struct IrLowering {
+  std::map<int, std::vector<std::string>> guard_variants;
+  std::set<int> waits_at_entry;
+};
+
 // generate_kernels.cpp: scalar updates, condition evaluations, kernel fills and `launch`
 // statements become kernel nodes running kernels orchc writes; with options.pdl each one waits
-// at entry (griddepcontrol.wait, Kernel::waits_at_entry).
-void generate_kernels(ir::Program& program, const PassOptions& options);
+// at entry (griddepcontrol.wait, Kernel::waits_at_entry). The guard variants go to `out`.
+void generate_kernels(ir::Program& program, const PassOptions& options, IrLowering& out);
 
 // assign_guards (unroll_loops.cpp), on the lowered program: each guarded node's role from the
 // edges within its copy; a generated kernel gets that role's guard code, a user kernel a variant
@@ -110,7 +121,7 @@ void rebuild_edges(ir::Program& program);
 
 // build_lir.cpp: the lowered program, from the IR after the passes above: every node a
 // kernel, memcpy, memset, conditional or collective node, with its dependencies.
-lir::Program build_lir(const ir::Program& program);
+lir::Program build_lir(const ir::Program& program, const IrLowering& lowering);
 
 // hash_collectives.cpp: a hash of the collective sequence, which ranks compare at bind time.
 void hash_collectives(lir::Program& program);

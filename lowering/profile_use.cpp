@@ -35,8 +35,9 @@ SourceRange range_of(const SourceManager& sources, uint32_t file, const JsonPath
 
 // The key a statement of the checked program has in a profile.
 std::string kernel_key(const ir::Program& p, const ir::Node& n) {
-  if (n.kind != ir::NodeKind::Kernel || n.kernel < 0 || static_cast<size_t>(n.kernel) >= p.kernels.size()) return "";
-  const ir::Kernel& k = p.kernels[static_cast<size_t>(n.kernel)];
+  const ir::KernelNode* launch = std::get_if<ir::KernelNode>(&n.op);
+  if (!launch || launch->kernel < 0 || static_cast<size_t>(launch->kernel) >= p.kernels.size()) return "";
+  const ir::Kernel& k = p.kernels[static_cast<size_t>(launch->kernel)];
   return k.generated ? "" : k.name;
 }
 
@@ -44,7 +45,7 @@ void statements(const ir::Program& p, const ir::Region& r,
                 std::set<std::tuple<uint32_t, uint32_t, uint32_t, std::string>>* out) {
   for (const ir::Node& n : r.nodes) {
     if (n.loc.valid()) out->emplace(n.loc.file, n.loc.begin.line, n.loc.begin.col, kernel_key(p, n));
-    for (const ir::Region& b : n.bodies) statements(p, b, out);
+    for (const ir::Region& b : ir::bodies(n)) statements(p, b, out);
   }
 }
 
@@ -228,9 +229,11 @@ Launch launch_of(const ir::Program& p, const ir::Node& n, const Residency& r, co
   L.shape = launch_shape(p, n, r);
   // A fill or copy the profile saw as a copy or memset: its elements, from the bytes it moved,
   // size the kernel of 256-thread blocks a guarded copy of it runs (launch_shape's model).
-  if (L.measured && L.measured->bytes && (n.kind == ir::NodeKind::Fill || n.kind == ir::NodeKind::Copy) &&
-      n.dst >= 0 && static_cast<size_t>(n.dst) < p.buffers.size()) {
-    const uint64_t element = expr::size_of(p.buffers[static_cast<size_t>(n.dst)].elem);
+  const int dst = n.is<ir::FillNode>()   ? n.as<ir::FillNode>().dst
+                  : n.is<ir::CopyNode>() ? n.as<ir::CopyNode>().dst
+                                         : -1;
+  if (L.measured && L.measured->bytes && dst >= 0 && static_cast<size_t>(dst) < p.buffers.size()) {
+    const uint64_t element = expr::size_of(p.buffers[static_cast<size_t>(dst)].elem);
     const uint64_t elements = element ? *L.measured->bytes / element : 0;
     L.shape.blocks = (elements + 255) / 256;
     L.measured_shape = true;

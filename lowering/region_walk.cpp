@@ -6,7 +6,7 @@ namespace {
 void walk(ir::Region& r, int graph, const std::function<void(ir::Region&, int)>& f) {
   f(r, graph);
   for (ir::Node& n : r.nodes)
-    for (ir::Region& body : n.bodies) walk(body, graph, f);
+    for (ir::Region& body : ir::bodies(n)) walk(body, graph, f);
 }
 }  // namespace
 

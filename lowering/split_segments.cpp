@@ -7,7 +7,7 @@ namespace {
 enum class NodeClass { Plain, Conditional, LaunchOrCollective };
 
 NodeClass classify(const ir::Program& p, const ir::Node& n) {
-  switch (n.kind) {
+  switch (n.kind()) {
     case ir::NodeKind::If:
     case ir::NodeKind::While:
     case ir::NodeKind::Switch:
@@ -19,7 +19,7 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
       // A kernel that may launch kernels from the device is kept apart from conditional
       // nodes like one that launches graphs: a precaution, as both use the device runtime's
       // launch path and the pair is not measured (a needless split costs one more launch).
-      const ir::Kernel& k = p.kernels[n.kernel];
+      const ir::Kernel& k = p.kernels[n.as<ir::KernelNode>().kernel];
       return k.budgets.empty() && !k.may_launch_kernels ? NodeClass::Plain
                                                         : NodeClass::LaunchOrCollective;
     }

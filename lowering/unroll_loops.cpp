@@ -176,20 +176,20 @@ class Unroller {
 
  private:
   std::string where(const ir::Node& n) const {
-    return "`while " + ir::to_string(*n.cond, p_) + "` at line " + std::to_string(n.loc.begin.line) + ":" +
+    return "`while " + ir::to_string(*n.as<ir::WhileNode>().cond, p_) + "` at line " + std::to_string(n.loc.begin.line) + ":" +
            std::to_string(n.loc.begin.col);
   }
 
   void region(ir::Region& r) {
     for (size_t i = 0; i < r.nodes.size(); ++i) {
-      for (ir::Region& b : r.nodes[i].bodies) region(b);
-      if (r.nodes[i].kind == ir::NodeKind::While) loop(r, i);
+      for (ir::Region& b : ir::bodies(r.nodes[i])) region(b);
+      if (r.nodes[i].is<ir::WhileNode>()) loop(r, i);
     }
   }
 
   // Why `n`, a node of a loop body, keeps the loop from being unrolled; "" if it does not.
   std::string blocker(const ir::Node& n) const {
-    switch (n.kind) {
+    switch (n.kind()) {
       case ir::NodeKind::If:
       case ir::NodeKind::While:
       case ir::NodeKind::Switch:
@@ -200,20 +200,21 @@ class Unroller {
       case ir::NodeKind::Collective:
         return "its body holds a collective";
       case ir::NodeKind::Copy:
-        if (p_.buffers[n.src].host || p_.buffers[n.dst].host)
+        if (p_.buffers[n.as<ir::CopyNode>().src].host || p_.buffers[n.as<ir::CopyNode>().dst].host)
           return "its body copies host memory (a guarded copy would be a kernel touching mapped host memory)";
         return "";
       case ir::NodeKind::Fill:
-        if (p_.buffers[n.dst].host)
+        if (p_.buffers[n.as<ir::FillNode>().dst].host)
           return "its body fills host memory (a guarded fill would be a kernel touching mapped host memory)";
         return "";
       case ir::NodeKind::ScalarUpdate:
         return "";
       case ir::NodeKind::Kernel: {
-        const ir::Kernel& k = p_.kernels[n.kernel];
+        const ir::KernelNode& launch = n.as<ir::KernelNode>();
+        const ir::Kernel& k = p_.kernels[launch.kernel];
         if (!k.budgets.empty() || k.may_launch_kernels)
           return "kernel `" + k.name + "` in its body launches work from the device";
-        for (const ir::KernelArg& a : n.args)
+        for (const ir::KernelArg& a : launch.args)
           if (a.kind == ir::ArgKind::Cond || a.kind == ir::ArgKind::CondHandle)
             return "kernel `" + k.name + "` in its body sets a conditional handle";
         if (!o_.patch_user_kernels && !k.generated)
@@ -226,21 +227,25 @@ class Unroller {
 
   void loop(ir::Region& r, size_t at) {
     ir::Node& w = r.nodes[at];
-    if (!w.cond) {
+    ir::WhileNode& loop_node = w.as<ir::WhileNode>();
+    if (!loop_node.cond) {
       notes_.push_back("`while kernel` at line " + std::to_string(w.loc.begin.line) + ":" +
                        std::to_string(w.loc.begin.col) +
                        ": not unrolled: its body kernel sets the condition through cudaGraphSetConditional, whose "
                        "value no other kernel can read");
       return;
     }
-    ir::Region& body = w.bodies[0];
+    ir::Region& body = loop_node.bodies[0];
     // lower_conditions: the body ends with the kernel that evaluates the condition again, and the
     // node before the loop evaluates it the first time.
-    const bool shaped = !body.nodes.empty() && body.nodes.back().kind == ir::NodeKind::SetCondition &&
-                        body.nodes.back().handle == w.handle;
+    auto sets_handle = [&](const ir::Node& n) {
+      const auto* s = std::get_if<ir::SetConditionNode>(&n.op);
+      return s && s->handle == loop_node.handle;
+    };
+    const bool shaped = !body.nodes.empty() && sets_handle(body.nodes.back());
     int before = -1;
     for (size_t j = 0; j < at; ++j)
-      if (r.nodes[j].kind == ir::NodeKind::SetCondition && r.nodes[j].handle == w.handle) before = static_cast<int>(j);
+      if (sets_handle(r.nodes[j])) before = static_cast<int>(j);
     if (!shaped || before < 0) {
       notes_.push_back(where(w) + ": not unrolled: its condition kernels are not where lowering puts them");
       return;
@@ -305,8 +310,8 @@ class Unroller {
 
     const int index = static_cast<int>(p_.unrolled_loops.size());
     ir::UnrolledLoop L;
-    L.cond = *w.cond;
-    L.handle = w.handle;
+    L.cond = *loop_node.cond;
+    L.handle = loop_node.handle;
     L.copies = copies;
     L.loc = w.loc;
     // The slots: one u32 per copy from 2 on, owned by the executable like any buffer. The name is
@@ -319,7 +324,7 @@ class Unroller {
     L.slots = static_cast<int>(p_.buffers.size());
     p_.buffers.push_back(slots);
     L.status_site = static_cast<int>(p_.status_sites.size());
-    p_.status_sites.push_back({w.loc, w.call_stack, "the condition of `while " + ir::to_string(*w.cond, p_) +
+    p_.status_sites.push_back({w.loc, w.call_stack, "the condition of `while " + ir::to_string(*loop_node.cond, p_) +
                                                         "`, evaluated by an unrolled copy's guard"});
     for (ir::GuardRole role : kRoles) L.functions.push_back(guard_function(L, role));
     p_.unrolled_loops.push_back(std::move(L));
@@ -341,7 +346,7 @@ class Unroller {
       }
     }
     for (ir::Node* reset : {&end, &r.nodes[before]}) {
-      reset->reset_guards.push_back(index);
+      reset->as<ir::SetConditionNode>().reset_guards.push_back(index);
       add_access(reset->accesses, loop.slots, false, true);
     }
     body.nodes.push_back(std::move(end));

@@ -120,7 +120,7 @@ NodeRef find_node(const ir::Program& p, int graph, const SourceRange& loc) {
       if (!n.call_stack.empty()) continue;
       if (n.loc.begin.line == loc.begin.line && n.loc.begin.col == loc.begin.col && n.loc.file == loc.file)
         return {&n, &r, static_cast<int>(i)};
-      for (const ir::Region& b : n.bodies)
+      for (const ir::Region& b : ir::bodies(n))
         if (NodeRef found = walk(b); found.node) return found;
     }
     return {};

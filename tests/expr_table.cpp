@@ -425,8 +425,9 @@ Checked check_row(const Row& row, bool with_defaults) {
   if (!out.diagnostics.empty() || !result.program) return out;
   const ir::Program& p = *result.program;
   const ir::Node& n = p.graphs[p.main_graph].body.nodes.at(0);
-  out.code = ir::to_postfix(n.value);
-  out.type = n.value.type;
+  const ir::Expr& value = n.as<ir::ScalarUpdateNode>().value;  // `r = <row>`
+  out.code = ir::to_postfix(value);
+  out.type = value.type;
   return out;
 }
 
