@@ -125,8 +125,14 @@ void Emitter::host_builder(int g) {
   s.graph = g;
   s.graph_var = "graph";
   region(x.body, s);
-  line("ORCH_CHECK(cudaGraphInstantiateWithFlags(&out->" + exec_names_[g] + ", graph, 0), " + gw +
-       ");");
+  // Node priorities where a collective has kernels beside it (lowering/prioritize_collectives.cpp;
+  // the runtime does the same: runtime/src/executable_build.cpp, prioritize_new_kernels).
+  const bool priorities = std::any_of(x.body.nodes.begin(), x.body.nodes.end(), [](const lir::Node& n) {
+    const auto* c = std::get_if<lir::CollectiveNode>(&n.op);
+    return c && c->high_priority;
+  });
+  line("ORCH_CHECK(cudaGraphInstantiateWithFlags(&out->" + exec_names_[g] + ", graph, " +
+       (priorities ? "cudaGraphInstantiateFlagUseNodePriority" : "0") + "), " + gw + ");");
   line("ORCH_CHECK(cudaGraphUpload(out->" + exec_names_[g] + ", 0), " + gw + ");");
   line("return cudaSuccess;");
   close();
@@ -399,6 +405,14 @@ void Emitter::collective(const lir::CollectiveNode& n, const Scope& s, const std
   // (joined by an empty node where there are several).
   const bool none = deps.rfind("nullptr", 0) == 0;
   const std::string count = deps.substr(deps.find(',') + 2);
+  if (n.high_priority) {
+    line("// Kernels may run beside it: NCCL's kernels (the kernel nodes its capture adds) at the");
+    line("// device's greatest priority, first on the SMs.");
+    line("size_t before_count = 0;");
+    line("ORCH_CHECK(cudaGraphGetNodes(" + s.graph_var + ", nullptr, &before_count), " + w + ");");
+    line("std::vector<cudaGraphNode_t> before(before_count);");
+    line("ORCH_CHECK(cudaGraphGetNodes(" + s.graph_var + ", before.data(), &before_count), " + w + ");");
+  }
   line("ORCH_CHECK(cudaStreamUpdateCaptureDependencies(capture, " +
        std::string(none ? "nullptr" : "const_cast<cudaGraphNode_t*>(deps)") + ", nullptr, " + count +
        ", cudaStreamSetCaptureDependencies), " + w + ");");
@@ -412,6 +426,23 @@ void Emitter::collective(const lir::CollectiveNode& n, const Scope& s, const std
        w + ");");
   line("if (nlast == 1) " + slot + " = last[0];");
   line("else ORCH_CHECK(cudaGraphAddEmptyNode(&" + slot + ", " + s.graph_var + ", last, nlast), " + w + ");");
+  if (n.high_priority) {
+    line("size_t after_count = 0;");
+    line("ORCH_CHECK(cudaGraphGetNodes(" + s.graph_var + ", nullptr, &after_count), " + w + ");");
+    line("std::vector<cudaGraphNode_t> after(after_count);");
+    line("ORCH_CHECK(cudaGraphGetNodes(" + s.graph_var + ", after.data(), &after_count), " + w + ");");
+    line("int least = 0, greatest = 0;");
+    line("ORCH_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest), " + w + ");");
+    open("for (cudaGraphNode_t made : after) {");
+    line("if (std::find(before.begin(), before.end(), made) != before.end()) continue;");
+    line("cudaGraphNodeType type = cudaGraphNodeTypeEmpty;");
+    line("ORCH_CHECK(cudaGraphNodeGetType(made, &type), " + w + ");");
+    line("if (type != cudaGraphNodeTypeKernel) continue;");
+    line("cudaLaunchAttributeValue priority = {};");
+    line("priority.priority = greatest;");
+    line("ORCH_CHECK(cudaGraphKernelNodeSetAttribute(made, cudaLaunchAttributePriority, &priority), " + w + ");");
+    close();
+  }
 }
 
 }  // namespace orch::eject

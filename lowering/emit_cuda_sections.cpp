@@ -47,6 +47,10 @@ void Emitter::header() {
   line("#include <cstdint>");
   line("#include <cstdio>");
   line("#include <cstring>");
+  if (has_collectives()) {  // a high-priority collective's capture lists the graph's nodes
+    line("#include <algorithm>");
+    line("#include <vector>");
+  }
   line();
   line("// ==== Expression helpers (orch's expr/ops.h): every operator, checked, on the host and");
   line("// the device; printed expressions call them and get a value or an error code.");

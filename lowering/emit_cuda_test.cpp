@@ -305,6 +305,36 @@ TEST_CASE("eject: switch bodies, `while kernel` defaults, collectives") {
   CHECK(has(dp, "ncclCommInitAll(&p.world, 1, &device)"));
 }
 
+// Two allreduces the DAG leaves unordered (a large kernel beside them, as in a data-parallel
+// step): the ejected graph keeps them in node order (collectives_in_order), runs NCCL's kernels
+// at the greatest priority and is instantiated with node priorities, as the runtime does; nvcc
+// compiles it.
+TEST_CASE("eject: collectives in node order, NCCL's kernels at high priority where kernels run beside them") {
+  const std::string text =
+      "pipeline two_ar\ntarget sm_90\nparam n: u32 = 256\ncomm world\nbuffer big: f32[1 << 24]\n"
+      "buffer g0: f32[n]\nbuffer g1: f32[n]\n"
+      "kernel scale(n: u32, x: inout f32[]) source \"\"\"extern \"C\" __global__ void scale(unsigned n, float* x) "
+      "{ unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2.0f; }\"\"\"\n"
+      "graph main {\n  scale<<<ceil_div(n, 256), 256>>>(n, g0)\n  scale<<<ceil_div(n, 256), 256>>>(n, g1)\n"
+      "  allreduce sum g0 on world\n  allreduce sum g1 on world\n  scale<<<65536, 256>>>(1 << 24, big)\n}\n";
+  const std::string cu = eject_text(text);
+  // Node 3 (the second allreduce) waits for its kernel (1) and the first allreduce (2).
+  CHECK(has(cu, "const cudaGraphNode_t deps[] = {node[1], node[2]};"));
+  CHECK(count(cu, "cudaGraphKernelNodeSetAttribute(made, cudaLaunchAttributePriority, &priority)") == 2);
+  CHECK(has(cu, "cudaGraphInstantiateWithFlags(&out->main_exec, graph, cudaGraphInstantiateFlagUseNodePriority)"));
+  REQUIRE_MESSAGE(access(nvcc_path().c_str(), X_OK) == 0, "no nvcc at " << nvcc_path() << " (set ORCH_NVCC)");
+  EjectTempDir dir;
+  const std::string out = dir.path() + "/two_ar.cu";
+  std::ofstream(out, std::ios::binary) << cu;
+  const Compiled c = compile(out, dir.path());
+  INFO(c.log);
+  CHECK(c.status == 0);
+  // dp_step's one allreduce has nothing beside it: no priorities.
+  const std::string dp = eject_file(eject_examples_dir() + "/dp_step.orch");
+  CHECK_FALSE(has(dp, "cudaLaunchAttributePriority"));
+  CHECK(has(dp, "cudaGraphInstantiateWithFlags(&out->main_exec, graph, 0)"));
+}
+
 TEST_CASE("eject: names that C++ or the kernel sources' macros would break are renamed") {
   std::string cu = eject_text(R"(pipeline my_pipe
 param new: u32 = 64

@@ -116,6 +116,7 @@ void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const Sour
   r.note(r.run("assign_guards", [&] { return lowering::assign_guards(l); }));
   r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
   r.note(r.run("line_up_collectives", [&] { return lowering::line_up_collectives(l, o); }));
+  r.note(r.run("collectives_in_order", [&] { return lowering::collectives_in_order(l); }));
   r.note(r.run("prioritize_collectives", [&] { return lowering::prioritize_collectives(l, o); }));
   r.note(r.run("one_loop_at_a_time", [&] { return lowering::one_loop_at_a_time(l); }));
   r.note(r.run("programmatic_edges", [&] { return lowering::programmatic_edges(l, o, false); }));

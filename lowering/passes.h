@@ -131,6 +131,11 @@ void hash_collectives(lir::Program& program);
 // running beside it; the join would cost more). Returns a line for --print-passes.
 std::vector<std::string> line_up_collectives(lir::Program& program, const PassOptions& options);
 
+// collectives_in_order.cpp: each collective of a host graph after the one before it in node
+// order, by a full edge where the DAG leaves them unordered (every rank issues a communicator's
+// collectives in one order). Returns a line for --print-passes.
+std::vector<std::string> collectives_in_order(lir::Program& program);
+
 // prioritize_collectives.cpp: a collective with a kernel (or a conditional) neither before nor
 // after it gets high_priority: the runtime runs NCCL's kernels for it at the greatest priority.
 // Returns lines for --print-passes.

@@ -424,8 +424,9 @@ TEST_CASE("line up: one-wave kernels after the collective before them, unless a 
   CHECK(main_body(lined->program).nodes[2].order_note ==
         "after the collective at line 13:3: this launch has 1 block of 256 threads, within the 1056 such blocks an "
         "sm_90 holds at once (132 SMs x 8), too short to gain from running beside it");
+  // Free, each collective still waits for the one before it (collectives_in_order).
   const std::string free_edges =
-      "0 kernel:\n1 collective: 0\n2 kernel:\n3 collective: 2\n4 kernel:\n5 collective: 4\n6 kernel:\n"
+      "0 kernel:\n1 collective: 0\n2 kernel:\n3 collective: 2 1\n4 kernel:\n5 collective: 4 3\n6 kernel:\n"
       "7 kernel: 1\n";
   auto large = lower_text(text(true));
   CHECK(edges(main_body(large->program)) == free_edges);

@@ -372,11 +372,13 @@ TEST_CASE("plan: depends_on sees a collective ordered after the one before it th
     CHECK(orch::rt::depends_on(g, 3, 2));
     CHECK(orch::rt::depends_on(g, 1, 0));
     CHECK_FALSE(orch::rt::depends_on(g, 1, 3));  // only earlier nodes
-    // Lined up, the second kernel waits for the first allreduce, and so the second allreduce.
+    // Lined up, the second kernel waits for the first allreduce, and so the second allreduce;
+    // free, the second allreduce still waits for the first, by the artifact's own edge
+    // (lowering/collectives_in_order.cpp), and the runtime adds none.
     const bool lined_up = options[0] == 0;
     CHECK(orch::rt::depends_on(g, 2, 1) == lined_up);
     CHECK(orch::rt::depends_on(g, 2, 0) == lined_up);
-    CHECK(orch::rt::depends_on(g, 3, 1) == lined_up);
+    CHECK(orch::rt::depends_on(g, 3, 1));
   }
 }
 
