@@ -12,8 +12,8 @@
 // 2%, so those keep the stream's priority.
 //
 // So, per host graph: a collective with a kernel or conditional node (which runs kernels)
-// neither before nor after it (in the DAG, with the chain the runtime keeps the collectives in)
-// gets high_priority; the runtime sets the priority on
+// neither before nor after it in the DAG (which holds the collectives' own chain) gets
+// high_priority; the runtime sets the priority on
 // the kernel nodes NCCL's capture makes for it and instantiates that segment with node
 // priorities. Priority orders no memory: verify_ordering's proof is unchanged.
 #include <algorithm>
@@ -36,35 +36,17 @@ bool runs_kernels(const lir::NodeOp& op) {
                     op);
 }
 
+// The chain the runtime keeps the collectives in is in the deps already (collectives_in_order
+// runs first), so the DAG alone says what is ordered.
 void body(lir::Body& b, std::vector<std::string>& notes, size_t& prioritized) {
   const size_t count = b.nodes.size();
-  if (std::none_of(b.nodes.begin(), b.nodes.end(),
-                   [](const lir::Node& n) { return std::holds_alternative<lir::CollectiveNode>(n.op); }))
-    return;
-  // before[i][j]: node j is ordered before node i (deps point at earlier nodes only).
-  // The runtime also runs the collectives in node order (each after the one before it).
-  std::vector<std::vector<bool>> before(count);
-  int last_collective = -1;
-  for (size_t i = 0; i < count; ++i) {
-    before[i].assign(count, false);
-    std::vector<uint32_t> from;
-    for (const lir::Dep& d : b.nodes[i].deps) from.push_back(d.from);
-    if (std::holds_alternative<lir::CollectiveNode>(b.nodes[i].op)) {
-      if (last_collective >= 0) from.push_back(static_cast<uint32_t>(last_collective));
-      last_collective = static_cast<int>(i);
-    }
-    for (uint32_t f : from) {
-      before[i][f] = true;
-      for (size_t j = 0; j < f; ++j)
-        if (before[f][j]) before[i][j] = true;
-    }
-  }
   for (size_t c = 0; c < count; ++c) {
     auto* coll = std::get_if<lir::CollectiveNode>(&b.nodes[c].op);
     if (!coll) continue;
     for (size_t k = 0; k < count; ++k) {
       if (k == c || !runs_kernels(b.nodes[k].op)) continue;
-      const bool ordered = k < c ? before[c][k] : before[k][c];
+      const uint32_t lo = static_cast<uint32_t>(std::min(k, c)), hi = static_cast<uint32_t>(std::max(k, c));
+      const bool ordered = lir::reaches(b, lo, hi);
       if (ordered) continue;
       coll->high_priority = true;
       ++prioritized;
