@@ -20,6 +20,18 @@ uint32_t size_of(const flatbuffers::Vector<T>* v) {
   return v ? v->size() : 0;
 }
 
+// The verifier checks a vector's length field, not that its structs are aligned: a hostile file
+// can start a vector of 8-byte structs 4 bytes off, and reading one is undefined behaviour.
+template <class T>
+bool structs_aligned(const flatbuffers::Vector<const T*>* v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) == 0;
+}
+// The verifier's 4-byte check suffices for these; a struct that gains an 8-byte field fails here
+// and must be read only after structs_aligned, as ExprInstr and ArenaSlot are.
+static_assert(alignof(fb::Node) <= 4 && alignof(fb::SourceLoc) <= 4 && alignof(fb::LaunchShape) <= 4 &&
+                  alignof(fb::SlotPair) <= 4,
+              "a struct vector needs structs_aligned before it is read");
+
 // A name from the file made safe for a one-line message: control bytes become '?', and long
 // names are cut, so a hostile file cannot forge extra lines or flood the terminal.
 inline std::string printable(const flatbuffers::String* s, size_t limit = 80) {

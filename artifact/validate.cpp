@@ -211,8 +211,7 @@ class Validator {
       return "expression has " + std::to_string(n) + " instructions, more than the limit of " +
              std::to_string(kMaxExprLength);
     }
-    // The verifier checks a vector's length field, not that its structs are aligned.
-    if (reinterpret_cast<uintptr_t>(code->Data()) % alignof(fb::ExprInstr) != 0) {
+    if (!detail::structs_aligned(code)) {
       return "expression code is not 8-byte aligned";
     }
     int64_t depth = 0;

@@ -19,6 +19,7 @@ std::string memory_plan_problem(const fb::Pipeline& p) {
   if (alignment < kArenaAlignment || alignment > (uint64_t(1) << 30) || (alignment & (alignment - 1)) != 0)
     return "memory plan: alignment " + std::to_string(alignment) + " is not a power of two from " +
            std::to_string(kArenaAlignment) + " to 2^30";
+  if (!detail::structs_aligned(m->slots())) return "memory plan: slots are not 8-byte aligned";
   const uint32_t n = detail::size_of(m->slots());
   std::vector<uint64_t> bytes, offsets;
   int64_t last = -1;

@@ -1136,23 +1136,35 @@ TEST_CASE("validate: shared sub-tables cannot blow up the walk") {
 
 namespace {
 
-// A pipeline whose one buffer count is an expression whose code vector starts 4 bytes off an
-// 8-byte boundary: something FlatBufferBuilder never writes and the verifier does not check
-// (it checks a vector's length field, not its structs' alignment). The code is made to point
-// into a [uint] vector so that one element reads as the length, the next six as one ExprInstr.
-std::string misaligned_code_pipeline() {
-  flatbuffers::FlatBufferBuilder fbb;
+// A vector of one T that starts 4 bytes off an 8-byte boundary: something FlatBufferBuilder never
+// writes and the verifier does not check (it checks a vector's length field, not its structs'
+// alignment). The vector is made to point into a [uint] vector so that one element reads as the
+// length, the next ones as one T.
+template <class T>
+flatbuffers::Offset<flatbuffers::Vector<const T*>> misaligned_vector(flatbuffers::FlatBufferBuilder& fbb) {
+  static_assert(sizeof(T) <= 6 * 4, "the [uint] vector holds a length and six words");
   const auto words = fbb.CreateVector(std::vector<uint32_t>{1, 1, 0, 0, 0, 0, 0, 0});
   // Builder offsets count from the end of the finished (8-byte aligned) buffer, so a struct at
   // builder offset d is misaligned exactly when d % 8 == 4. The pseudo vector starting at word
   // k has its data at o - 4k - 4.
   const uint32_t o = words.o;
   const uint32_t k = (o - 4) % 8 == 4 ? 0 : 1;
-  const flatbuffers::Offset<flatbuffers::Vector<const fb::ExprInstr*>> code(o - 4 * k);
-  const auto count = fb::CreateExpr(fbb, code);
-  const auto name = fbb.CreateString("b");
-  const std::vector<flatbuffers::Offset<fb::Buffer>> buffers = {
-      fb::CreateBuffer(fbb, name, fb::ScalarType::U8, count)};
+  return flatbuffers::Offset<flatbuffers::Vector<const T*>>(o - 4 * k);
+}
+
+// A pipeline with one empty node; `misaligned` says which vector starts 4 bytes off: the code of
+// its one buffer's count, or its memory plan's slots.
+enum class Misaligned { ExprCode, ArenaSlots };
+std::string misaligned_pipeline(Misaligned what) {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<flatbuffers::Offset<fb::Buffer>> buffers;
+  flatbuffers::Offset<fb::MemoryPlan> plan = 0;
+  if (what == Misaligned::ExprCode) {
+    const auto count = fb::CreateExpr(fbb, misaligned_vector<fb::ExprInstr>(fbb));
+    buffers.push_back(fb::CreateBuffer(fbb, fbb.CreateString("b"), fb::ScalarType::U8, count));
+  } else {
+    plan = fb::CreateMemoryPlan(fbb, 256, misaligned_vector<fb::ArenaSlot>(fbb));
+  }
   const std::vector<flatbuffers::Offset<fb::Op>> ops = {fb::CreateOp(fbb, fb::NodeKind::Empty)};
   const std::vector<fb::Node> nodes = {fb::Node(0, 0, fb::SourceLoc())};
   const std::vector<flatbuffers::Offset<fb::Graph>> graphs = {
@@ -1160,16 +1172,23 @@ std::string misaligned_code_pipeline() {
   fb::FinishPipelineBuffer(
       fbb, fb::CreatePipelineDirect(fbb, "misaligned", nullptr, nullptr, nullptr, nullptr, &buffers,
                                     nullptr, nullptr, &graphs, 0, nullptr, nullptr, nullptr, 0, nullptr,
-                                    nullptr, &ops));
+                                    nullptr, &ops, plan));
   return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
 }
 
 }  // namespace
 
 TEST_CASE("validate: a misaligned expression is refused before it is read") {
-  const std::string payload = misaligned_code_pipeline();
+  const std::string payload = misaligned_pipeline(Misaligned::ExprCode);
   REQUIRE(payload.size() % 8 == 0);
   CHECK(open(wrap(payload)).error == "buffer 'b' count: expression code is not 8-byte aligned");
+}
+
+// Found by scripts/fuzz-artifact: the slots were read (8-byte structs) before this check.
+TEST_CASE("validate: misaligned memory plan slots are refused before they are read") {
+  const std::string payload = misaligned_pipeline(Misaligned::ArenaSlots);
+  REQUIRE(payload.size() % 8 == 0);
+  CHECK(open(wrap(payload)).error == "memory plan: slots are not 8-byte aligned");
 }
 
 // The sample's plan: v (4 MiB at 0) and counts (32 KiB at 4 MiB), conflicting.
