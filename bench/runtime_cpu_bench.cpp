@@ -164,6 +164,9 @@ cudaError_t CUDARTAPI cudaLibraryGetKernel(cudaKernel_t* k, cudaLibrary_t, const
   *k = fake<cudaKernel_t>();
   return cudaSuccess;
 }
+cudaError_t CUDARTAPI cudaLibraryGetGlobal(void**, size_t*, cudaLibrary_t, const char*) {
+  return cudaErrorSymbolNotFound;  // no NVSHMEM state: the bench's pipelines do not use it
+}
 cudaError_t CUDARTAPI cudaLibraryLoadData(cudaLibrary_t* lib, const void*, enum cudaJitOption*, void**, unsigned int,
                                           enum cudaLibraryOption*, void**, unsigned int) {
   *lib = fake<cudaLibrary_t>();

@@ -29,6 +29,7 @@ class ErrorCode(enum.IntEnum):
     ContextLost = 16
     BuffersOverlap = 17
     DeviceError = 18
+    Nvshmem = 19
 
 
 class Error(Exception):

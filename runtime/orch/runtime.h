@@ -76,6 +76,7 @@ enum class ErrorCode {
   ContextLost,       // a sticky CUDA error: a kernel faulted, the process's CUDA context is unusable
   BuffersOverlap,    // two bound buffers overlap where the pipeline writes one of them
   DeviceError,       // a kernel orchc wrote met an error on the GPU (Executable::device_status)
+  Nvshmem,           // NVSHMEM could not be loaded or started, or an NVSHMEM call failed
 };
 
 // The name of a code ("BindCheckFailed").
@@ -333,6 +334,11 @@ class Pipeline {
   // fails to instantiate), and records each collective into a child graph node by stream
   // capture. Every rank of a communicator must call instantiate() at the same time. Refused
   // (Unsupported) before anything touches `stream` when `stream` is being captured.
+  // With NVSHMEM (symmetric buffers, kernels that call it): starts NVSHMEM over the
+  // communicator (PE r is rank r; one start per process, shared by its Executables; or the
+  // application's own NVSHMEM), then allocates the symmetric buffers from its heap. Both are
+  // collective, and so is freeing them: every rank destroys such Executables in the same order
+  // (docs/multi-gpu.md, "NVSHMEM").
   Result<std::unique_ptr<Executable>> instantiate(const Bindings& bindings, cudaStream_t stream) const;
 
   const std::string& name() const;

@@ -231,8 +231,49 @@ Status Communicators::wait_exchange(cudaStream_t stream, State& c, const std::st
   }
 }
 
+int Communicators::first_open() const {
+  for (size_t i = 0; i < comms_.size(); ++i)
+    if (comms_[i].handle) return static_cast<int>(i);
+  return -1;
+}
+
+Status Communicators::broadcast(size_t i, void* bytes, size_t n, cudaStream_t stream, const std::string& what) {
+  if (i >= comms_.size() || !comms_[i].handle) return Error(ErrorCode::InvalidArgument, what + ": no communicator");
+  State& c = comms_[i];
+  void* dev = nullptr;
+  cudaError_t e = cudaMalloc(&dev, n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return rt::cuda_error(e, what);
+  }
+  e = cudaMemcpyAsync(dev, bytes, n, cudaMemcpyHostToDevice, stream);
+  Status s;
+  bool stuck = false;
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    s = rt::cuda_error(e, what);
+  } else {
+    nccl::Result r = settle(nccl_->Broadcast(dev, dev, n, nccl::kUint8, 0, c.handle, stream), c.handle);
+    if (r != nccl::kSuccess) {
+      s = nccl::error(*nccl_, r, what + ": ncclBroadcast", c.handle);
+    } else {
+      s = wait_exchange(stream, c, what, &stuck);
+      if (s.ok()) {
+        e = cudaMemcpyAsync(bytes, dev, n, cudaMemcpyDeviceToHost, stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+        if (e != cudaSuccess) {
+          (void)cudaGetLastError();
+          s = rt::cuda_error(e, what);
+        }
+      }
+    }
+  }
+  if (!stuck) (void)cudaFree(dev);  // else the NCCL call may still use it: leaked on purpose
+  return s;
+}
+
 Status Communicators::agree(const fb::Pipeline& pipeline, const std::string& pipeline_name, const Status& mine,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, uint64_t symmetric_hash) {
   if (!any()) return mine;
   const fb::Pipeline* p = &pipeline;
   const uint64_t hash = p->collective_hash();
@@ -243,7 +284,8 @@ Status Communicators::agree(const fb::Pipeline& pipeline, const std::string& pip
     const std::string cn = "comm '" + str(p->comms()->Get(i)->name()) + "'";
     const std::string what = cn + ": comparing pipelines with the other ranks";
     const size_t world = static_cast<size_t>(c.world_size);
-    const uint64_t local[2] = {hash, mine.ok() ? 0u : 1u};
+    constexpr size_t kWords = 3;
+    const uint64_t local[kWords] = {hash, mine.ok() ? 0u : 1u, symmetric_hash};
     void* dev = nullptr;
     cudaError_t e = cudaMalloc(&dev, (world + 1) * sizeof local);
     if (e != cudaSuccess) {
@@ -251,11 +293,11 @@ Status Communicators::agree(const fb::Pipeline& pipeline, const std::string& pip
       return mine.ok() ? Status(rt::cuda_error(e, what)) : mine;
     }
     auto* send = static_cast<uint64_t*>(dev);
-    uint64_t* recv = send + 2;
-    std::vector<uint64_t> all(2 * world, 0);
+    uint64_t* recv = send + kWords;
+    std::vector<uint64_t> all(kWords * world, 0);
     e = cudaMemcpyAsync(send, local, sizeof local, cudaMemcpyHostToDevice, stream);
     nccl::Result r = nccl::kSuccess;
-    if (e == cudaSuccess) r = settle(nccl_->AllGather(send, recv, 2, nccl::kUint64, c.handle, stream), c.handle);
+    if (e == cudaSuccess) r = settle(nccl_->AllGather(send, recv, kWords, nccl::kUint64, c.handle, stream), c.handle);
     Status s;
     bool stuck = false;
     if (e != cudaSuccess) {
@@ -282,18 +324,24 @@ Status Communicators::agree(const fb::Pipeline& pipeline, const std::string& pip
     if (!verdict.ok()) continue;
     for (size_t rk = 0; rk < world && verdict.ok(); ++rk) {
       if (static_cast<int>(rk) == c.rank) continue;
-      if (all[2 * rk] != hash)
+      if (all[kWords * rk] != hash)
         verdict = Error(ErrorCode::RankMismatch,
                         "rank " + std::to_string(rk) + " runs a different pipeline (collective sequence hash " +
-                            hex64(all[2 * rk]) + "; this rank, " + std::to_string(c.rank) + ", runs pipeline '" +
+                            hex64(all[kWords * rk]) + "; this rank, " + std::to_string(c.rank) + ", runs pipeline '" +
                             pipeline_name + "' with hash " + hex64(hash) + " on " + cn +
                             "): every rank must instantiate the same pipeline.bin, or the ranks would wait for "
                             "each other's collectives forever");
-      else if (all[2 * rk + 1] != 0)
+      else if (all[kWords * rk + 1] != 0)
         verdict = Error(ErrorCode::RankMismatch,
                         "rank " + std::to_string(rk) + " could not instantiate pipeline '" + pipeline_name +
                             "' (its own error says why); this rank, " + std::to_string(c.rank) +
                             ", stops too rather than wait for it in a collective");
+      else if (all[kWords * rk + 2] != symmetric_hash)
+        verdict = Error(ErrorCode::RankMismatch,
+                        "rank " + std::to_string(rk) + " gives pipeline '" + pipeline_name +
+                            "' symmetric buffers of other sizes than this rank, " + std::to_string(c.rank) +
+                            ", does (its params are bound to other values): a symmetric buffer must be the same "
+                            "size on every PE");
     }
   }
   return verdict;

@@ -60,8 +60,17 @@ class Communicators {
 
   // Every rank tells every other rank its pipeline's collective hash and whether it got this
   // far (`mine`), through an allgather on each communicator. Returns `mine` if it failed,
-  // else a RankMismatch naming the first rank that runs another pipeline or failed.
-  Status agree(const fb::Pipeline& p, const std::string& pipeline_name, const Status& mine, cudaStream_t stream);
+  // else a RankMismatch naming the first rank that runs another pipeline or failed, or whose
+  // symmetric buffers have other sizes (`symmetric_hash`, rt::symmetric_sizes_hash; 0 where the
+  // pipeline has none).
+  Status agree(const fb::Pipeline& p, const std::string& pipeline_name, const Status& mine, cudaStream_t stream,
+               uint64_t symmetric_hash = 0);
+  // The first communicator in use (its Pipeline.comms index), or -1.
+  int first_open() const;
+  int rank(size_t i) const { return i < comms_.size() ? comms_[i].rank : 0; }
+  // Rank 0's `bytes` become every rank's: an ncclBroadcast on communicator `i`, waited for as
+  // agree() waits (ORCH_NCCL_TIMEOUT). `what` names it in errors.
+  Status broadcast(size_t i, void* bytes, size_t n, cudaStream_t stream, const std::string& what);
 
   bool any() const;  // some communicator is in use
   size_t size() const { return comms_.size(); }

@@ -160,9 +160,14 @@ struct Executable::Impl {
   Bindings bindings;  // what instantiate got, updated by set_param and rebind
   rt::Plan plan;
 
+  // NVSHMEM, where the pipeline uses it: outlives the symmetric buffers below (members are
+  // destroyed in reverse order), which it freed before it can finalise.
+  std::shared_ptr<rt::nvshmem::Session> nvshmem;
+
   struct BufferState {
     rt::DeviceMemory device_memory;  // runtime-allocated device buffer
     rt::HostMemory host_memory;      // runtime-allocated host buffer
+    rt::nvshmem::SymmetricMemory symmetric_memory;  // runtime-allocated on NVSHMEM's symmetric heap
     void* ptr = nullptr;             // what nodes use (device address; equals the host one under UVA)
     void* host = nullptr;            // for host buffers: the host pointer
     size_t capacity = 0;             // bytes available behind ptr
@@ -325,6 +330,10 @@ struct Executable::Impl {
   Status check_overlaps(const rt::Plan& with, const Bindings& b, int replaced = -1, void* ptr = nullptr) const;
   Status allocate_buffer(uint32_t i, BufferState* out, cudaStream_t stream) const;
   Status allocate_arena(const std::vector<bool>& bound, cudaStream_t stream);
+  // executable_nvshmem.cpp: join NVSHMEM and initialise the pipeline's modules; then allocate
+  // the symmetric buffers (collective calls: the ranks agree between the two).
+  Status join_nvshmem(cudaStream_t stream);
+  Status allocate_symmetric(cudaStream_t stream);
   int buffer_index(std::string_view name) const;
   Result<rt::Plan> replan(const Bindings& next) const;
 };

@@ -81,15 +81,23 @@ Result<std::unique_ptr<Executable>> Pipeline::instantiate(const Bindings& bindin
     st = x->allocate_arena(bound_here, stream);
     if (!st.ok()) return st;
     for (uint32_t i = 0; i < nbuffers; ++i) {
-      if (bound_here[i] || x->buffers[i].in_arena) continue;
+      // Symmetric buffers come later, from NVSHMEM, once the ranks agree on their sizes.
+      if (bound_here[i] || x->buffers[i].in_arena || p.buffers()->Get(i)->symmetric()) continue;
       st = x->allocate_buffer(i, &x->buffers[i], stream);
       if (!st.ok()) return st;
     }
     return {};
   };
   if (local.ok()) local = prepare();
-  s = x->comms.agree(p, impl_->name, local, stream);
+  s = x->comms.agree(p, impl_->name, local, stream, local.ok() ? rt::symmetric_sizes_hash(p, x->plan) : 0);
   if (!s.ok()) return s.error();
+  // NVSHMEM: each step collective, so the ranks agree after each one that can fail alone.
+  if (impl_->nvshmem) {
+    s = x->comms.agree(p, impl_->name, x->join_nvshmem(stream), stream);
+    if (!s.ok()) return s.error();
+    s = x->comms.agree(p, impl_->name, x->allocate_symmetric(stream), stream);
+    if (!s.ok()) return s.error();
+  }
   s = x->comms.agree(p, impl_->name, x->build_all(stream), stream);
   if (!s.ok()) return s.error();
   bool frees_something = !collectives.empty();

@@ -10,6 +10,7 @@
 #include "artifact/artifact.h"
 #include "orch/runtime.h"
 #include "runtime/src/cuda_owners.h"
+#include "runtime/src/nvshmem.h"
 #include "runtime/src/plan.h"
 
 namespace orch {
@@ -25,6 +26,16 @@ struct Pipeline::Impl {
   std::vector<std::unique_ptr<char[]>> jit_logs;  // the JIT's log buffers, kept while libraries live
   std::vector<rt::Library> libraries;         // one per distinct image
   std::vector<cudaKernel_t> kernels;          // per Pipeline.kernels
+
+  // NVSHMEM: its host library (the version the kernels were linked with), loaded at load when
+  // the pipeline uses it; per library, whether it holds NVSHMEM's device state
+  // (nvshmem::kDeviceStateSymbol), which nvshmemx_culibrary_init fills in once NVSHMEM runs, and
+  // the Session generation it was last filled in under (instantiate() may run on several threads).
+  const rt::nvshmem::Api* nvshmem = nullptr;
+  std::vector<bool> nvshmem_libraries;
+  mutable std::mutex nvshmem_mutex;
+  mutable uint64_t nvshmem_generation = 0;
+  Status init_nvshmem_libraries(const rt::nvshmem::Session& session) const;
 
   // Dynamic shared memory above 48 KiB needs a kernel attribute; instantiate() may run on
   // several threads, so the record of what was set is locked.

@@ -3,7 +3,9 @@
 
 #include <dlfcn.h>
 
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,7 +45,7 @@ orch::Result<const Api*> open_locked(const std::string& path) {
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = dlerror();
-    return Error(ErrorCode::Unsupported,
+    return Error(ErrorCode::Nvshmem,
                  "cannot load NVSHMEM from '" + path + "': " + (why ? why : "dlopen failed"));
   }
   auto api = std::make_unique<Api>();
@@ -61,9 +63,10 @@ orch::Result<const Api*> open_locked(const std::string& path) {
   find(lib, "nvshmem_barrier_all", &api->barrier_all, &missing);
   find(lib, "nvshmemx_culibrary_init", &api->culibrary_init, &missing);
   find(lib, "nvshmemx_cumodule_init", &api->cumodule_init, &missing);
+  find(lib, "nvshmemx_init_status", &api->init_status, &missing);
   if (!missing.empty()) {
     dlclose(lib);
-    return Error(ErrorCode::Unsupported,
+    return Error(ErrorCode::Nvshmem,
                  "'" + path + "' is not a usable NVSHMEM host library: it has no symbol " + missing);
   }
   api->vendor_get_version_info(&api->major, &api->minor, &api->patch);
@@ -89,7 +92,7 @@ orch::Result<const Api*> api(const std::string& version) {
   const bool from_env = env && *env;
   orch::Result<const Api*> r = open_locked(from_env ? std::string(env) : std::string("libnvshmem_host.so.3"));
   if (!r.ok()) {
-    return Error(ErrorCode::Unsupported,
+    return Error(ErrorCode::Nvshmem,
                  "the pipeline needs NVSHMEM, which could not be loaded: " + r.error().message() +
                      (from_env ? " (the path comes from ORCH_NVSHMEM_LIBRARY)"
                                : ". Install NVSHMEM " + (version.empty() ? std::string("3.4.5") : version) +
@@ -97,12 +100,102 @@ orch::Result<const Api*> api(const std::string& version) {
                                      "LD_LIBRARY_PATH, or set ORCH_NVSHMEM_LIBRARY to the library's path"));
   }
   if (!version.empty() && (*r)->version_string() != version)
-    return Error(ErrorCode::Unsupported,
+    return Error(ErrorCode::Nvshmem,
                  "NVSHMEM from '" + (*r)->path + "' is version " + (*r)->version_string() +
                      ", but the pipeline's kernels were linked with NVSHMEM " + version +
                      "'s device library; the two must be the same release (set ORCH_NVSHMEM_LIBRARY to "
                      "NVSHMEM " + version + "'s libnvshmem_host.so.3, or compile with that NVSHMEM)");
   return r;
+}
+
+namespace {
+
+// The process's Session while some Executable holds it, and how many initialisations there were.
+struct Sessions {
+  std::mutex mutex;
+  std::condition_variable ended;
+  std::weak_ptr<Session> current;
+  // The Session that has not finished its destructor yet: its weak_ptr may have expired while
+  // the destructor waits for the lock, and a new initialisation must wait for its finalise.
+  const Session* alive = nullptr;
+  uint64_t initialisations = 0;
+};
+Sessions& sessions() {
+  static auto* s = new Sessions();  // never destroyed: a Session may end during exit
+  return *s;
+}
+
+std::string pe_text(int rank, int world) { return "PE " + std::to_string(rank) + " of " + std::to_string(world); }
+
+}  // namespace
+
+orch::Result<std::shared_ptr<Session>> Session::join(const Api& api, int rank, int world_size,
+                                                     const std::function<orch::Status(UniqueId*)>& share) {
+  if (world_size < 1 || rank < 0 || rank >= world_size)
+    return Error(ErrorCode::InvalidValue, "NVSHMEM: rank " + std::to_string(rank) + " is not within world size " +
+                                              std::to_string(world_size));
+  Sessions& all = sessions();
+  std::unique_lock<std::mutex> lock(all.mutex);
+  std::shared_ptr<Session> existing = all.current.lock();
+  if (!existing) all.ended.wait(lock, [&] { return all.alive == nullptr; });
+  if (std::shared_ptr<Session> s = existing) {
+    if (s->api_ != &api)
+      return Error(ErrorCode::Nvshmem, "NVSHMEM is already in use in this process from '" + s->api_->path +
+                                           "', not '" + api.path + "'");
+    if (s->rank_ != rank || s->world_size_ != world_size)
+      return Error(ErrorCode::Nvshmem,
+                   "NVSHMEM already runs in this process as " + pe_text(s->rank_, s->world_size_) +
+                       ", but this pipeline's communicator makes it " + pe_text(rank, world_size) +
+                       " (one process is one PE: every pipeline in it that uses NVSHMEM must run over the same ranks)");
+    return s;
+  }
+  std::shared_ptr<Session> s(new Session());
+  s->api_ = &api;
+  s->rank_ = rank;
+  s->world_size_ = world_size;
+  if (api.init_status() >= kStatusIsInitialized) {
+    // The application's NVSHMEM: used as it is, and left for the application to finalise.
+    const int pe = api.my_pe(), pes = api.n_pes();
+    if (pe != rank || pes != world_size)
+      return Error(ErrorCode::Nvshmem, "the application initialised NVSHMEM as " + pe_text(pe, pes) +
+                                           ", but the pipeline's communicator makes this process " +
+                                           pe_text(rank, world_size) + "; PE r must be the communicator's rank r");
+  } else {
+    UniqueId id;
+    if (rank == 0 && api.get_uniqueid(&id) != 0)
+      return Error(ErrorCode::Nvshmem, "nvshmemx_get_uniqueid failed");
+    orch::Status shared = share(&id);
+    if (!shared.ok()) return shared.error();
+    InitAttr attr;
+    if (api.set_attr_uniqueid_args(rank, world_size, &id, &attr) != 0)
+      return Error(ErrorCode::Nvshmem, "nvshmemx_set_attr_uniqueid_args(" + pe_text(rank, world_size) + ") failed");
+    if (api.hostlib_init_attr(kInitWithUniqueId, &attr) != 0)
+      return Error(ErrorCode::Nvshmem, "nvshmemx_hostlib_init_attr(" + pe_text(rank, world_size) +
+                                           ") failed (NVSHMEM_DEBUG=INFO says why)");
+    s->owned_ = true;
+    const int pe = api.my_pe(), pes = api.n_pes();
+    if (pe != rank || pes != world_size) {
+      api.hostlib_finalize();
+      return Error(ErrorCode::Nvshmem, "NVSHMEM started as " + pe_text(pe, pes) + " where " +
+                                           pe_text(rank, world_size) + " was asked for");
+    }
+  }
+  s->generation_ = ++all.initialisations;
+  all.current = s;
+  all.alive = s.get();
+  s->registered_ = true;
+  return s;
+}
+
+Session::~Session() {
+  // A join() that failed undid its own work, and still holds the lock.
+  if (!registered_) return;
+  // Under the lock: a join() on another thread waits rather than see NVSHMEM half finalised.
+  Sessions& all = sessions();
+  std::lock_guard<std::mutex> lock(all.mutex);
+  if (owned_) api_->hostlib_finalize();
+  if (all.alive == this) all.alive = nullptr;
+  all.ended.notify_all();
 }
 
 }  // namespace orch::rt::nvshmem

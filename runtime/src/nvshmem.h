@@ -9,12 +9,15 @@
 // linked with the device library by orchc, into CUBINs whose device state
 // nvshmemx_culibrary_init fills in once the host library is initialised.
 //
-// Not wired into instantiate yet (docs/multi-gpu.md, "NVSHMEM"): the loader, its errors and the
-// bootstrap are what the multi-GPU test (runtime/tests/nvshmem_gpu_test.cpp) runs.
+// Pipeline::instantiate starts NVSHMEM through Session (below) over the pipeline's communicator,
+// initialises the modules that hold NVSHMEM's device state (nvshmemx_culibrary_init), and
+// allocates the symmetric buffers with nvshmem_malloc (executable_nvshmem.cpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "orch/runtime.h"
@@ -51,6 +54,13 @@ struct InitAttr {  // nvshmemx_init_attr_v1
 static_assert(sizeof(InitAttr) == 144, "nvshmemx_init_attr_t is 144 bytes");
 
 constexpr unsigned kInitWithUniqueId = 1u << 3;  // NVSHMEMX_INIT_WITH_UNIQUEID
+// nvshmemx_init_status(): NVSHMEM_STATUS_IS_INITIALIZED and the values after it (the MPG ones)
+// mean initialised.
+constexpr int kStatusIsInitialized = 2;
+
+// The symbol NVSHMEM's device library defines in every module linked with it: the device state
+// nvshmemx_culibrary_init fills in. A library without it has nothing to initialise.
+constexpr const char* kDeviceStateSymbol = "nvshmemi_device_state_d";
 
 struct Api {
   std::string path;  // what was dlopen'ed
@@ -68,12 +78,13 @@ struct Api {
   void (*barrier_all)() = nullptr;
   int (*culibrary_init)(void*) = nullptr;  // CUlibrary (cudaLibrary_t is the same handle)
   int (*cumodule_init)(void*) = nullptr;   // CUmodule
+  int (*init_status)() = nullptr;          // nvshmemx_init_status
 
   std::string version_string() const;  // "3.4.5"
 };
 
 // Loads NVSHMEM's host library from `path` exactly (no search, no caching), with every function
-// orch uses. Errors (ErrorCode::Unsupported) name the path, dlerror()'s reason or the missing
+// orch uses. Errors (ErrorCode::Nvshmem) name the path, dlerror()'s reason or the missing
 // symbol.
 orch::Result<const Api*> open(const std::string& path);
 
@@ -82,5 +93,71 @@ orch::Result<const Api*> open(const std::string& path);
 // "3.4.5"), where not empty, must be the library's exactly: the kernels' device library and the
 // host library share their device state's layout.
 orch::Result<const Api*> api(const std::string& version = "");
+
+// orch's NVSHMEM in this process. NVSHMEM is initialised once per process, over every rank at
+// once, so every Executable that needs it shares one Session: the first join() initialises it
+// (or adopts the application's, where NVSHMEM is already initialised), the others take the same
+// one if they ask for the same rank and world size, and the last one to let go finalises it
+// (only where orch initialised it). Thread-safe: join() and the destructor hold a process-wide
+// lock, so a second thread waits for an initialisation under way.
+class Session {
+ public:
+  // Rank `rank` of `world_size`. Where NVSHMEM is not initialised yet, `share` is called (on
+  // every rank) with rank 0's fresh unique id in its argument on rank 0; it must leave rank 0's
+  // id there on every rank (orch broadcasts it over the pipeline's NCCL communicator), and every
+  // rank must join at the same time: the initialisation waits for all of them. Errors are
+  // ErrorCode::Nvshmem (InvalidValue for a rank outside the world) and name what failed.
+  static orch::Result<std::shared_ptr<Session>> join(const Api& api, int rank, int world_size,
+                                                     const std::function<orch::Status(UniqueId*)>& share);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Api& api() const { return *api_; }
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  bool owned() const { return owned_; }  // orch initialised NVSHMEM and finalises it
+  // Different for every initialisation in this process: a module initialised under an earlier
+  // one needs nvshmemx_culibrary_init again.
+  uint64_t generation() const { return generation_; }
+
+ private:
+  Session() = default;
+  const Api* api_ = nullptr;
+  int rank_ = 0, world_size_ = 1;
+  bool owned_ = false;
+  bool registered_ = false;  // join() succeeded: the process's session
+  uint64_t generation_ = 0;
+};
+
+// Memory from NVSHMEM's symmetric heap, freed (nvshmem_free, a collective: every PE frees its
+// buffers in the same order) before the Session it came from can end.
+class SymmetricMemory {
+ public:
+  SymmetricMemory() = default;
+  SymmetricMemory(std::shared_ptr<Session> session, void* ptr) : session_(std::move(session)), ptr_(ptr) {}
+  SymmetricMemory(SymmetricMemory&& o) noexcept { *this = std::move(o); }
+  SymmetricMemory& operator=(SymmetricMemory&& o) noexcept {
+    if (this != &o) {
+      reset();
+      session_ = std::move(o.session_);
+      ptr_ = o.ptr_;
+      o.ptr_ = nullptr;
+    }
+    return *this;
+  }
+  ~SymmetricMemory() { reset(); }
+  void reset() {
+    if (ptr_) session_->api().free(ptr_);
+    ptr_ = nullptr;
+    session_.reset();
+  }
+  void* get() const { return ptr_; }
+  explicit operator bool() const { return ptr_ != nullptr; }
+
+ private:
+  std::shared_ptr<Session> session_;
+  void* ptr_ = nullptr;
+};
 
 }  // namespace orch::rt::nvshmem

@@ -32,6 +32,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::ContextLost: return "ContextLost";
     case ErrorCode::BuffersOverlap: return "BuffersOverlap";
     case ErrorCode::DeviceError: return "DeviceError";
+    case ErrorCode::Nvshmem: return "Nvshmem";
   }
   return "Unknown";
 }
@@ -228,17 +229,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
   const fb::Pipeline& p = *open.pipeline;
   impl->fb = open.pipeline;
   impl->name = p.name()->str();
-  // NVSHMEM (symmetric buffers; kernels linked with its device library) is not run yet: refused
-  // here, before any device work, rather than run with ordinary memory (issue 23).
-  {
-    std::string uses;
-    for (uint32_t i = 0; p.buffers() && i < p.buffers()->size() && uses.empty(); ++i)
-      if (p.buffers()->Get(i)->symmetric()) uses = "symmetric buffer '" + p.buffers()->Get(i)->name()->str() + "'";
-    if (uses.empty() && p.nvshmem_version()) uses = "kernels linked with NVSHMEM " + p.nvshmem_version()->str();
-    if (!uses.empty())
-      return Error(ErrorCode::Unsupported, "pipeline '" + impl->name + "' uses NVSHMEM (" + uses +
-                                               "), which this runtime cannot run yet (issue 23; docs/multi-gpu.md, "
-                                               "\"NVSHMEM\")");
+  // NVSHMEM (symmetric buffers; kernels linked with its device library): its host library now,
+  // before any device work, so that a missing or mismatched one is said at load.
+  if (rt::uses_nvshmem(p)) {
+    Result<const rt::nvshmem::Api*> api = rt::nvshmem::api(p.nvshmem_version() ? p.nvshmem_version()->str() : "");
+    if (!api.ok()) return Error(api.error().code(), "pipeline '" + impl->name + "': " + api.error().message());
+    impl->nvshmem = *api;
   }
 
   // The device: everything here fails with cudaErrorInsufficientDriver where there is none.
@@ -378,10 +374,39 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
                         kwhere, library_ptx[lib_index], nullptr);
     }
   }
+  // Which libraries hold NVSHMEM's device state, for nvshmemx_culibrary_init at instantiate.
+  impl->nvshmem_libraries.assign(impl->libraries.size(), false);
+  if (impl->nvshmem)
+    for (size_t i = 0; i < impl->libraries.size(); ++i) {
+      void* state = nullptr;
+      size_t bytes = 0;
+      e = cudaLibraryGetGlobal(&state, &bytes, impl->libraries[i].get(), rt::nvshmem::kDeviceStateSymbol);
+      if (e == cudaSuccess) {
+        impl->nvshmem_libraries[i] = true;
+      } else {
+        (void)cudaGetLastError();
+        if (e != cudaErrorSymbolNotFound && e != cudaErrorInvalidSymbol)
+          return rt::cuda_error(e, std::string("cannot look for NVSHMEM's device state (") +
+                                       rt::nvshmem::kDeviceStateSymbol + ") in the pipeline's code");
+      }
+    }
   impl->image = any_cubin && any_ptx ? sm + " CUBIN + " + ptx_arch + " PTX (JIT)"
                 : any_ptx            ? ptx_arch + " PTX (JIT)"
                                      : sm + " CUBIN";
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+Status Pipeline::Impl::init_nvshmem_libraries(const rt::nvshmem::Session& session) const {
+  std::lock_guard<std::mutex> lock(nvshmem_mutex);
+  if (nvshmem_generation == session.generation()) return {};
+  for (size_t i = 0; i < libraries.size() && i < nvshmem_libraries.size(); ++i) {
+    if (!nvshmem_libraries[i]) continue;
+    if (session.api().culibrary_init(libraries[i].get()) != 0)
+      return Error(ErrorCode::Nvshmem, "pipeline '" + name + "': nvshmemx_culibrary_init failed on the code of its " +
+                                           "kernels that call NVSHMEM (NVSHMEM_DEBUG=INFO says why)");
+  }
+  nvshmem_generation = session.generation();
+  return {};
 }
 
 Result<std::unique_ptr<Pipeline>> Pipeline::load(const std::string& path, LoadOptions options) {

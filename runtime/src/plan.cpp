@@ -293,6 +293,12 @@ Result<Plan> make_plan(const fb::Pipeline& p, const Bindings& bindings) {
       return Error(ErrorCode::UnknownName, "pipeline '" + pname + "' has no buffer '" + bb.name +
                                                "' (its buffers: " + names_list(p.buffers()) + ")");
     const fb::Buffer* b = p.buffers()->Get(i);
+    if (b->symmetric())
+      return Error(ErrorCode::InvalidArgument,
+                   "buffer '" + bb.name +
+                       "' is symmetric: the runtime allocates it on NVSHMEM's symmetric heap, on every PE at once, "
+                       "so it cannot be bound (read it with Executable::buffer)",
+                   where(p, b->loc()));
     if (bb.ptr == nullptr)
       return Error(ErrorCode::InvalidArgument, "buffer '" + bb.name + "' is bound to a null pointer", where(p, b->loc()));
     if (bb.bytes < plan.buffers[i].bytes)
@@ -304,6 +310,32 @@ Result<Plan> make_plan(const fb::Pipeline& p, const Bindings& bindings) {
                    where(p, b->loc()));
   }
   return plan;
+}
+
+bool uses_nvshmem(const fb::Pipeline& p) {
+  if (p.nvshmem_version()) return true;
+  const uint32_t n = p.buffers() ? p.buffers()->size() : 0;
+  for (uint32_t i = 0; i < n; ++i)
+    if (p.buffers()->Get(i)->symmetric()) return true;
+  return false;
+}
+
+uint64_t symmetric_sizes_hash(const fb::Pipeline& p, const Plan& plan) {
+  // FNV-1a over (index, bytes) of each symmetric buffer: equal on ranks whose sizes agree.
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&h](uint64_t v) {
+    for (int k = 0; k < 8; ++k) {
+      h ^= (v >> (8 * k)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  const uint32_t n = p.buffers() ? p.buffers()->size() : 0;
+  for (uint32_t i = 0; i < n && i < plan.buffers.size(); ++i) {
+    if (!p.buffers()->Get(i)->symmetric()) continue;
+    add(i);
+    add(plan.buffers[i].bytes);
+  }
+  return h;
 }
 
 }  // namespace orch::rt

@@ -89,4 +89,11 @@ bool depends_on(const fb::Graph& g, uint32_t node, uint32_t target);
 // the bound buffers' names and sizes. Pointers are not looked at here.
 Result<Plan> make_plan(const fb::Pipeline& p, const Bindings& bindings);
 
+// A hash of every symmetric buffer's size under `plan`. nvshmem_malloc needs the same size on
+// every PE, and params are bound per rank, so the ranks compare it before allocating
+// (Communicators::agree): sizes that differ give different hashes (but for a 2^-64 chance).
+uint64_t symmetric_sizes_hash(const fb::Pipeline& p, const Plan& plan);
+// Whether the pipeline needs NVSHMEM: a symmetric buffer, or kernels linked with its device library.
+bool uses_nvshmem(const fb::Pipeline& p);
+
 }  // namespace orch::rt

@@ -5,13 +5,12 @@
 // with one block-wide put-with-signal, then waits for both of its own signals; each rank checks
 // what its predecessor put against a CPU reference that knows every rank's inputs.
 //
-// The runtime does not run NVSHMEM pipelines yet (Pipeline::load refuses them), so the rank does
-// here by hand what it will do: loads NVSHMEM's host library with orch's loader
-// (runtime/src/nvshmem.h), bootstraps it from a unique id shared through the rank id file,
-// loads the artifact's CUBIN, calls nvshmemx_culibrary_init on it, allocates the symmetric
-// buffers with nvshmem_malloc and launches the kernel. Needs NVSHMEM 3.4.5: $ORCH_NVSHMEM_HOME
-// (its nvidia/nvshmem folder), else the build's (scripts/fetch-nvshmem); without one the case
-// says so and passes.
+// Two ways: by hand (the recipe the runtime follows: NVSHMEM's host library through orch's loader,
+// bootstrapped from a unique id shared through the rank id file, the artifact's CUBIN loaded and
+// given to nvshmemx_culibrary_init, symmetric buffers from nvshmem_malloc), and through the
+// runtime itself (Pipeline::load, instantiate over a communicator orch makes, launch). Needs
+// NVSHMEM 3.4.5: $ORCH_NVSHMEM_HOME (its nvidia/nvshmem folder), else the build's
+// (scripts/fetch-nvshmem); without one each case says so and passes.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime_api.h>
@@ -232,14 +231,86 @@ int scenario_put_signal(const std::vector<std::string>& args) {
   return failures == 0 ? 0 : 1;
 }
 
+// The same pipeline run by the runtime: Pipeline::load, instantiate with a communicator orch
+// makes from a unique id (NVSHMEM starts over it), launch; the symmetric buffers read back with
+// Executable::buffer. A second Executable of the same pipeline in the same process shares the
+// NVSHMEM session and gets buffers of its own. args: the artifact, NVSHMEM's host library.
+int scenario_runtime_put_signal(const std::vector<std::string>& args) {
+  auto me = orch::ranks::from_environment();
+  NREQUIRE(me.ok(), "%s", me.ok() ? "" : me.error().to_string().c_str());
+  my_rank = me->rank;
+  const int world = me->world_size;
+  NREQUIRE(args.size() == 2, "expected the artifact and the library");
+  setenv("ORCH_NVSHMEM_LIBRARY", args[1].c_str(), 1);
+  auto p = orch::Pipeline::load(args[0]);
+  NREQUIRE(p.ok(), "%s", p.ok() ? "" : p.error().to_string().c_str());
+  const char* id_file = std::getenv("ORCH_NCCL_ID_FILE");
+  NREQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
+  auto id = orch::ranks::share_unique_id(id_file, me->rank, std::chrono::seconds(60));
+  NREQUIRE(id.ok(), "%s", id.ok() ? "" : id.error().to_string().c_str());
+  cudaStream_t stream = nullptr;
+  NCUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const unsigned n = 1000;
+  orch::Bindings b;
+  b.param("n", n).comm_from_unique_id("world", id->data(), me->rank, world);
+  std::vector<float> mine(n);
+  for (unsigned i = 0; i < n; ++i) mine[i] = input(me->rank, i);
+  const int from = (me->rank + world - 1) % world;
+
+  auto run_once = [&](const char* which) -> int {
+    auto x = (*p)->instantiate(b, stream);
+    NREQUIRE(x.ok(), "%s: %s", which, x.ok() ? "" : x.error().to_string().c_str());
+    orch::Executable& e = **x;
+    // Symmetric buffers start zeroed on every PE.
+    unsigned long long sig0 = 99;
+    NCUDA(cudaMemcpy(&sig0, e.buffer("sig"), sizeof sig0, cudaMemcpyDeviceToHost));
+    NCHECK(sig0 == 0);
+    NCUDA(cudaMemcpy(e.buffer("src"), mine.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    NREQUIRE(e.launch(stream).ok(), "%s: launch", which);
+    NCUDA(cudaStreamSynchronize(stream));
+    std::vector<float> got(n), got2(n);
+    unsigned long long got_sig = 0, got_sig2 = 0;
+    NCUDA(cudaMemcpy(got.data(), e.buffer("dst"), n * sizeof(float), cudaMemcpyDeviceToHost));
+    NCUDA(cudaMemcpy(got2.data(), e.buffer("dst2"), n * sizeof(float), cudaMemcpyDeviceToHost));
+    NCUDA(cudaMemcpy(&got_sig, e.buffer("sig"), sizeof got_sig, cudaMemcpyDeviceToHost));
+    NCUDA(cudaMemcpy(&got_sig2, e.buffer("sig2"), sizeof got_sig2, cudaMemcpyDeviceToHost));
+    unsigned wrong = 0;
+    for (unsigned i = 0; i < n; ++i)
+      if ((got[i] != input(from, i) || got2[i] != input(from, i)) && wrong++ < 4)
+        std::printf("rank %d (%s): dst[%u] = %g, dst2[%u] = %g, want %g\n", me->rank, which, i, got[i], i, got2[i],
+                    input(from, i));
+    NCHECK(wrong == 0);
+    NCHECK(got_sig == 1);
+    NCHECK(got_sig2 == 7);
+    std::printf("rank %d (%s): %u floats twice from rank %d through the runtime\n", me->rank, which, n - wrong, from);
+    return 0;
+  };
+  NREQUIRE(run_once("first executable") == 0, "first executable");
+  {
+    // Two at once: the second shares NVSHMEM, and its symmetric buffers are its own.
+    auto held = (*p)->instantiate(b, stream);
+    NREQUIRE(held.ok(), "held: %s", held.ok() ? "" : held.error().to_string().c_str());
+    NREQUIRE(run_once("beside another") == 0, "beside another");
+  }
+  // A symmetric buffer cannot be bound.
+  orch::Bindings bad = b;
+  float* mem = nullptr;
+  NCUDA(cudaMalloc(reinterpret_cast<void**>(&mem), n * sizeof(float)));
+  bad.buffer("dst", mem, n * sizeof(float));
+  auto refused = (*p)->instantiate(bad, stream);
+  NCHECK(!refused.ok());
+  if (!refused.ok()) NCHECK(refused.error().message().find("is symmetric") != std::string::npos);
+  NCUDA(cudaFree(mem));
+  NCUDA(cudaStreamDestroy(stream));
+  return failures == 0 ? 0 : 1;
+}
+
 const bool registered = orch::test::register_rank_scenario("nvshmem_put_signal", scenario_put_signal);
+const bool registered_runtime =
+    orch::test::register_rank_scenario("nvshmem_runtime_put_signal", scenario_runtime_put_signal);
 
-}  // namespace
-
-TEST_SUITE("multi-gpu") {
-
-TEST_CASE("NVSHMEM: a kernel orchc linked puts and signals to the next PE; every rank equals the CPU reference") {
-  (void)registered;
+// Compiles kPutSignal and runs `scenario` on one process per GPU, each with NVSHMEM's folder.
+void run_put_signal(const char* scenario) {
   const std::string home = nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED: no NVSHMEM 3.4.5 (set ORCH_NVSHMEM_HOME to the nvidia-nvshmem-cu13 wheel's nvidia/nvshmem)");
@@ -254,7 +325,7 @@ TEST_CASE("NVSHMEM: a kernel orchc linked puts and signals to the next PE; every
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
   const int world = std::min(count, 8);
-  const std::string logs = orch::test::temp_dir() + "/ranks-nvshmem_put_signal";
+  const std::string logs = orch::test::temp_dir() + "/ranks-" + scenario;
   std::filesystem::create_directories(logs);
   orch::ranks::SpawnOptions o;
   o.timeout = std::chrono::seconds(120);
@@ -266,9 +337,9 @@ TEST_CASE("NVSHMEM: a kernel orchc linked puts and signals to the next PE; every
   o.env = {{"NCCL_NVLS_ENABLE", "0"},
            {"NVSHMEM_DISABLE_NVLS", "1"},
            {"LD_LIBRARY_PATH", home + "/lib" + (ld && *ld ? ":" + std::string(ld) : std::string())}};
-  auto exits = orch::ranks::spawn(world, {"/proc/self/exe", "--orch-rank-worker=nvshmem_put_signal", bin,
-                                          home + "/lib/libnvshmem_host.so.3"},
-                                  o);
+  auto exits = orch::ranks::spawn(
+      world, {"/proc/self/exe", std::string("--orch-rank-worker=") + scenario, bin, home + "/lib/libnvshmem_host.so.3"},
+      o);
   ORCH_REQUIRE_OK(exits);
   for (const orch::ranks::Exit& x : *exits) {
     std::ifstream in(x.log);
@@ -276,6 +347,20 @@ TEST_CASE("NVSHMEM: a kernel orchc linked puts and signals to the next PE; every
     MESSAGE(x.describe(), "\n", text);
     CHECK(x.ok());
   }
+}
+
+}  // namespace
+
+TEST_SUITE("multi-gpu") {
+
+TEST_CASE("NVSHMEM: a kernel orchc linked puts and signals to the next PE; every rank equals the CPU reference") {
+  (void)registered;
+  run_put_signal("nvshmem_put_signal");
+}
+
+TEST_CASE("NVSHMEM through the runtime: instantiate starts NVSHMEM over orch's communicator; every rank equals the CPU reference") {
+  (void)registered_runtime;
+  run_put_signal("nvshmem_runtime_put_signal");
 }
 
 }  // TEST_SUITE("multi-gpu")
