@@ -5,6 +5,7 @@ and JAX where it is expressible there, timed on one GPU in one run, each result 
 CPU reference first.
 
   bench/real_bench.py BUILD_DIR [--quick] [--only SUBSTRING]... [--markdown] [--no-profile]
+                              [--orchc-flag FLAG]...  # e.g. --orchc-flag=--shared-memory-code=relocatable
   bench/real_bench.py BUILD_DIR --prepare     # compile everything into the cache; no GPU needed
   bench/real_bench.py BUILD_DIR --self-test   # CPU only: every pipeline checked and compiled small,
                                               # the references against plain loops (a ctest)
@@ -96,8 +97,9 @@ def pipeline_name(text: str) -> str:
 # ---- compiling: orchc artifacts and by-hand binaries, cached by content -------------------------
 
 class Builder:
-    def __init__(self, build: pathlib.Path, cache: pathlib.Path):
+    def __init__(self, build: pathlib.Path, cache: pathlib.Path, extra: list = ()):
         self.orchc = build / "compiler" / "orchc"
+        self.extra = list(extra)  # --orchc-flag: given to every compile, so in every artifact's key
         self.orch_run = build / "tools" / "orch-run"
         self.cache = cache
         cache.mkdir(parents=True, exist_ok=True)
@@ -121,11 +123,12 @@ class Builder:
         prof = row_dir / "profile.json"
         run([self.orch_run, default, "--warmup", 3, "--repeat", max(3, min(repeat, 20)), *fills, "--profile", prof])
         out = row_dir / f"{slug}.profiled.bin"
-        run([self.orchc, "--profile", prof, f"{slug}.orch", "-o", out], cwd=row_dir)
+        run([self.orchc, *self.extra, "--profile", prof, f"{slug}.orch", "-o", out], cwd=row_dir)
         return out
 
     def artifact(self, row_dir: pathlib.Path, slug: str, opts: list) -> pathlib.Path:
         text = (row_dir / f"{slug}.orch").read_text()
+        opts = [*self.extra, *opts]
         out = self.cache / f"{slug}-{self.key(self.orchc_hash, *opts, text)}.bin"
         if not out.exists():
             tmp = out.with_suffix(".tmp")
@@ -598,6 +601,8 @@ def main() -> int:
     ap.add_argument("--no-profile", action="store_true", help="no `profile` column (orch-run --profile, orchc --profile)")
     ap.add_argument("--cache", help="compiled pipelines and by-hand binaries (default BUILD_DIR/real_bench_cache)")
     ap.add_argument("--prepare", action="store_true", help="compile and build every row into the cache; no GPU")
+    ap.add_argument("--orchc-flag", action="append", default=[], metavar="FLAG",
+                    help="give every orchc compile FLAG too, e.g. --orchc-flag=--shared-memory-code=relocatable")
     ap.add_argument("--self-test", action="store_true", help="CPU only: pipelines and references, small")
     ap.add_argument("--jax-worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -614,7 +619,7 @@ def main() -> int:
     targets = pathlib.Path(__file__).resolve().parent.parent / "targets"
     if "ORCH_TARGETS_DIR" not in os.environ and (targets / "sm_90.yaml").exists():
         os.environ["ORCH_TARGETS_DIR"] = str(targets)
-    builder = Builder(build, pathlib.Path(a.cache).resolve() if a.cache else build / "real_bench_cache")
+    builder = Builder(build, pathlib.Path(a.cache).resolve() if a.cache else build / "real_bench_cache", a.orchc_flag)
     rows = [r for r in W.rows() if not a.only or any(s in r.name for s in a.only)]
     if a.prepare:
         with tempfile.TemporaryDirectory() as tmp:

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "lowering/kernel_cache.h"
+#include "lowering/kernel_nvrtc.h"
 #include "lowering/kernel_toolchain.h"
 #include "lowering/nvrtc_log.h"
 #include "lowering/nvshmem.h"
@@ -44,111 +45,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using namespace toolchain;  // Toolkit, probe_toolkit, nvcc_ptx, ...
+using namespace toolchain;  // Toolkit, probe_toolkit, nvcc_ptx, NvrtcProgram, JitLinker, ...
 
 // Bumped whenever what we pass NVRTC or store changes in a way the other key fields miss.
 constexpr const char* kKeySalt = "orch-kernel-cache-v2";  // v2: a module of several entries
 // A hash of orchc's own sources that turn a kernel's code into its image (this file, the PTX
 // patcher): a changed orchc never takes an image an older one cached (cmake/orch_source_hash.cmake).
 constexpr const char* kTransformHash = ORCH_KERNEL_TRANSFORM_HASH;
-
-// ---- owners for the C handles ---------------------------------------------------------------
-
-class NvrtcProgram {
- public:
-  NvrtcProgram() = default;
-  NvrtcProgram(const NvrtcProgram&) = delete;
-  NvrtcProgram& operator=(const NvrtcProgram&) = delete;
-  ~NvrtcProgram() {
-    if (program_) nvrtcDestroyProgram(&program_);
-  }
-  nvrtcResult create(const std::string& code, const std::string& file_name) {
-    return nvrtcCreateProgram(&program_, code.c_str(), file_name.c_str(), 0, nullptr, nullptr);
-  }
-  nvrtcProgram get() const { return program_; }
-
- private:
-  nvrtcProgram program_ = nullptr;
-};
-
-class JitLinker {
- public:
-  JitLinker() = default;
-  JitLinker(const JitLinker&) = delete;
-  JitLinker& operator=(const JitLinker&) = delete;
-  ~JitLinker() {
-    if (handle_) nvJitLinkDestroy(&handle_);
-  }
-  nvJitLinkResult create(const std::vector<std::string>& options) {
-    std::vector<const char*> argv;
-    for (const std::string& o : options) argv.push_back(o.c_str());
-    return nvJitLinkCreate(&handle_, static_cast<uint32_t>(argv.size()), argv.data());
-  }
-  nvJitLinkHandle get() const { return handle_; }
-  // The error log, then the info log; empty if neither can be read.
-  std::string logs() const {
-    std::string out;
-    size_t size = 0;
-    if (handle_ && nvJitLinkGetErrorLogSize(handle_, &size) == NVJITLINK_SUCCESS && size > 1) {
-      std::string log(size, '\0');
-      if (nvJitLinkGetErrorLog(handle_, log.data()) == NVJITLINK_SUCCESS)
-        out += log.substr(0, log.find('\0'));
-    }
-    if (handle_ && nvJitLinkGetInfoLogSize(handle_, &size) == NVJITLINK_SUCCESS && size > 1) {
-      std::string log(size, '\0');
-      if (nvJitLinkGetInfoLog(handle_, log.data()) == NVJITLINK_SUCCESS)
-        out += log.substr(0, log.find('\0'));
-    }
-    return out;
-  }
-
- private:
-  nvJitLinkHandle handle_ = nullptr;
-};
-
-const char* jitlink_error_name(nvJitLinkResult r) {
-  switch (r) {
-    case NVJITLINK_SUCCESS:
-      return "success";
-    case NVJITLINK_ERROR_UNRECOGNIZED_OPTION:
-      return "unrecognized option";
-    case NVJITLINK_ERROR_MISSING_ARCH:
-      return "missing -arch";
-    case NVJITLINK_ERROR_INVALID_INPUT:
-      return "invalid input";
-    case NVJITLINK_ERROR_PTX_COMPILE:
-      return "PTX compilation failed";
-    case NVJITLINK_ERROR_NVVM_COMPILE:
-      return "NVVM compilation failed";
-    case NVJITLINK_ERROR_INTERNAL:
-      return "internal error";
-    case NVJITLINK_ERROR_THREADPOOL:
-      return "thread pool error";
-    case NVJITLINK_ERROR_UNRECOGNIZED_INPUT:
-      return "unrecognized input";
-    case NVJITLINK_ERROR_FINALIZE:
-      return "finalizer error";
-    case NVJITLINK_ERROR_NULL_INPUT:
-      return "null input";
-    case NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS:
-      return "incompatible options";
-    case NVJITLINK_ERROR_INCORRECT_INPUT_TYPE:
-      return "incorrect input type";
-    case NVJITLINK_ERROR_ARCH_MISMATCH:
-      return "arch mismatch";
-    case NVJITLINK_ERROR_OUTDATED_LIBRARY:
-      return "outdated library";
-    case NVJITLINK_ERROR_MISSING_FATBIN:
-      return "missing fatbin";
-    case NVJITLINK_ERROR_UNRECOGNIZED_ARCH:
-      return "unrecognized arch";
-    case NVJITLINK_ERROR_UNSUPPORTED_ARCH:
-      return "unsupported arch";
-    case NVJITLINK_ERROR_LTO_NOT_ENABLED:
-      return "needs -lto";
-  }
-  return "unknown error";
-}
 
 // ---- one kernel --------------------------------------------------------------------------------
 
@@ -183,77 +86,6 @@ class PtxMemo {
   std::map<std::string, std::shared_ptr<Slot>> slots_;
 };
 
-// The name expressions of a program, added before it compiles; their lowered names after.
-nvrtcResult add_name_expressions(nvrtcProgram program, const std::vector<std::string>& exprs, std::string* failure) {
-  for (const std::string& e : exprs) {
-    nvrtcResult r = nvrtcAddNameExpression(program, e.c_str());
-    if (r != NVRTC_SUCCESS) {
-      *failure = std::string("nvrtcAddNameExpression: ") + nvrtcGetErrorString(r);
-      return r;
-    }
-  }
-  return NVRTC_SUCCESS;
-}
-
-bool lowered_names(nvrtcProgram program, const std::vector<std::string>& exprs, std::vector<std::string>* out,
-                   std::string* failure) {
-  for (const std::string& e : exprs) {
-    const char* lowered = nullptr;
-    nvrtcResult r = nvrtcGetLoweredName(program, e.c_str(), &lowered);
-    if (r != NVRTC_SUCCESS || !lowered) {
-      *failure = "no lowered name for entry \"" + e + "\": " + nvrtcGetErrorString(r);
-      return false;
-    }
-    out->push_back(lowered);
-  }
-  return true;
-}
-
-std::string program_log(nvrtcProgram program) {
-  size_t log_size = 0;
-  if (nvrtcGetProgramLogSize(program, &log_size) == NVRTC_SUCCESS && log_size > 1) {
-    std::string log(log_size, '\0');
-    if (nvrtcGetProgramLog(program, log.data()) == NVRTC_SUCCESS) return log.substr(0, log.find('\0'));
-  }
-  return {};
-}
-
-// NVRTC to PTX for a virtual arch ("compute_90"); `exprs` (name expressions) name the kernels
-// whose lowered names are wanted.
-PtxResult nvrtc_ptx(const std::string& code, const std::string& file_name, const std::vector<std::string>& exprs,
-                    const std::vector<std::string>& opts) {
-  PtxResult out;
-  NvrtcProgram program;
-  nvrtcResult r = program.create(code, file_name);
-  if (r != NVRTC_SUCCESS) {
-    out.failure = std::string("nvrtcCreateProgram: ") + nvrtcGetErrorString(r);
-    return out;
-  }
-  if (add_name_expressions(program.get(), exprs, &out.failure) != NVRTC_SUCCESS) return out;
-  std::vector<const char*> argv;
-  for (const std::string& o : opts) argv.push_back(o.c_str());
-  nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
-  out.log = program_log(program.get());
-  if (compiled != NVRTC_SUCCESS) {
-    if (out.log.empty()) out.log = std::string("nvrtc: ") + nvrtcGetErrorString(compiled);
-    return out;
-  }
-  out.compiled = true;
-  if (!lowered_names(program.get(), exprs, &out.lowered, &out.failure)) return out;
-  size_t size = 0;
-  if ((r = nvrtcGetPTXSize(program.get(), &size)) != NVRTC_SUCCESS) {
-    out.failure = std::string("nvrtcGetPTXSize: ") + nvrtcGetErrorString(r);
-    return out;
-  }
-  out.ptx.assign(size, '\0');
-  if ((r = nvrtcGetPTX(program.get(), out.ptx.data())) != NVRTC_SUCCESS) {
-    out.failure = std::string("nvrtcGetPTX: ") + nvrtcGetErrorString(r);
-    return out;
-  }
-  while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
-  return out;
-}
-
 
 struct BuildResult {
   bool compiled = false;  // NVRTC succeeded
@@ -287,6 +119,10 @@ class KernelJob {
   std::optional<std::string> nvcc_instead(const std::string& varch, const std::string& nvrtc_ptx,
                                           const std::vector<std::string>& lowered) const;
   PtxResult nvcc_result(const std::string& varch) const;  // nvcc_ptx for the unit, memoized
+  // nvcc compiles the unit -rdc=true: for the device runtime, or asked for (SharedMemoryCode).
+  bool nvcc_rdc() const {
+    return device_runtime_ || options_.shared_memory_code == SharedMemoryCode::relocatable;
+  }
   BuildResult build(const Target& target) const;
   BuildResult build_patched(const Target& target) const;
   // Links `input` (PTX or a relocatable CUBIN) with nvJitLink for target.arch, with cudadevrt
@@ -342,11 +178,11 @@ std::vector<std::string> KernelJob::nvrtc_options(const std::string& arch) const
 
 PtxResult KernelJob::nvcc_result(const std::string& varch) const {
   std::string key = std::string("nvcc") + '\0' + src_.code + '\0' + src_.file_name + '\0' + varch + '\0' +
-                    (device_runtime_ ? "rdc" : "whole");
+                    (nvcc_rdc() ? "rdc" : "whole");
   for (const std::string& e : exprs_) key += '\0' + e;
   for (const std::string& d : src_.include_dirs) key += '\0' + d;
   return memo_.get(key, [&] {
-    return nvcc_ptx(toolkit_.nvcc, src_.code, src_.file_name, exprs_, src_.include_dirs, varch, device_runtime_);
+    return nvcc_ptx(toolkit_.nvcc, src_.code, src_.file_name, exprs_, src_.include_dirs, varch, nvcc_rdc());
   });
 }
 
@@ -555,14 +391,20 @@ BuildResult KernelJob::build(const Target& target) const {
         out.linked = true;
         return out;
       }
-      // -rdc code is relocatable either way: nvJitLink links it with cudadevrt. Other code is
-      // compiled whole, as NVRTC's own CUBIN would be (ptxas_cubin); where ptxas fails, NVRTC's.
+      // Device-runtime code is relocatable in every mode: nvJitLink links it with cudadevrt.
+      // Other code is compiled whole, as NVRTC's own CUBIN would be (ptxas_cubin), or linked
+      // by nvJitLink (ptxas -c) where a relocatable mode asks; where that fails, NVRTC's.
       if (device_runtime_) return link(target, NVJITLINK_INPUT_PTX, *n, std::move(out));
-      std::string why;
-      if (std::optional<std::string> cubin = ptxas_cubin(toolkit_.ptxas, *n, target.arch, &why)) {
-        out.image = std::move(*cubin);
-        out.linked = true;
-        return out;
+      if (options_.shared_memory_code != SharedMemoryCode::whole_program) {
+        BuildResult linked = link(target, NVJITLINK_INPUT_PTX, *n, out);
+        if (linked.linked) return linked;
+      } else {
+        std::string why;
+        if (std::optional<std::string> cubin = ptxas_cubin(toolkit_.ptxas, *n, target.arch, &why)) {
+          out.image = std::move(*cubin);
+          out.linked = true;
+          return out;
+        }
       }
     }
   }
@@ -678,10 +520,13 @@ std::optional<CompiledKernel> KernelJob::run() {
     key.add(uint64_t(entries_.size()));
     for (const KernelEntry& e : entries_)
       key.add(e.entry.empty() ? e.name : e.entry).add(e.patch.describe()).add(e.guard_code);
-    // Which nvcc may give the PTX (the PTX of a unit that uses shared memory is its).
+    // Which nvcc may give the PTX (the PTX of a unit that uses shared memory is its), and which
+    // of its code (the mode is keyed for every unit: whether one touches shared memory is known
+    // only once NVRTC has compiled it).
     key.add(nvcc_ ? toolkit_.nvcc : std::string());
     if (nvcc_)
-      key.add(toolkit_.nvcc_size)
+      key.add(std::string("shared-memory-code=") + to_string(options_.shared_memory_code))
+          .add(toolkit_.nvcc_size)
           .add(uint64_t(toolkit_.nvcc_mtime))
           .add(toolkit_.ptxas)
           .add(toolkit_.ptxas_size)
@@ -820,6 +665,28 @@ struct Outcome {
 };
 
 }  // namespace
+
+const char* to_string(SharedMemoryCode code) {
+  switch (code) {
+    case SharedMemoryCode::whole_program:
+      return "whole-program";
+    case SharedMemoryCode::relocatable:
+      return "relocatable";
+    case SharedMemoryCode::relocatable_whole_ptx:
+      return "relocatable-whole-ptx";
+  }
+  return "whole-program";
+}
+
+bool parse_shared_memory_code(const std::string& text, SharedMemoryCode* out) {
+  for (SharedMemoryCode c : {SharedMemoryCode::whole_program, SharedMemoryCode::relocatable,
+                             SharedMemoryCode::relocatable_whole_ptx})
+    if (text == to_string(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
 
 std::string default_kernel_cache_dir() {
   if (!env("ORCH_CACHE_DIR").empty()) return env("ORCH_CACHE_DIR");

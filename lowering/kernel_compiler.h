@@ -90,7 +90,9 @@ struct CompiledKernel {
   // only CUBINs. Measured on an H200, driver 580: cudaLibraryLoadData JITs this PTX as it is
   // and the driver resolves the device runtime itself (countdown's step ran its WHILE loop to
   // the end, lazy and eager loading alike); linking it with libcudadevrt.a through cuLink*
-  // first works too. ptx_relocatable says which kind of PTX a loader holds.
+  // first works too. ptx_relocatable says which kind of PTX a loader holds. (The PTX that
+  // SharedMemoryCode::relocatable takes is -rdc output too, but names nothing outside its unit
+  // but what whole-program PTX names, so it loads as any PTX and leaves this false.)
   bool device_runtime = false;
   bool ptx_relocatable = false;
   // Calls NVSHMEM: CUBINs only (no PTX), linked with NVSHMEM's device library of this version
@@ -101,6 +103,25 @@ struct CompiledKernel {
   unsigned cache_hits = 0;    // images (CUBINs and the PTX) read from the cache
   unsigned cache_misses = 0;  // images compiled while a cache was in use
 };
+
+// What a translation unit that touches shared memory is compiled to where nvcc gives its PTX
+// (CompileOptions::use_nvcc). Units that touch no shared memory, and units where NVRTC's PTX is
+// kept, compile the same in every mode; so do device-runtime units, whose PTX is nvcc's -rdc
+// code linked by nvJitLink in every mode.
+enum class SharedMemoryCode {
+  // nvcc's whole-program PTX, compiled whole by ptxas (what `nvcc -cubin` makes). The default.
+  whole_program,
+  // nvcc's relocatable PTX (-rdc=true), linked by nvJitLink (ptxas -c): what `nvcc -rdc=true`
+  // and nvlink make, the code of the by-hand binaries of bench/.
+  relocatable,
+  // nvcc's whole-program PTX, linked by nvJitLink (ptxas -c): the PTX of the first, compiled as
+  // the second is.
+  relocatable_whole_ptx,
+};
+// "whole-program", "relocatable", "relocatable-whole-ptx": orchc's --shared-memory-code values.
+const char* to_string(SharedMemoryCode code);
+// The mode a --shared-memory-code value names; false for anything else.
+bool parse_shared_memory_code(const std::string& text, SharedMemoryCode* out);
 
 struct CompileOptions {
   std::vector<std::string> archs;  // {"sm_80", "sm_90"}; PTX is made for the newest
@@ -114,6 +135,8 @@ struct CompileOptions {
   // nvcc_ptx). NVRTC still compiles the unit first (diagnostics, lowered names), and its PTX is
   // used where nvcc is missing or fails. Not with extra_flags. false: NVRTC's PTX always.
   bool use_nvcc = true;
+  // Which of nvcc's code such a unit takes (docs/performance.md, "MoE against by hand").
+  SharedMemoryCode shared_memory_code = SharedMemoryCode::whole_program;
   // NVSHMEM's folder (include/nvshmem.h, lib/libnvshmem_device.a) for kernels that call it;
   // empty: $ORCH_NVSHMEM_HOME, else $NVSHMEM_HOME. Looked for only when a kernel needs it.
   std::string nvshmem_home;

@@ -25,6 +25,7 @@ namespace {
 struct Flags {
   std::string input, emit, target, targets_dir, format = "text", color = "auto", output, profile;
   std::string nvshmem;  // NVSHMEM's folder for kernels that call it (else $ORCH_NVSHMEM_HOME)
+  std::string shared_memory_code = "whole-program";  // orch::SharedMemoryCode, as text
   bool check_only = false, no_kernels = false, no_cache = false, print_passes = false, no_pdl = false;
   std::vector<std::string> archs;
   unsigned jobs = 0;
@@ -44,6 +45,8 @@ orch::LowerOptions lower_options(const Flags& f,
   lower.compile.cache_dir = f.no_cache ? "" : orch::default_kernel_cache_dir();
   lower.compile.jobs = f.jobs;
   lower.compile.nvshmem_home = f.nvshmem;
+  // Checked against the same names by CLI11 before this runs.
+  orch::parse_shared_memory_code(f.shared_memory_code, &lower.compile.shared_memory_code);
   lower.print_passes = f.print_passes;
   lower.pdl = !f.no_pdl;
   lower.unroll = f.unroll;
@@ -139,6 +142,7 @@ std::vector<std::string> key_options(const Flags& f, bool color) {
   o.push_back(std::string("collective-priority=") + (f.no_collective_priority ? "0" : "1"));
   o.push_back(std::string("memory-plan=") + (f.no_memory_plan ? "0" : "1"));
   if (!f.nvshmem.empty()) o.push_back("nvshmem=" + f.nvshmem);
+  o.push_back("shared-memory-code=" + f.shared_memory_code);
   return o;
 }
 
@@ -192,6 +196,12 @@ int run(int argc, char** argv) {
   app.add_flag("--no-memory-plan", f.no_memory_plan,
                "allocate every buffer alone (default: buffers never in use at the same time share one arena; "
                "docs/performance.md, \"Memory: the memory plan\")");
+  app.add_option("--shared-memory-code", f.shared_memory_code,
+                 "what a kernel source that uses shared memory compiles to: whole-program (default: nvcc's "
+                 "PTX, ptxas whole program), relocatable (nvcc -rdc=true's PTX, linked by nvJitLink) or "
+                 "relocatable-whole-ptx (nvcc's whole-program PTX, linked by nvJitLink); docs/language.md, "
+                 "\"Shared memory: nvcc's code\"")
+      ->check(CLI::IsMember({"whole-program", "relocatable", "relocatable-whole-ptx"}));
   app.add_option("--profile", f.profile,
                  "decide the speed passes from the launches and times orch-run --profile measured "
                  "(docs/observe.md, \"--profile\")")
