@@ -43,6 +43,11 @@ void Checker::shmem(const ast::Stmt& s, const ast::Shmem& n, BodyContext& ctx, i
                           "(`buffer x: f32[n] symmetric`, with a `comm`)");
     return;
   }
+  // A put or signal names its signal word even when it has errors of its own: a wait on that word
+  // is then not also reported as waiting for nothing (one mistake, one error).
+  if ((n.kind == ast::ShmemKind::Put || n.kind == ast::ShmemKind::Signal) && !n.signal.name.empty())
+    if (const Symbol* sym = lookup(n.signal.name); sym && sym->kind == SymbolKind::Buffer)
+      signal_words_named_.insert(sym->index);
   ir::Node node = make_node(ir::ShmemNode{}, s, ctx);
   auto& sh = node.as<ir::ShmemNode>();
   sh.op = static_cast<ir::ShmemOp>(n.kind);  // the same order
@@ -199,7 +204,8 @@ struct Divergence {
 
 class NvshmemRules {
  public:
-  NvshmemRules(ir::Program& p, DiagnosticEngine& diags) : p_(p), diags_(diags) {}
+  NvshmemRules(ir::Program& p, DiagnosticEngine& diags, const std::set<int>& named)
+      : p_(p), diags_(diags), named_(named) {}
 
   void run() {
     graphs_ = live_graphs();
@@ -415,9 +421,10 @@ class NvshmemRules {
         const std::string whom = s->op == ir::ShmemOp::Wait      ? "it could wait for a signal its peer never sends"
                                  : s->op == ir::ShmemOp::Barrier ? "the PEs that reach it would wait for those that never do"
                                                                  : "a peer could wait for what it never sends";
-        std::string where = c ? (c->is<ir::WhileNode>() ? "a loop" : "a conditional body") : "a graph";
+        const std::string where = c ? (c->is<ir::WhileNode>() ? "a loop that" : "a conditional body that")
+                                    : "device graph `" + p_.graphs[g].name + "`, which";
         Diagnostic& diag = diags_.error(DiagCode::E0712, n.loc,
-                                        op + " inside " + where + " that PEs may run differently: " + whom);
+                                        op + " inside " + where + " PEs may run differently: " + whom);
         if (c) {
           const ir::ConditionalParts* parts = ir::conditional(*c);
           diags_.add_note(diag, parts->cond ? parts->cond->loc : c->loc, "the condition is here; " + d.why);
@@ -456,7 +463,9 @@ class NvshmemRules {
     for (int g : graphs_)
       walk(g, [&](const ir::Node& n, const std::vector<const ir::Node*>&) {
         const ir::ShmemNode* s = std::get_if<ir::ShmemNode>(&n.op);
-        if (!s || s->op != ir::ShmemOp::Wait || s->signal < 0 || !signallers(s->signal).empty()) return;
+        if (!s || s->op != ir::ShmemOp::Wait || s->signal < 0 || named_.count(s->signal) ||
+            !signallers(s->signal).empty())
+          return;
         for (const SourceRange& r : reported)
           if (same_place(r, n.loc)) return;
         reported.push_back(n.loc);
@@ -528,6 +537,7 @@ class NvshmemRules {
 
   ir::Program& p_;
   DiagnosticEngine& diags_;
+  const std::set<int>& named_;  // signal words some put or signal names (Checker::shmem)
   std::vector<int> graphs_;
   std::map<int, Divergence> scalar_;
   std::vector<Divergence> graph_launch_;
@@ -546,7 +556,7 @@ void Checker::check_nvshmem_rules() {
     };
     find(g.body);
   }
-  if (any) NvshmemRules(*program_, diags_).run();
+  if (any) NvshmemRules(*program_, diags_, signal_words_named_).run();
 }
 
 }  // namespace orch::detail

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -149,7 +150,9 @@ class Checker {
   std::vector<std::vector<bool>> kernel_param_broken_;
   bool profile_ok_ = false;
   // Per graph: the buffers its collectives so far write (a later `wait` reads them: check_nvshmem.cpp).
-  std::map<int, std::vector<int>> collective_writes_;     // limits are checked only against a profile that loaded
+  std::map<int, std::vector<int>> collective_writes_;
+  // Buffers a put or signal statement names as its signal word, checked or not (check_nvshmem.cpp).
+  std::set<int> signal_words_named_;     // limits are checked only against a profile that loaded
   bool in_condition_ = false;
   // While a kernel's cost is checked for one launch: its value parameters' names, bound to the
   // launch's arguments (names resolve only here).
