@@ -393,10 +393,10 @@ TEST_CASE("the NVSHMEM statements become kernels in a module of their own, linke
     return false;
   };
   CAPTURE(ir);
-  CHECK(node_line("orch_nvshmem_put_", "<<<1, 512>>>"));
-  CHECK(node_line("orch_nvshmem_get_", "<<<1, 512>>>"));
-  CHECK(node_line("orch_nvshmem_wait_", "<<<1, 1>>>"));
-  CHECK(node_line("orch_nvshmem_barrier_", "<<<1, 1>>>"));
+  CHECK(node_line("orch_nvshmem_put_", "<<<(1, 1, 1), (512, 1, 1), 0>>>"));
+  CHECK(node_line("orch_nvshmem_get_", "<<<(1, 1, 1), (512, 1, 1), 0>>>"));
+  CHECK(node_line("orch_nvshmem_wait_", "<<<(1, 1, 1), (1, 1, 1), 0>>>"));
+  CHECK(node_line("orch_nvshmem_barrier_", "<<<(1, 1, 1), (1, 1, 1), 0>>>"));
 }
 
 TEST_CASE("the NVSHMEM statements without NVSHMEM are E0904 at the first of them") {
