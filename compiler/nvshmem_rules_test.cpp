@@ -2,6 +2,7 @@
 // code at a time in the style of rules_test.cpp (the full text `orchc --check` prints, then the
 // closest pipeline that obeys the rule, which must check clean).
 #include "compiler/dag.h"
+#include "compiler/emit.h"
 #include "compiler/rules_test_support.h"
 
 namespace orch {
@@ -556,6 +557,21 @@ graph main {
   CHECK_FALSE(is_ordered(main, 2, 4));  // the one reading only local buffers does not
   CHECK(is_ordered(main, 0, 2));        // the wait reads what the allreduce writes
   CHECK(is_ordered(main, 1, 2));        // signal and wait: both touch every symmetric buffer
+}
+
+
+TEST_CASE("--emit=yaml and --emit=dot name each NVSHMEM statement as written") {
+  auto c = check(kClean);
+  REQUIRE(c->text() == "");
+  const std::string yaml = emit_yaml(*c->result.program, c->sources);
+  CHECK(yaml.find("kind: nvshmem") != std::string::npos);
+  CHECK(yaml.find("what: put a -> b on (rank + 1) % world_size signal sig += 1") != std::string::npos);
+  CHECK(yaml.find("what: wait sig >= t + 1") != std::string::npos);
+  CHECK(yaml.find("what: get b -> a from 1") != std::string::npos);
+  CHECK(yaml.find("what: barrier") != std::string::npos);
+  CHECK(yaml.find("what: quiet") != std::string::npos);
+  const std::string dot = emit_dot(*c->result.program, c->sources);
+  CHECK(dot.find("wait sig >= t + 1") != std::string::npos);
 }
 
 }  // TEST_SUITE("rules: nvshmem")
