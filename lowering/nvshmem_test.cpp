@@ -372,6 +372,21 @@ TEST_CASE("the NVSHMEM statements become kernels in a module of their own, linke
     }
   }
   CHECK(ops == std::set<std::string>{"barrier", "get", "put", "quiet", "signal", "wait"});
+  // What each calls (the first of each kind; NVSHMEM's signatures in its 3.4.5 headers).
+  auto source_of = [&](const std::string& prefix) {
+    for (const lir::Kernel& k : l->lowered.kernels)
+      if (k.name.rfind(prefix, 0) == 0) return k.source;
+    return std::string();
+  };
+  CHECK(source_of("orch_nvshmem_put_").find("nvshmemx_putmem_signal_block((void*)b1, (const void*)b0, v") !=
+        std::string::npos);
+  CHECK(source_of("orch_nvshmem_put_").find(", NVSHMEM_SIGNAL_ADD, v") != std::string::npos);
+  CHECK(source_of("orch_nvshmem_wait_").find("nvshmem_signal_wait_until((uint64_t*)b3, NVSHMEM_CMP_GE, value.v);") !=
+        std::string::npos);
+  CHECK(source_of("orch_nvshmem_get_").find("nvshmemx_getmem_block((void*)b2, (const void*)b1, ") != std::string::npos);
+  CHECK(source_of("orch_nvshmem_barrier_").find("nvshmemx_barrier_all_block();") != std::string::npos);
+  const std::string signal = source_of("orch_nvshmem_signal_");
+  CHECK(signal.find("nvshmem_quiet();\n  nvshmemx_signal_op((uint64_t*)b3, ") != std::string::npos);
   REQUIRE(nvshmem_modules.size() == 1);
   REQUIRE(other_modules.size() == 1);
   const lir::Module& m = l->lowered.modules.at(*nvshmem_modules.begin());
