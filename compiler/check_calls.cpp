@@ -49,6 +49,7 @@ void count_block(const ast::Block& b, const std::map<std::string, Symbol>& symbo
                    [](const ast::Assign&) {},
                    [](const ast::LaunchGraph&) {},
                    [](const ast::Collective&) {},
+                   [](const ast::Shmem&) {},
                },
                s.node);
   }

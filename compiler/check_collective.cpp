@@ -139,6 +139,7 @@ void Checker::collective(const ast::Stmt& s, const ast::Collective& n, BodyConte
   if (!ok) return;
   add_access(node.accesses, src, true, src == dst);
   add_access(node.accesses, dst, src == dst, true);
+  collective_writes_[ctx.graph].push_back(dst);
   out.nodes.push_back(std::move(node));
 }
 

@@ -84,6 +84,7 @@ std::unique_ptr<ir::Program> Checker::run() {
   for (ir::Graph& g : program_->graphs) derive_edges(g.body);
   check_device_graphs();
   check_loop_conditions();
+  check_nvshmem_rules();
   check_budgets();
   check_launches();
   check_bind_checks_possible();

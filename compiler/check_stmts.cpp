@@ -49,6 +49,7 @@ void Checker::stmt(const ast::Stmt& s, BodyContext& ctx, ir::Region& out) {
                  [&](const ast::Call& n) { call(s, n, ctx, out); },
                  [&](const ast::LaunchGraph& n) { launch_graph(s, n, ctx, out); },
                  [&](const ast::Collective& n) { collective(s, n, ctx, out); },
+                 [&](const ast::Shmem& n) { shmem(s, n, ctx, out); },
              },
              s.node);
 }

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,11 @@ class Checker {
                     ir::Region& out);
   void collective(const ast::Stmt& s, const ast::Collective& n, BodyContext& ctx,
                   ir::Region& out);
+  // check_nvshmem.cpp: put, get, signal, wait, quiet, barrier; and after every graph is built,
+  // the rules that look at the whole pipeline (signals that nothing sends, conditions PEs may
+  // compute differently, waits that can deadlock against a collective).
+  void shmem(const ast::Stmt& s, const ast::Shmem& n, BodyContext& ctx, ir::Region& out);
+  void check_nvshmem_rules();
   std::optional<ir::Expr> condition(const ast::Expr& e, BodyContext& ctx);
   int buffer_ref(const ast::Ident& name, const char* role);
   void device_launch_placement(const SourceRange& where, const std::string& what,
@@ -142,7 +148,11 @@ class Checker {
   std::vector<bool> param_broken_;
   std::vector<bool> buffer_broken_;
   std::vector<std::vector<bool>> kernel_param_broken_;
-  bool profile_ok_ = false;     // limits are checked only against a profile that loaded
+  bool profile_ok_ = false;
+  // Per graph: the buffers its collectives so far write (a later `wait` reads them: check_nvshmem.cpp).
+  std::map<int, std::vector<int>> collective_writes_;
+  // Buffers a put or signal statement names as its signal word, checked or not (check_nvshmem.cpp).
+  std::set<int> signal_words_named_;     // limits are checked only against a profile that loaded
   bool in_condition_ = false;
   // While a kernel's cost is checked for one launch: its value parameters' names, bound to the
   // launch's arguments (names resolve only here).

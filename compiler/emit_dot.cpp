@@ -30,6 +30,7 @@ const char* node_shape(ir::NodeKind k, bool no_bodies) {
       return no_bodies ? "box" : "diamond";
     case ir::NodeKind::LaunchGraph:
     case ir::NodeKind::Collective:
+    case ir::NodeKind::Shmem:
       return "hexagon";
     case ir::NodeKind::Kernel:
     case ir::NodeKind::Copy:
@@ -115,6 +116,7 @@ class DotWriter {
       case ir::NodeKind::ScalarUpdate:
       case ir::NodeKind::LaunchGraph:
       case ir::NodeKind::Collective:
+      case ir::NodeKind::Shmem:
       case ir::NodeKind::SetCondition: break;  // no bodies
     }
     return "body";
@@ -188,6 +190,27 @@ std::string describe_node(const ir::Program& p, const ir::Node& n) {
       s += " " + p.buffers[c.src].name;
       if (c.dst != c.src) s += " -> " + p.buffers[c.dst].name;
       return s + " on " + p.comms[c.comm].name;
+    }
+    case ir::NodeKind::Shmem: {
+      const ir::ShmemNode& s = n.as<ir::ShmemNode>();
+      auto value = [&] { return s.value ? ir::to_string(*s.value, p) : std::string("?"); };
+      auto peer = [&] { return s.peer ? ir::to_string(*s.peer, p) : std::string("?"); };
+      auto sig = [&] {
+        return p.buffers[s.signal].name + (s.signal_op == ir::SignalOp::Add ? " += " : " = ") + value();
+      };
+      switch (s.op) {
+        case ir::ShmemOp::Put: {
+          std::string out = "put " + p.buffers[s.src].name + " -> " + p.buffers[s.dst].name + " on " + peer();
+          return s.signal >= 0 ? out + " signal " + sig() : out;
+        }
+        case ir::ShmemOp::Get: return "get " + p.buffers[s.src].name + " -> " + p.buffers[s.dst].name + " from " + peer();
+        case ir::ShmemOp::Signal: return "signal " + sig() + " on " + peer();
+        case ir::ShmemOp::Wait:
+          return "wait " + p.buffers[s.signal].name + " " + ir::to_string(s.cmp) + " " + value();
+        case ir::ShmemOp::Quiet: return "quiet";
+        case ir::ShmemOp::Barrier: return "barrier";
+      }
+      return "?";
     }
   }
   return "?";

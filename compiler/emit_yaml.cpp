@@ -95,6 +95,7 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
                         },
                         [](const ir::LaunchGraphNode&) {},
                         [](const ir::CollectiveNode&) {},
+                        [](const ir::ShmemNode&) {},
                         [&](const ir::SetConditionNode& c) { handle(c.handle); }},
              n.op);
   out << YAML::EndMap;

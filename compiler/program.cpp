@@ -31,7 +31,32 @@ const char* to_string(NodeKind k) {
     case NodeKind::Switch: return "switch";
     case NodeKind::LaunchGraph: return "launch";
     case NodeKind::Collective: return "collective";
+    case NodeKind::Shmem: return "nvshmem";
     case NodeKind::SetCondition: return "set_condition";
+  }
+  return "?";
+}
+
+const char* to_string(ShmemOp op) {
+  switch (op) {
+    case ShmemOp::Put: return "put";
+    case ShmemOp::Get: return "get";
+    case ShmemOp::Signal: return "signal";
+    case ShmemOp::Wait: return "wait";
+    case ShmemOp::Quiet: return "quiet";
+    case ShmemOp::Barrier: return "barrier";
+  }
+  return "?";
+}
+
+const char* to_string(WaitCmp c) {
+  switch (c) {
+    case WaitCmp::Eq: return "==";
+    case WaitCmp::Ne: return "!=";
+    case WaitCmp::Gt: return ">";
+    case WaitCmp::Le: return "<=";
+    case WaitCmp::Lt: return "<";
+    case WaitCmp::Ge: return ">=";
   }
   return "?";
 }
@@ -46,6 +71,7 @@ const ConditionalParts* conditional(const Node& n) {
                                [](const ScalarUpdateNode&) -> const ConditionalParts* { return nullptr; },
                                [](const LaunchGraphNode&) -> const ConditionalParts* { return nullptr; },
                                [](const CollectiveNode&) -> const ConditionalParts* { return nullptr; },
+                               [](const ShmemNode&) -> const ConditionalParts* { return nullptr; },
                                [](const SetConditionNode&) -> const ConditionalParts* { return nullptr; }},
                     n.op);
 }

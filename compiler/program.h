@@ -178,6 +178,7 @@ enum class NodeKind : uint8_t {
   Switch,
   LaunchGraph,
   Collective,
+  Shmem,         // put, get, signal, wait, quiet, barrier (NVSHMEM); generated kernels once lowered
   SetCondition,  // introduced by lowering
 };
 const char* to_string(NodeKind k);
@@ -295,6 +296,26 @@ struct CollectiveNode {
   std::optional<Expr> root;
 };
 
+// NVSHMEM between kernels (docs/multi-gpu.md, "NVSHMEM"): lowering makes each a kernel orchc
+// writes (lowering/generate_nvshmem_kernels.cpp), one block that calls NVSHMEM's device API.
+enum class ShmemOp : uint8_t { Put, Get, Signal, Wait, Quiet, Barrier };
+const char* to_string(ShmemOp op);
+enum class SignalOp : uint8_t { Set, Add };  // NVSHMEM_SIGNAL_SET, NVSHMEM_SIGNAL_ADD
+// NVSHMEM_CMP_EQ, ... in NVSHMEM's order (nvshmem_constants.h: EQ 0, NE, GT, LE, LT, GE).
+enum class WaitCmp : uint8_t { Eq, Ne, Gt, Le, Lt, Ge };
+const char* to_string(WaitCmp c);  // "==", ...
+
+struct ShmemNode {
+  ShmemOp op = ShmemOp::Quiet;
+  int src = -1, dst = -1;  // Put: the local source and the symmetric destination; Get: the reverse
+  int signal = -1;         // Put (with a signal), Signal, Wait: a symmetric u64 device scalar
+  std::optional<Expr> peer;   // Put, Get, Signal: the PE, a host value (i32)
+  std::optional<Expr> value;  // Put (with a signal), Signal: the signal value; Wait: the compared
+                              // value; u64, evaluated on the GPU
+  SignalOp signal_op = SignalOp::Set;
+  WaitCmp cmp = WaitCmp::Eq;
+};
+
 // Introduced by lowering (lower_conditions): evaluate a condition on the GPU and set handle
 // `handle` (for Switch, mapped through case_values onto CUDA's dense body index).
 struct SetConditionNode {
@@ -311,7 +332,7 @@ struct SetConditionNode {
 };
 
 using NodeOp = std::variant<KernelNode, CopyNode, FillNode, ScalarUpdateNode, IfNode, WhileNode, SwitchNode,
-                            LaunchGraphNode, CollectiveNode, SetConditionNode>;
+                            LaunchGraphNode, CollectiveNode, ShmemNode, SetConditionNode>;
 // Each enumerator names its alternative (a kind added to one and not the other fails here).
 template <NodeKind K>
 using NodeOf = std::variant_alternative_t<static_cast<size_t>(K), NodeOp>;
@@ -322,6 +343,7 @@ static_assert(std::is_same_v<NodeOf<NodeKind::Kernel>, KernelNode> && std::is_sa
                   std::is_same_v<NodeOf<NodeKind::Switch>, SwitchNode> &&
                   std::is_same_v<NodeOf<NodeKind::LaunchGraph>, LaunchGraphNode> &&
                   std::is_same_v<NodeOf<NodeKind::Collective>, CollectiveNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Shmem>, ShmemNode> &&
                   std::is_same_v<NodeOf<NodeKind::SetCondition>, SetConditionNode> &&
                   std::variant_size_v<NodeOp> == static_cast<size_t>(NodeKind::SetCondition) + 1,
               "NodeOp's alternatives are NodeKind's enumerators, in order");

@@ -63,6 +63,15 @@ stmt
   | BROADCAST ident (ARROW ident)? (FROM expr)? ON ident    # broadcastStmt
   | ALLGATHER ident ARROW ident ON ident                    # allgatherStmt
   | REDUCE_SCATTER ident ident ARROW ident ON ident         # reduceScatterStmt
+  // NVSHMEM between kernels (docs/multi-gpu.md): each becomes a kernel orchc writes, so it may
+  // stand in conditional bodies and device graphs. `put ... signal s = v` is one put-with-signal;
+  // a `signal` statement of its own always names its peer with `on`.
+  | PUT ident ARROW ident ON expr (SIGNAL ident sigop=(ASSIGN | PLUS_ASSIGN) expr)?   # putStmt
+  | GET ident ARROW ident FROM expr                         # getStmt
+  | SIGNAL ident sigop=(ASSIGN | PLUS_ASSIGN) expr ON expr  # signalStmt
+  | WAIT ident cmp=(EQ | NE | LT | LE | GT | GE) expr       # waitStmt
+  | QUIET                                                   # quietStmt
+  | BARRIER                                                 # barrierStmt
   | SEMI                                                    # emptyStmt
   ;
 
@@ -93,6 +102,7 @@ expr
 ident
   : ID | IN | OUT | INOUT | HOST | KEEP | DEVICE | COND | SELF | FROM | SOURCE | ENTRY | LAUNCHES
   | TAIL | FIRE_AND_FORGET | SIBLING | ON | COST | SYMMETRIC
+  | PUT | GET | SIGNAL | WAIT | QUIET | BARRIER
   ;
 
 PIPELINE : 'pipeline' ;
@@ -137,6 +147,12 @@ TAIL : 'tail' ;
 FIRE_AND_FORGET : 'fire_and_forget' ;
 SIBLING : 'sibling' ;
 ON : 'on' ;
+PUT : 'put' ;
+GET : 'get' ;
+SIGNAL : 'signal' ;
+WAIT : 'wait' ;
+QUIET : 'quiet' ;
+BARRIER : 'barrier' ;
 
 LAUNCH_OPEN : '<<<' ;
 LAUNCH_CLOSE : '>>>' ;

@@ -188,9 +188,22 @@ struct Collective {
   Ident comm;
 };
 
+// NVSHMEM between kernels (docs/multi-gpu.md): put, get, signal, wait, quiet, barrier.
+enum class ShmemKind { Put, Get, Signal, Wait, Quiet, Barrier };
+
+struct Shmem {
+  ShmemKind kind = ShmemKind::Quiet;
+  Ident src, dst;       // Put, Get: `src -> dst`
+  ExprPtr peer;         // Put, Signal: `on PEER`; Get: `from PEER`
+  Ident signal;         // Put (with `signal`), Signal, Wait: the u64 signal word
+  std::string op;       // Put, Signal: "=" or "+="; Wait: "==", "!=", "<", "<=", ">", ">="
+  SourceRange op_loc;
+  ExprPtr value;        // Put (with `signal`), Signal: the value; Wait: what it is compared with
+};
+
 struct Stmt {
   SourceRange loc;
-  std::variant<KernelLaunch, Copy, Fill, Assign, If, While, Switch, Call, LaunchGraph, Collective>
+  std::variant<KernelLaunch, Copy, Fill, Assign, If, While, Switch, Call, LaunchGraph, Collective, Shmem>
       node;
 };
 
@@ -220,5 +233,6 @@ struct Module {
 const char* to_string(Access a);
 const char* to_string(LaunchMode m);
 const char* to_string(CollectiveKind k);
+const char* to_string(ShmemKind k);
 
 }  // namespace orch::ast

@@ -32,6 +32,17 @@ const char* to_string(CollectiveKind k) {
   }
   return "allreduce";
 }
+const char* to_string(ShmemKind k) {
+  switch (k) {
+    case ShmemKind::Put: return "put";
+    case ShmemKind::Get: return "get";
+    case ShmemKind::Signal: return "signal";
+    case ShmemKind::Wait: return "wait";
+    case ShmemKind::Barrier: return "barrier";
+    case ShmemKind::Quiet: break;
+  }
+  return "quiet";
+}
 }  // namespace ast
 
 namespace {
@@ -162,6 +173,14 @@ class AstPrinter {
                      text += " on " + n.comm.name;
                      line(d, "Collective " + text, s.loc);
                      if (n.root) expr(d + 1, *n.root, "root: ");
+                   },
+                   [&](const ast::Shmem& n) {
+                     std::string text = ast::to_string(n.kind);
+                     if (!n.src.name.empty()) text += " " + n.src.name + " -> " + n.dst.name;
+                     if (!n.signal.name.empty()) text += " signal " + n.signal.name + " " + n.op;
+                     line(d, "Shmem " + text, s.loc);
+                     if (n.peer) expr(d + 1, *n.peer, "peer: ");
+                     if (n.value) expr(d + 1, *n.value, "value: ");
                    },
                },
                s.node);

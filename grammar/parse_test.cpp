@@ -431,7 +431,8 @@ TEST_SUITE("parse") {
   TEST_CASE("parse words that are keywords only in one place stay usable as names") {
     const char* words[] = {
         "in",     "out",   "inout",    "host", "device",          "cond",    "self", "from",
-        "source", "entry", "launches", "tail", "fire_and_forget", "sibling", "on", "keep"};
+        "source", "entry", "launches", "tail", "fire_and_forget", "sibling", "on", "keep",
+        "symmetric", "put", "get", "signal", "wait", "quiet", "barrier"};
     for (const char* w : words) {
       CAPTURE(w);
       std::string name(w);
@@ -448,6 +449,69 @@ TEST_SUITE("parse") {
       CHECK(p->module->kernels[0].params.at(0).name.name == name);
       CHECK(p->module->graphs.at(0).body.size() == 3);
     }
+  }
+
+  TEST_CASE("parse the NVSHMEM statements: put (with and without a signal), get, signal, wait, quiet, barrier") {
+    auto p = parse_string(R"(pipeline p
+graph main {
+  put a -> b on (my_pe + 1) % n_pes
+  put a -> b on 1 signal s += 2
+  get b -> a from 0
+  signal s = t + 1 on 1 - my_pe
+  wait s >= 2 * t
+  wait s != 0
+  quiet
+  barrier
+  put a -> b on 1
+  signal s = 1 on 0
+}
+)");
+    INFO(p->diagnostics());
+    REQUIRE(p->diags.all().empty());
+    const auto& body = p->module->graphs.at(0).body;
+    REQUIRE(body.size() == 10);
+    auto shmem = [&](size_t i) -> const ast::Shmem& { return std::get<ast::Shmem>(body.at(i).node); };
+    const ast::Shmem& put = std::get<ast::Shmem>(body[0].node);
+    CHECK(put.kind == ast::ShmemKind::Put);
+    CHECK(put.src.name == "a");
+    CHECK(put.dst.name == "b");
+    CHECK(put.peer->text == "%");
+    CHECK(put.signal.name.empty());
+    CHECK_FALSE(put.value);
+    const ast::Shmem& signalled = std::get<ast::Shmem>(body[1].node);
+    CHECK(signalled.signal.name == "s");
+    CHECK(signalled.op == "+=");
+    CHECK(signalled.value->int_value == 2);
+    CHECK(shmem(2).kind == ast::ShmemKind::Get);
+    CHECK(shmem(2).src.name == "b");
+    CHECK(shmem(2).peer->int_value == 0);
+    CHECK(shmem(3).kind == ast::ShmemKind::Signal);
+    CHECK(shmem(3).op == "=");
+    CHECK(shmem(3).value->text == "+");
+    CHECK(shmem(3).peer->text == "-");
+    CHECK(shmem(4).kind == ast::ShmemKind::Wait);
+    CHECK(shmem(4).op == ">=");
+    CHECK(shmem(4).value->text == "*");
+    CHECK(shmem(5).op == "!=");
+    CHECK(shmem(6).kind == ast::ShmemKind::Quiet);
+    CHECK(shmem(7).kind == ast::ShmemKind::Barrier);
+    // A put and then a signal of its own: the `signal` statement names its peer, so it is not the
+    // put's signal clause.
+    CHECK(shmem(8).kind == ast::ShmemKind::Put);
+    CHECK(shmem(8).signal.name.empty());
+    CHECK(shmem(9).kind == ast::ShmemKind::Signal);
+    CHECK(shmem(9).peer->int_value == 0);
+  }
+
+  TEST_CASE("parse NVSHMEM words as names: a kernel `put`, a scalar `wait` assigned, `quiet` as an operand") {
+    auto p = parse_string("pipeline p\ngraph main {\n  put<<<1, 1>>>(quiet)\n  wait = barrier + 1\n  quiet\n}\n");
+    INFO(p->diagnostics());
+    REQUIRE(p->diags.all().empty());
+    const auto& body = p->module->graphs.at(0).body;
+    REQUIRE(body.size() == 3);
+    CHECK(std::get<ast::KernelLaunch>(body[0].node).kernel.name == "put");
+    CHECK(std::get<ast::Assign>(body[1].node).target.name == "wait");
+    CHECK(std::get<ast::Shmem>(body[2].node).kind == ast::ShmemKind::Quiet);
   }
 
   TEST_CASE("parse buffer attributes: `host` and `keep` in either order, repeats recorded") {

@@ -127,6 +127,67 @@ std::optional<ast::Stmt> Transformer::stmt(OrchParser::StmtContext* ctx) {
     node.comm = ident(c->ident(3));
     return ast::Stmt{loc, std::move(node)};
   }
+  if (auto* c = dynamic_cast<OrchParser::PutStmtContext*>(ctx)) {
+    ast::Shmem node;
+    node.kind = ast::ShmemKind::Put;
+    auto ids = c->ident();
+    node.src = ident(at(ids, 0));
+    node.dst = ident(at(ids, 1));
+    auto exprs = c->expr();
+    if (!exprs.empty()) node.peer = expr(exprs[0]);
+    if (c->SIGNAL()) {
+      node.signal = ident(at(ids, 2));
+      if (c->sigop) {
+        node.op = c->sigop->getText();
+        node.op_loc = range(c->sigop);
+      }
+      if (exprs.size() > 1) node.value = expr(exprs[1]);
+    }
+    return ast::Stmt{loc, std::move(node)};
+  }
+  if (auto* c = dynamic_cast<OrchParser::GetStmtContext*>(ctx)) {
+    ast::Shmem node;
+    node.kind = ast::ShmemKind::Get;
+    auto ids = c->ident();
+    node.src = ident(at(ids, 0));
+    node.dst = ident(at(ids, 1));
+    node.peer = expr(c->expr());
+    return ast::Stmt{loc, std::move(node)};
+  }
+  if (auto* c = dynamic_cast<OrchParser::SignalStmtContext*>(ctx)) {
+    ast::Shmem node;
+    node.kind = ast::ShmemKind::Signal;
+    node.signal = ident(c->ident());
+    if (c->sigop) {
+      node.op = c->sigop->getText();
+      node.op_loc = range(c->sigop);
+    }
+    auto exprs = c->expr();
+    if (exprs.size() > 0) node.value = expr(exprs[0]);
+    if (exprs.size() > 1) node.peer = expr(exprs[1]);
+    return ast::Stmt{loc, std::move(node)};
+  }
+  if (auto* c = dynamic_cast<OrchParser::WaitStmtContext*>(ctx)) {
+    ast::Shmem node;
+    node.kind = ast::ShmemKind::Wait;
+    node.signal = ident(c->ident());
+    if (c->cmp) {
+      node.op = c->cmp->getText();
+      node.op_loc = range(c->cmp);
+    }
+    node.value = expr(c->expr());
+    return ast::Stmt{loc, std::move(node)};
+  }
+  if (dynamic_cast<OrchParser::QuietStmtContext*>(ctx)) {
+    ast::Shmem node;
+    node.kind = ast::ShmemKind::Quiet;
+    return ast::Stmt{loc, std::move(node)};
+  }
+  if (dynamic_cast<OrchParser::BarrierStmtContext*>(ctx)) {
+    ast::Shmem node;
+    node.kind = ast::ShmemKind::Barrier;
+    return ast::Stmt{loc, std::move(node)};
+  }
   return std::nullopt;  // `;` or a statement lost to a syntax error
 }
 

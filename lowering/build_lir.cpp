@@ -173,7 +173,8 @@ class Builder {
       case ir::NodeKind::ScalarUpdate:
       case ir::NodeKind::LaunchGraph:
       case ir::NodeKind::SetCondition:
-        break;  // generate_kernels made kernels of these
+      case ir::NodeKind::Shmem:
+        break;  // generate_kernels and generate_nvshmem_kernels made kernels of these
     }
     return lir::EmptyNode{};
   }

@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
 
 #include "lowering/codegen.h"
+#include "lowering/nvshmem.h"
 #include "lowering/passes.h"
 
 namespace orch::lowering {
@@ -42,11 +44,11 @@ struct JoinedCode {
 };
 
 JoinedCode join_generated(const lir::Program& p, const std::vector<size_t>& members,
-                          const std::vector<Definition>& definitions) {
+                          const std::vector<Definition>& definitions, const std::string& prefix) {
   JoinedCode out;
   bool status = false;
   for (const Definition& d : definitions) status |= d.status;
-  out.code = generated_preamble(status);
+  out.code = prefix + generated_preamble(status);
   for (size_t n = 0; n < members.size(); ++n) {
     out.segments.push_back({static_cast<uint32_t>(count_lines(out.code) + 1), p.kernels[members[n]].loc});
     out.code += definitions[n].text;
@@ -146,17 +148,30 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     input_of[i] = inputs.size();
     inputs.push_back(std::move(s));
   }
-  const size_t module_input = inputs.size();
-  if (!joined.empty()) {
-    JoinedCode code = join_generated(p, joined, definitions);
+  // The generated kernels that call NVSHMEM (generate_nvshmem_kernels.cpp) are a module of their
+  // own: it is compiled with -rdc and linked with NVSHMEM's device library into CUBINs only, which
+  // the others (conditions, updates, launchers) need not be.
+  std::vector<std::vector<size_t>> groups(2);
+  std::vector<std::vector<Definition>> group_definitions(2);
+  for (size_t n = 0; n < joined.size(); ++n) {
+    const size_t g = nvshmem::mentions_nvshmem(definitions[n].text) ? 1 : 0;
+    groups[g].push_back(joined[n]);
+    group_definitions[g].push_back(std::move(definitions[n]));
+  }
+  std::vector<size_t> group_input(2, SIZE_MAX);
+  for (size_t g = 0; g < 2; ++g) {
+    if (groups[g].empty()) continue;
+    JoinedCode code = join_generated(p, groups[g], group_definitions[g],
+                                     g == 1 ? "#include <nvshmem.h>\n#include <nvshmemx.h>\n" : "");
     KernelSource s;
-    s.name = "orchc's generated kernels";
+    s.name = g == 1 ? "orchc's NVSHMEM kernels" : "orchc's generated kernels";
     s.code = std::move(code.code);
-    s.entries.push_back({p.kernels[joined.front()].name, "", {}, {}});  // the others are extern "C" too
+    s.entries.push_back({p.kernels[groups[g].front()].name, "", {}, {}});  // the others are extern "C" too
     s.segments = std::move(code.segments);
-    s.file_name = p.name + ".generated.cu";
-    s.origin = p.kernels[joined.front()].loc;
-    for (size_t i : joined) s.uses_device_runtime |= p.kernels[i].uses_device_runtime;
+    s.file_name = p.name + (g == 1 ? ".nvshmem.cu" : ".generated.cu");
+    s.origin = p.kernels[groups[g].front()].loc;
+    for (size_t i : groups[g]) s.uses_device_runtime |= p.kernels[i].uses_device_runtime;
+    group_input[g] = inputs.size();
     inputs.push_back(std::move(s));
   }
   std::vector<std::optional<CompiledKernel>> compiled = compile_kernels(inputs, options, diags);
@@ -172,11 +187,12 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     ptx_arch = c.ptx_arch;
   };
   bool ok = true;
-  if (!joined.empty()) {
-    if (module_input < compiled.size() && compiled[module_input]) {
+  for (size_t g = 0; g < 2; ++g) {
+    if (groups[g].empty()) continue;
+    if (group_input[g] < compiled.size() && compiled[group_input[g]]) {
       lir::Module& m = p.modules.emplace_back();
-      take_code(*compiled[module_input], m.images, m.ptx, m.ptx_arch);
-      for (size_t i : joined) {
+      take_code(*compiled[group_input[g]], m.images, m.ptx, m.ptx_arch);
+      for (size_t i : groups[g]) {
         lir::Kernel& k = p.kernels[i];
         k.module = static_cast<int>(p.modules.size() - 1);
         k.lowered_name = k.name;  // extern "C"

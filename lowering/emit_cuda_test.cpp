@@ -101,10 +101,23 @@ bool has_eval(const std::string& haystack, const std::string& needle) {
   return false;
 }
 
+// The examples --emit=cuda ejects: not those that use NVSHMEM (symmetric buffers), which orchc
+// refuses to eject (tools/orchc/main.cpp).
 std::vector<std::string> spec_examples() {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(eject_examples_dir()))
-    if (e.path().extension() == ".orch") out.push_back(e.path().string());
+  // A line `buffer ... symmetric ...` declares one.
+  auto symmetric = [](const std::string& text) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("buffer ", 0) == 0 && line.find(" symmetric") != std::string::npos) return true;
+    return false;
+  };
+  for (const auto& e : fs::directory_iterator(eject_examples_dir())) {
+    if (e.path().extension() != ".orch") continue;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (!symmetric(text)) out.push_back(e.path().string());
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -76,6 +76,8 @@ class Generator {
         case ir::NodeKind::Switch:
         case ir::NodeKind::Collective:
           break;  // already CUDA graph nodes: nothing to generate
+        case ir::NodeKind::Shmem:
+          break;  // generate_nvshmem_kernels' (next)
       }
     }
   }

@@ -151,6 +151,7 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
     case ir::NodeKind::While:
     case ir::NodeKind::Switch:
     case ir::NodeKind::Collective:
+    case ir::NodeKind::Shmem:  // one block (generate_nvshmem_kernels.cpp)
       break;
   }
   s.blocks = 1;

@@ -101,6 +101,7 @@ void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o
   r.note(r.run("unroll_loops", [&] { return lowering::unroll_loops(p, o); }));
   r.run("fuse_generated_kernels", [&] { lowering::fuse_generated_kernels(p); });
   r.run("generate_kernels", [&] { lowering::generate_kernels(p, o, out); });
+  r.run("generate_nvshmem_kernels", [&] { lowering::generate_nvshmem_kernels(p, o, out); });
   r.run("rebuild_edges", [&] { lowering::rebuild_edges(p); });
 }
 

@@ -12,9 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 
+#include "compiler/check.h"
 #include "lowering/kernel_compiler.h"
+#include "lowering/lir.h"
+#include "lowering/lower.h"
 
 namespace orch {
 namespace {
@@ -292,6 +297,130 @@ TEST_CASE("an NVSHMEM kernel with orchc's code at its entry (a programmatic edge
   CHECK(out[0]->cubins[0].cubin[16] == 2);
   CHECK(elf_has_symbol(out[0]->cubins[0].cubin, "nvshmemi_device_state_d"));
   CHECK(out[0]->ptx.empty());
+}
+
+// Every NVSHMEM statement, in a loop and in a branch (both decided alike on every PE).
+const char* kStatements = R"orch(pipeline statements
+target sm_90
+comm world
+param n: u32 = 1000
+buffer a: f32[n]
+buffer b: f32[n] symmetric
+buffer back: f32[n]
+buffer sig: u64 symmetric
+buffer t: u32
+graph main {
+  fill t = 0
+  barrier
+  while t < 4 {
+    put a -> b on (my_pe + 1) % n_pes signal sig += 1
+    wait sig >= t + 1
+    get b -> back from (my_pe + n_pes - 1) % n_pes
+    t += 1
+  }
+  if t == 4 {
+    put a -> b on my_pe
+    signal sig = 0 on my_pe
+    quiet
+  }
+}
+)orch";
+
+struct LoweredStatements {
+  SourceManager sources;
+  DiagnosticEngine diags;
+  CheckResult checked;
+  lir::Program lowered;
+  std::optional<std::string> bytes;
+};
+
+std::unique_ptr<LoweredStatements> lower_statements(const std::string& home) {
+  auto l = std::make_unique<LoweredStatements>();
+  l->checked = check_text("statements.orch", kStatements, l->sources, {}, l->diags);
+  REQUIRE_FALSE(l->diags.has_errors());
+  LowerOptions o;
+  o.compile.use_cache = false;
+  o.compile.nvshmem_home = home;
+  l->bytes = lower_to_artifact(*l->checked.program, l->sources, o, l->diags, &l->lowered);
+  return l;
+}
+
+TEST_CASE("the NVSHMEM statements become kernels in a module of their own, linked with NVSHMEM into CUBINs") {
+  const std::string home = test_nvshmem_home();
+  if (home.empty()) {
+    MESSAGE("no NVSHMEM for this build (scripts/fetch-nvshmem, then configure again): not compiled");
+    return;
+  }
+  auto l = lower_statements(home);
+  for (const Diagnostic& d : l->diags.all()) INFO(d.code << ": " << d.message);
+  REQUIRE(l->bytes.has_value());
+  CHECK(l->lowered.nvshmem_version == "3.4.5");
+  // Each statement a kernel orchc wrote (the loop's unrolled copies too), every one in the same
+  // module; the other generated kernels (conditions, updates) in another.
+  std::set<std::string> ops;
+  std::set<int> nvshmem_modules, other_modules;
+  std::string a_wait;
+  for (const lir::Kernel& k : l->lowered.kernels) {
+    if (!k.generated) continue;
+    if (k.name.rfind("orch_nvshmem_", 0) == 0) {
+      ops.insert(k.name.substr(13, k.name.rfind('_') - 13));
+      if (k.name.rfind("orch_nvshmem_wait_", 0) == 0) a_wait = k.name;
+      nvshmem_modules.insert(k.module);
+      CHECK(k.waits_at_entry);
+    } else {
+      other_modules.insert(k.module);
+    }
+  }
+  CHECK(ops == std::set<std::string>{"barrier", "get", "put", "quiet", "signal", "wait"});
+  // What each calls (the first of each kind; NVSHMEM's signatures in its 3.4.5 headers).
+  auto source_of = [&](const std::string& prefix) {
+    for (const lir::Kernel& k : l->lowered.kernels)
+      if (k.name.rfind(prefix, 0) == 0) return k.source;
+    return std::string();
+  };
+  CHECK(source_of("orch_nvshmem_put_").find("nvshmemx_putmem_signal_block((void*)b1, (const void*)b0, v") !=
+        std::string::npos);
+  CHECK(source_of("orch_nvshmem_put_").find(", NVSHMEM_SIGNAL_ADD, v") != std::string::npos);
+  CHECK(source_of("orch_nvshmem_wait_").find("nvshmem_signal_wait_until((uint64_t*)b3, NVSHMEM_CMP_GE, value.v);") !=
+        std::string::npos);
+  CHECK(source_of("orch_nvshmem_get_").find("nvshmemx_getmem_block((void*)b2, (const void*)b1, ") != std::string::npos);
+  CHECK(source_of("orch_nvshmem_barrier_").find("nvshmemx_barrier_all_block();") != std::string::npos);
+  const std::string signal = source_of("orch_nvshmem_signal_");
+  CHECK(signal.find("nvshmem_quiet();\n  nvshmemx_signal_op((uint64_t*)b3, ") != std::string::npos);
+  REQUIRE(nvshmem_modules.size() == 1);
+  REQUIRE(other_modules.size() == 1);
+  const lir::Module& m = l->lowered.modules.at(*nvshmem_modules.begin());
+  REQUIRE(m.images.size() == 1);
+  CHECK(m.images[0].cubin[16] == 2);  // ET_EXEC: fully linked
+  CHECK(elf_has_symbol(m.images[0].cubin, "nvshmemi_device_state_d"));
+  CHECK(elf_has_symbol(m.images[0].cubin, a_wait));
+  CHECK(m.ptx.empty());  // no PTX for NVSHMEM code (relocatable PTX names symbols no driver resolves)
+  // The rest keep their PTX and link nothing of NVSHMEM.
+  const lir::Module& rest = l->lowered.modules.at(*other_modules.begin());
+  CHECK_FALSE(rest.ptx.empty());
+  for (const lir::Image& img : rest.images) CHECK_FALSE(elf_has_symbol(img.cubin, "nvshmemi_device_state_d"));
+  // --emit=ir shows them as the kernel nodes they are.
+  const std::string ir = lir::print(l->lowered, l->sources);
+  auto node_line = [&](const std::string& kernel, const std::string& shape) {
+    std::istringstream lines(ir);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("= kernel " + kernel) != std::string::npos && line.find(shape) != std::string::npos) return true;
+    return false;
+  };
+  CAPTURE(ir);
+  CHECK(node_line("orch_nvshmem_put_", "<<<(1, 1, 1), (512, 1, 1), 0>>>"));
+  CHECK(node_line("orch_nvshmem_get_", "<<<(1, 1, 1), (512, 1, 1), 0>>>"));
+  CHECK(node_line("orch_nvshmem_wait_", "<<<(1, 1, 1), (1, 1, 1), 0>>>"));
+  CHECK(node_line("orch_nvshmem_barrier_", "<<<(1, 1, 1), (1, 1, 1), 0>>>"));
+}
+
+TEST_CASE("the NVSHMEM statements without NVSHMEM are E0904 at the first of them") {
+  ScopedEnv a("ORCH_NVSHMEM_HOME", std::nullopt), b("NVSHMEM_HOME", std::nullopt);
+  auto l = lower_statements("");
+  CHECK_FALSE(l->bytes.has_value());
+  REQUIRE(l->diags.all().size() == 1);
+  CHECK(l->diags.all()[0].code == "E0904");
+  CHECK(l->diags.all()[0].message.find("kernel 'orchc's NVSHMEM kernels' calls NVSHMEM's device API") == 0);
 }
 
 }  // TEST_SUITE("nvshmem")

@@ -116,6 +116,11 @@ void generate_kernels(ir::Program& program, const PassOptions& options, IrLoweri
 // that calls that role's guard function at entry. Returns a line per loop for --print-passes.
 std::vector<std::string> assign_guards(lir::Program& program);
 
+// generate_nvshmem_kernels.cpp: put, get, signal, wait, quiet and barrier become kernel nodes
+// running one-block kernels orchc writes, which call NVSHMEM's device API (so they may stand in
+// conditional bodies and device graphs); guarded and waiting at entry like generate_kernels'.
+void generate_nvshmem_kernels(ir::Program& program, const PassOptions& options, IrLowering& out);
+
 // rebuild_edges.cpp: dependency edges from the final nodes' accesses (transitively reduced).
 void rebuild_edges(ir::Program& program);
 

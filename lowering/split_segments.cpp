@@ -27,6 +27,7 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
     case ir::NodeKind::Fill:
     case ir::NodeKind::ScalarUpdate:
     case ir::NodeKind::SetCondition:
+    case ir::NodeKind::Shmem:  // a kernel that calls NVSHMEM, later
       break;
   }
   return NodeClass::Plain;

@@ -208,6 +208,7 @@ class Unroller {
           return "its body fills host memory (a guarded fill would be a kernel touching mapped host memory)";
         return "";
       case ir::NodeKind::ScalarUpdate:
+      case ir::NodeKind::Shmem:  // a generated kernel, guarded like the others
         return "";
       case ir::NodeKind::Kernel: {
         const ir::KernelNode& launch = n.as<ir::KernelNode>();

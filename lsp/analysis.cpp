@@ -140,6 +140,7 @@ const char* statement_kind(const ast::Stmt& s) {
                         [](const ast::Call&) { return "`call`"; },
                         [](const ast::LaunchGraph&) { return "device graph launch"; },
                         [](const ast::Collective&) { return "collective"; },
+                        [](const ast::Shmem& n) { return ast::to_string(n.kind); },
                     },
                     s.node);
 }
@@ -414,6 +415,7 @@ void statement_symbols(const Analysis& a, const ast::Block& body, std::vector<Ou
                    [&](const ast::Call&) { s.kind = LspSymbolKind::Operator; },
                    [&](const ast::LaunchGraph&) { s.kind = LspSymbolKind::Operator; },
                    [&](const ast::Collective&) { s.kind = LspSymbolKind::Operator; },
+                   [&](const ast::Shmem&) { s.kind = LspSymbolKind::Operator; },
                },
                st.node);
     out.push_back(std::move(s));

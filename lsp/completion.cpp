@@ -172,7 +172,8 @@ bool declares_symmetric(const std::string& text) {
 
 const char* kDeclKeywords[] = {"pipeline", "target", "param", "buffer", "comm", "kernel", "graph"};
 const char* kStmtKeywords[] = {"copy", "fill", "if", "while", "switch", "call", "launch",
-                               "allreduce", "broadcast", "allgather", "reduce_scatter"};
+                               "allreduce", "broadcast", "allgather", "reduce_scatter",
+                               "put", "get", "signal", "wait", "quiet", "barrier"};
 const char* kReduceOps[] = {"sum", "prod", "min", "max", "avg"};
 const char* kLaunchModes[] = {"tail", "fire_and_forget", "sibling"};
 const char* kKernelClauses[] = {"launches", "entry", "from", "source", "cost"};

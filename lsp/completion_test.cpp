@@ -39,6 +39,8 @@ TEST_CASE("completion offers what fits where the cursor is") {
   auto start = labels("");
   CHECK(has(start, "copy"));
   CHECK(has(start, "while"));
+  CHECK(has(start, "wait"));   // the NVSHMEM statements too
+  CHECK(has(start, "barrier"));
   CHECK(has(start, "k"));      // a kernel launches a statement
   CHECK(has(start, "s"));      // a device scalar can be assigned
   CHECK_FALSE(has(start, "x"));

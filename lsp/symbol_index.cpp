@@ -178,6 +178,13 @@ void SymbolIndex::stmt(const ast::Stmt& s, int graph, const std::vector<int>& lo
                    expr(n.root.get(), locals);
                    use(n.comm, locals);
                  },
+                 [&](const ast::Shmem& n) {
+                   if (!n.src.name.empty()) use(n.src, locals);
+                   if (!n.dst.name.empty()) use(n.dst, locals);
+                   if (!n.signal.name.empty()) use(n.signal, locals);
+                   expr(n.peer.get(), locals);
+                   expr(n.value.get(), locals);
+                 },
              },
              s.node);
 }

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import re
 import pathlib
 import shutil
 
@@ -31,6 +32,10 @@ def examples_dir() -> pathlib.Path:
 EXAMPLES = examples_dir()
 ERRORS = EXAMPLES / "errors"
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.orch")) if EXAMPLES.is_dir() else []
+# Examples that use NVSHMEM (a symmetric buffer): compiling them needs NVSHMEM (ORCH_NVSHMEM_HOME,
+# scripts/fetch-nvshmem), and loading them needs NVSHMEM's host library; the multi-GPU suite runs them.
+NVSHMEM_EXAMPLES = {n for n in EXAMPLE_NAMES
+                    if re.search(r"^buffer .*\bsymmetric\b", (EXAMPLES / f"{n}.orch").read_text(), re.M)}
 
 
 @pytest.fixture(scope="session")
