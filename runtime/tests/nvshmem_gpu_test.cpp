@@ -246,21 +246,26 @@ int scenario_runtime_put_signal(const std::vector<std::string>& args) {
   NREQUIRE(p.ok(), "%s", p.ok() ? "" : p.error().to_string().c_str());
   const char* id_file = std::getenv("ORCH_NCCL_ID_FILE");
   NREQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
-  auto id = orch::ranks::share_unique_id(id_file, me->rank, std::chrono::seconds(60));
-  NREQUIRE(id.ok(), "%s", id.ok() ? "" : id.error().to_string().c_str());
+  // A fresh NCCL unique id for every communicator orch makes: ncclCommInitRank with an id used
+  // before waits in the bootstrap forever (NVIDIA/nccl#1038).
+  auto bindings = [&](int k, orch::Bindings* out) -> bool {
+    auto id = orch::ranks::share_unique_id(std::string(id_file) + "." + std::to_string(k), me->rank,
+                                           std::chrono::seconds(60));
+    if (!id.ok()) {
+      std::printf("rank %d: unique id %d: %s\n", me->rank, k, id.error().to_string().c_str());
+      return false;
+    }
+    out->param("n", 1000u).comm_from_unique_id("world", id->data(), me->rank, world);
+    return true;
+  };
   cudaStream_t stream = nullptr;
   NCUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const unsigned n = 1000;
-  orch::Bindings b;
-  b.param("n", n).comm_from_unique_id("world", id->data(), me->rank, world);
   std::vector<float> mine(n);
   for (unsigned i = 0; i < n; ++i) mine[i] = input(me->rank, i);
   const int from = (me->rank + world - 1) % world;
 
-  auto run_once = [&](const char* which) -> int {
-    auto x = (*p)->instantiate(b, stream);
-    NREQUIRE(x.ok(), "%s: %s", which, x.ok() ? "" : x.error().to_string().c_str());
-    orch::Executable& e = **x;
+  auto check = [&](orch::Executable& e, const char* which) -> int {
     // Symmetric buffers start zeroed on every PE.
     unsigned long long sig0 = 99;
     NCUDA(cudaMemcpy(&sig0, e.buffer("sig"), sizeof sig0, cudaMemcpyDeviceToHost));
@@ -285,15 +290,22 @@ int scenario_runtime_put_signal(const std::vector<std::string>& args) {
     std::printf("rank %d (%s): %u floats twice from rank %d through the runtime\n", me->rank, which, n - wrong, from);
     return 0;
   };
-  NREQUIRE(run_once("first executable") == 0, "first executable");
+  // The first Executable lives to the end, so NVSHMEM starts once in this process (whether
+  // NVSHMEM starts again after orch finalised it is not asked here).
+  orch::Bindings b0, b1, b2;
+  NREQUIRE(bindings(0, &b0) && bindings(1, &b1) && bindings(2, &b2), "unique ids");
+  auto first = (*p)->instantiate(b0, stream);
+  NREQUIRE(first.ok(), "first: %s", first.ok() ? "" : first.error().to_string().c_str());
+  NREQUIRE(check(**first, "first executable") == 0, "first executable");
   {
     // Two at once: the second shares NVSHMEM, and its symmetric buffers are its own.
-    auto held = (*p)->instantiate(b, stream);
-    NREQUIRE(held.ok(), "held: %s", held.ok() ? "" : held.error().to_string().c_str());
-    NREQUIRE(run_once("beside another") == 0, "beside another");
+    auto second = (*p)->instantiate(b1, stream);
+    NREQUIRE(second.ok(), "second: %s", second.ok() ? "" : second.error().to_string().c_str());
+    NCHECK((*second)->buffer("dst") != (*first)->buffer("dst"));
+    NREQUIRE(check(**second, "beside another") == 0, "beside another");
   }
-  // A symmetric buffer cannot be bound.
-  orch::Bindings bad = b;
+  // A symmetric buffer cannot be bound (refused on every rank, after the communicator is made).
+  orch::Bindings bad = b2;
   float* mem = nullptr;
   NCUDA(cudaMalloc(reinterpret_cast<void**>(&mem), n * sizeof(float)));
   bad.buffer("dst", mem, n * sizeof(float));
