@@ -115,6 +115,7 @@ struct Sessions {
   std::mutex mutex;
   std::condition_variable ended;
   std::weak_ptr<Session> current;
+  std::shared_ptr<Session> started;  // the session orch started, kept to the end of the process
   // The Session that has not finished its destructor yet: its weak_ptr may have expired while
   // the destructor waits for the lock, and a new initialisation must wait for its finalise.
   const Session* alive = nullptr;
@@ -184,7 +185,17 @@ orch::Result<std::shared_ptr<Session>> Session::join(const Api& api, int rank, i
   all.current = s;
   all.alive = s.get();
   s->registered_ = true;
+  if (s->owned_) all.started = s;
   return s;
+}
+
+void Session::end_for_tests() {
+  std::shared_ptr<Session> last;
+  {
+    std::lock_guard<std::mutex> lock(sessions().mutex);
+    last = std::move(sessions().started);
+  }
+  // `last` ends here, outside the lock, where no other holder remains.
 }
 
 Session::~Session() {

@@ -97,9 +97,11 @@ orch::Result<const Api*> api(const std::string& version = "");
 // orch's NVSHMEM in this process. NVSHMEM is initialised once per process, over every rank at
 // once, so every Executable that needs it shares one Session: the first join() initialises it
 // (or adopts the application's, where NVSHMEM is already initialised), the others take the same
-// one if they ask for the same rank and world size, and the last one to let go finalises it
-// (only where orch initialised it). Thread-safe: join() and the destructor hold a process-wide
-// lock, so a second thread waits for an initialisation under way.
+// one if they ask for the same rank and world size. NVSHMEM that orch started stays started
+// until the process ends: NVSHMEM 3.x keeps its bootstrap across a finalise, so a later start in
+// the same process would not start over with new ranks (NVIDIA/nvshmem#68), and a finalise needs
+// every PE at once, which no destructor can promise. Thread-safe: join() and the destructor hold
+// a process-wide lock, so a second thread waits for an initialisation under way.
 class Session {
  public:
   // Rank `rank` of `world_size`. Where NVSHMEM is not initialised yet, `share` is called (on
@@ -109,17 +111,21 @@ class Session {
   // ErrorCode::Nvshmem (InvalidValue for a rank outside the world) and name what failed.
   static orch::Result<std::shared_ptr<Session>> join(const Api& api, int rank, int world_size,
                                                      const std::function<orch::Status(UniqueId*)>& share);
-  ~Session();
+  ~Session();  // finalises NVSHMEM where orch started it: only after end_for_tests()
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
   const Api& api() const { return *api_; }
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
-  bool owned() const { return owned_; }  // orch initialised NVSHMEM and finalises it
+  bool owned() const { return owned_; }  // orch initialised NVSHMEM
   // Different for every initialisation in this process: a module initialised under an earlier
   // one needs nvshmemx_culibrary_init again.
   uint64_t generation() const { return generation_; }
+
+  // Tests only (a fake host library per test): lets go of the session orch started, so that it
+  // ends (finalised) when its last holder lets go, and the next join() starts afresh.
+  static void end_for_tests();
 
  private:
   Session() = default;

@@ -1,9 +1,10 @@
 // CPU tests of NVSHMEM's process-wide Session (runtime/src/nvshmem.h) against a recording fake
 // of the host library (Api is a table of function pointers): one initialisation shared by every
-// joiner, the unique id made on rank 0 and shared before the initialisation, the application's
-// own NVSHMEM adopted and never finalised, a rank that differs refused, failures that leave
-// nothing initialised, finalisation when the last holder goes, and symmetric memory freed
-// before it. Also the plan's symmetric size hash, which the ranks compare before nvshmem_malloc.
+// joiner and kept after the last one lets go, the unique id made on rank 0 and shared before the
+// initialisation, the application's own NVSHMEM adopted and never finalised, a rank that differs
+// refused, failures that leave nothing initialised, and symmetric memory freed before its
+// session can end. Also the plan's symmetric size hash, which the ranks compare before
+// nvshmem_malloc. Each test ends the session it started (Session::end_for_tests).
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -93,7 +94,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 }  // namespace
 
-TEST_CASE("nvshmem session: the first join initialises over the shared id, later ones share it, the last one finalises") {
+TEST_CASE("nvshmem session: the first join initialises over the shared id, later ones share it, it outlives them") {
   Fake f;
   fake = &f;
   const Api api = make_api();
@@ -121,16 +122,23 @@ TEST_CASE("nvshmem session: the first join initialises over the shared id, later
                                       "communicator makes it PE 1 of 2"));
 
   a->reset();
-  CHECK(f.calls.back() == "init 8");  // b still holds it
   b->reset();
-  CHECK(f.calls.back() == "finalize");
-  CHECK(f.status == 0);
-
-  // Initialised again: a new generation, so modules are initialised again.
+  CHECK(f.calls.back() == "init 8");  // started by orch: kept to the end of the process
   auto d = Session::join(api, 0, 2, share.fn());
   ORCH_REQUIRE_OK(d);
-  CHECK((*d)->generation() != generation);
+  CHECK((*d)->generation() == generation);
+  CHECK(share.calls == 1);
   d->reset();
+
+  // Ended (tests only): finalised, and a later join starts again, a new generation.
+  Session::end_for_tests();
+  CHECK(f.calls.back() == "finalize");
+  CHECK(f.status == 0);
+  auto e = Session::join(api, 0, 2, share.fn());
+  ORCH_REQUIRE_OK(e);
+  CHECK((*e)->generation() != generation);
+  e->reset();
+  Session::end_for_tests();
   fake = nullptr;
 }
 
@@ -146,6 +154,7 @@ TEST_CASE("nvshmem session: a rank other than 0 makes no id, and takes rank 0's 
   CHECK(f.calls == std::vector<std::string>{"set_attr 1/2", "init 8"});
   CHECK(std::string(f.attr_id, 8) == "fromzero");
   s->reset();
+  Session::end_for_tests();
   fake = nullptr;
 }
 
@@ -162,6 +171,7 @@ TEST_CASE("nvshmem session: the application's NVSHMEM is adopted, checked agains
   CHECK(!(*s)->owned());
   CHECK(share.calls == 0);
   s->reset();
+  Session::end_for_tests();
   CHECK(f.calls.empty());  // no initialisation, no finalise
 
   auto wrong = Session::join(api, 2, 4, share.fn());
@@ -209,11 +219,12 @@ TEST_CASE("nvshmem session: failures are error values and leave NVSHMEM as it wa
   auto ok = Session::join(api, 0, 2, share.fn());
   ORCH_REQUIRE_OK(ok);
   ok->reset();
+  Session::end_for_tests();
   CHECK(f.calls.back() == "finalize");
   fake = nullptr;
 }
 
-TEST_CASE("nvshmem session: symmetric memory is freed before its session can finalise") {
+TEST_CASE("nvshmem session: symmetric memory is freed before its session can end") {
   Fake f;
   fake = &f;
   const Api api = make_api();
@@ -226,7 +237,8 @@ TEST_CASE("nvshmem session: symmetric memory is freed before its session can fin
     SymmetricMemory moved(std::move(m));
     CHECK(!m);
     CHECK(moved.get() == &word);
-    s->reset();  // the memory still holds the session
+    s->reset();
+    Session::end_for_tests();  // the memory still holds the session
     CHECK(f.calls.back() == "init 8");
   }
   CHECK(f.frees == 1);
