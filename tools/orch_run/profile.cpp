@@ -23,7 +23,8 @@ void add_profile_nodes(const SiteTable& sites, const Attribution& a, lowering::P
     // the same); everything else orchc made of a statement is the statement's.
     std::string kernel;
     const orch::fb::KernelOp* k = s.node->body_as_KernelOp();
-    if (k && !s.generated && fb.kernels() && k->kernel() >= 0 && static_cast<uint32_t>(k->kernel()) < fb.kernels()->size())
+    if (k && !s.generated && fb.kernels() && k->kernel() >= 0 &&
+        static_cast<uint32_t>(k->kernel()) < fb.kernels()->size())
       kernel = fb.kernels()->Get(static_cast<uint32_t>(k->kernel()))->name()->str();
     Acc& c = acc[Key{s.file, s.line, s.column, kernel}];
     lowering::ProfileNode& n = c.node;
