@@ -152,6 +152,18 @@ size_t scalar_size(fb::ScalarType type) {
   return expr::valid(t) ? expr::size_of(t) : 0;
 }
 
+const char* node_kind_name(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Kernel: return "Kernel";
+    case NodeKind::Memcpy: return "Memcpy";
+    case NodeKind::Memset: return "Memset";
+    case NodeKind::Empty: return "Empty";
+    case NodeKind::Conditional: return "Conditional";
+    case NodeKind::Collective: return "Collective";
+  }
+  return "?";
+}
+
 // ---- atomic write ---------------------------------------------------------------------------
 
 namespace {

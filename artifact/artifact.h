@@ -16,7 +16,7 @@ namespace orch::artifact {
 
 // Bump with every change to pipeline.fbs (artifact/golden_test.cpp fails until you do) and add
 // the new version to docs/format.md's history.
-constexpr uint32_t kFormatVersion = 7;
+constexpr uint32_t kFormatVersion = 8;
 
 // The envelope, little-endian, 32 bytes, then the payload (so the payload is 8-byte aligned):
 //   0  char[8]  magic "ORCHPIPE"
@@ -95,6 +95,31 @@ struct FileBytes {
 // memory is an error too. On failure *error (one line, without the path: "cannot open: No
 // such file or directory", "is a directory, not a file") says why and *out is empty.
 bool read_file(const std::string& path, size_t max_size, FileBytes* out, std::string* error);
+
+// What a node does, by kind: its op's body type (pipeline.fbs, OpBody) less NONE, which
+// validate() refuses, so every op of a pipeline open_pipeline() accepted has one. Switches over
+// it list every kind and no default, so a new kind is a compile error wherever it needs handling.
+enum class NodeKind : uint8_t { Kernel, Memcpy, Memset, Empty, Conditional, Collective };
+
+// The kind of a body type other than NONE (validate() checks the type before it asks).
+constexpr NodeKind node_kind(orch::fb::OpBody type) {
+  return static_cast<NodeKind>(static_cast<uint8_t>(type) - 1);
+}
+static_assert(node_kind(orch::fb::OpBody::KernelOp) == NodeKind::Kernel &&
+                  node_kind(orch::fb::OpBody::MemcpyOp) == NodeKind::Memcpy &&
+                  node_kind(orch::fb::OpBody::MemsetOp) == NodeKind::Memset &&
+                  node_kind(orch::fb::OpBody::EmptyOp) == NodeKind::Empty &&
+                  node_kind(orch::fb::OpBody::ConditionalOp) == NodeKind::Conditional &&
+                  node_kind(orch::fb::OpBody::CollectiveOp) == NodeKind::Collective &&
+                  orch::fb::OpBody::MAX == orch::fb::OpBody::CollectiveOp,
+              "NodeKind is OpBody less NONE, in the same order");
+
+// The kind of an op of a pipeline that open_pipeline() accepted (or of an unpacked op with a body).
+inline NodeKind op_kind(const orch::fb::Op& op) { return node_kind(op.body_type()); }
+inline NodeKind op_kind(const orch::fb::OpT& op) { return node_kind(op.body.type); }
+
+// "Kernel", "Memcpy", ...: the body type's name without "Op".
+const char* node_kind_name(NodeKind kind);
 
 // A node of a graph of a pipeline that open_pipeline() accepted: the op it runs (what it does,
 // Pipeline.ops, shared by nodes that do the same thing) and the node itself (its statement and

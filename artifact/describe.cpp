@@ -342,10 +342,10 @@ class Describer {
   // Node `index` of `g`, whose dependencies begin at deps()[first].
   void node(const fb::Graph* g, uint32_t index, uint32_t first, int indent, uint32_t depth) {
     const fb::Node* at_node = g->nodes()->Get(index);
-    const fb::Op* n = p_.ops()->Get(at_node->op());
-    std::string text =
-        "node " + std::to_string(index) + ": " + lower(enum_name(n->kind(), fb::EnumNameNodeKind));
-    if (n->what() && n->what()->size() > 0) text += "  \"" + printable(n->what(), 200) + "\"";
+    const fb::Op* op = p_.ops()->Get(at_node->op());
+    const NodeKind kind = op_kind(*op);
+    std::string text = "node " + std::to_string(index) + ": " + lower(node_kind_name(kind));
+    if (op->what() && op->what()->size() > 0) text += "  \"" + printable(op->what(), 200) + "\"";
     text += "  deps [";
     const auto* deps = g->deps();
     const auto* kinds = g->dep_kinds();
@@ -357,8 +357,9 @@ class Describer {
     text += "]" + at(&at_node->loc());
     line(indent, text);
 
-    switch (n->kind()) {
-      case fb::NodeKind::Kernel: {
+    switch (kind) {
+      case NodeKind::Kernel: {
+        const fb::KernelOp* n = op->body_as_KernelOp();
         if (const fb::LaunchShape* l = n->launch()) {
           // The same text as for constant expressions.
           auto three = [](uint32_t x, uint32_t y, uint32_t z) {
@@ -393,28 +394,32 @@ class Describer {
         }
         break;
       }
-      case fb::NodeKind::Memcpy:
+      case NodeKind::Memcpy: {
+        const fb::MemcpyOp* n = op->body_as_MemcpyOp();
         line(indent + 2, "buffer " + name_at(p_.buffers(), n->src()) + " -> buffer " +
                              name_at(p_.buffers(), n->dst()));
         break;
-      case fb::NodeKind::Memset: {
+      }
+      case NodeKind::Memset: {
+        const fb::MemsetOp* n = op->body_as_MemsetOp();
         char value[16];
-        std::snprintf(value, sizeof(value), "0x%x", n->memset_value());
+        std::snprintf(value, sizeof(value), "0x%x", n->value());
         line(indent + 2, "buffer " + name_at(p_.buffers(), n->dst()) + " = " + value + " (" +
-                             std::to_string(n->memset_element_size()) + "-byte pattern)");
+                             std::to_string(n->element_size()) + "-byte pattern)");
         break;
       }
-      case fb::NodeKind::Empty:
+      case NodeKind::Empty:
         break;
-      case fb::NodeKind::Conditional: {
-        line(indent + 2, lower(enum_name(n->conditional(), fb::EnumNameConditionalType)) +
+      case NodeKind::Conditional: {
+        const fb::ConditionalOp* n = op->body_as_ConditionalOp();
+        line(indent + 2, lower(enum_name(n->type(), fb::EnumNameConditionalType)) +
                              "  handle " + std::to_string(n->handle()));
         const auto* bodies = n->bodies();
         for (uint32_t b = 0; b < size_of(bodies); ++b) {
           const fb::Graph* body = bodies->Get(b);
           std::string label = "body " + std::to_string(b);
-          if (n->conditional() == fb::ConditionalType::If) label += b == 0 ? " (then)" : " (else)";
-          if (n->conditional() == fb::ConditionalType::Switch)
+          if (n->type() == fb::ConditionalType::If) label += b == 0 ? " (then)" : " (else)";
+          if (n->type() == fb::ConditionalType::Switch)
             label += " (case " + std::to_string(b) + ")";
           if (body->name() && body->name()->size() > 0)
             label += " '" + printable(body->name()) + "'";
@@ -427,7 +432,8 @@ class Describer {
         }
         break;
       }
-      case fb::NodeKind::Collective: {
+      case NodeKind::Collective: {
+        const fb::CollectiveOp* n = op->body_as_CollectiveOp();
         text = lower(enum_name(n->collective(), fb::EnumNameCollectiveKind));
         if (n->collective() == fb::CollectiveKind::AllReduce ||
             n->collective() == fb::CollectiveKind::ReduceScatter) {

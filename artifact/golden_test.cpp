@@ -25,6 +25,7 @@ const std::string kSourceDir = ORCH_SOURCE_DIR;
 const std::string kSchemaPath = kSourceDir + "/artifact/pipeline.fbs";
 const std::string kGoldenPath = kSourceDir + "/artifact/testdata/golden.hex";
 const std::string kFormatPath = kSourceDir + "/artifact/testdata/format.txt";
+const std::string kVersion7Path = kSourceDir + "/artifact/testdata/golden_v7.hex";
 const std::string kDocsPath = kSourceDir + "/docs/format.md";
 
 bool read_text(const std::string& path, std::string* out) {
@@ -196,4 +197,16 @@ TEST_CASE("golden: the sample artifact matches testdata/golden.hex") {
                                << golden.size() << " bytes) from byte " << at
                                << ". If pipeline.fbs or the sample changed on purpose: " << kHowTo
                                << " (A change in the sample alone needs no new version.)");
+}
+
+TEST_CASE("golden: a format 7 file is refused with the recompile message") {
+  // The sample as format 7 wrote it (every node kind's fields in one Op table): its header
+  // says 7, so the loader stops there, before it reads a byte of the payload.
+  std::string text, file;
+  REQUIRE_MESSAGE(read_text(kVersion7Path, &text), "cannot read " << kVersion7Path);
+  REQUIRE_MESSAGE(from_hex(text, &file), kVersion7Path << " is not a hex dump");
+  REQUIRE(file.size() == 5224);
+  CHECK(open(file).error ==
+        "pipeline.bin format version 7, this runtime reads version " + std::to_string(kFormatVersion) +
+            "; recompile the pipeline with this orchc");
 }

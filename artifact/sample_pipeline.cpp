@@ -185,6 +185,10 @@ class SampleBuilder {
     ops_.push_back(o);
     return static_cast<uint32_t>(ops_.size() - 1);
   }
+  template <class Body>
+  uint32_t add_op(Offset<flatbuffers::String> what, Offset<Body> body) {
+    return add_op(fb::CreateOp(fbb_, what, fb::OpBodyTraits<Body>::enum_value, body.Union()));
+  }
 
   // scale<<<ceil_div(n, 256), 256>>>(n, tol * 2, buffer)
   uint32_t scale_op(int buffer, const char* what) {
@@ -198,17 +202,17 @@ class SampleBuilder {
     };
     const auto args_offset = fbb_.CreateVector(args);
     const auto what_offset = fbb_.CreateString(what);
-    return add_op(fb::CreateOp(fbb_, fb::NodeKind::Kernel, what_offset, kScale, grid, block, 0, args_offset));
+    return add_op(what_offset, fb::CreateKernelOp(fbb_, kScale, nullptr, grid, block, 0, args_offset));
   }
 
   uint32_t memcpy_op(int src, int dst, const char* what) {
     const auto what_offset = fbb_.CreateString(what);
-    return add_op(fb::CreateOp(fbb_, fb::NodeKind::Memcpy, what_offset, -1, 0, 0, 0, 0, src, dst));
+    return add_op(what_offset, fb::CreateMemcpyOp(fbb_, src, dst));
   }
 
   uint32_t memset_op(int dst, uint32_t value, uint8_t size, const char* what) {
     const auto what_offset = fbb_.CreateString(what);
-    return add_op(fb::CreateOp(fbb_, fb::NodeKind::Memset, what_offset, -1, 0, 0, 0, 0, -1, dst, value, size));
+    return add_op(what_offset, fb::CreateMemsetOp(fbb_, dst, value, size));
   }
 
   Offset<fb::Graph> graph(const char* name, const std::vector<At>& at, bool device = false,
@@ -249,7 +253,7 @@ class SampleBuilder {
       const auto shared = expr({lit(0)});
       const auto args_offset = fbb_.CreateVector(args);
       const auto what = fbb_.CreateString("condition of: if flag == 0");
-      const uint32_t o = add_op(fb::CreateOp(fbb_, fb::NodeKind::Kernel, what, kSetFlag, grid, block, shared, args_offset));
+      const uint32_t o = add_op(what, fb::CreateKernelOp(fbb_, kSetFlag, nullptr, grid, block, shared, args_offset));
       nodes.push_back({o, {1, 2}, {0, 13, 3}, {fb::EdgeKind::Full, fb::EdgeKind::Programmatic}});
     }
     {
@@ -259,11 +263,10 @@ class SampleBuilder {
       const auto else_body = graph(nullptr, {{memset_op(kCounts, 0xFFFF, 2, "fill counts = -1"), {}, {0, 16, 5}}});
       const auto bodies = fbb_.CreateVector(std::vector<Offset<fb::Graph>>{then_body, else_body});
       const auto what = fbb_.CreateString("if flag == 0");
-      const uint32_t o = add_op(fb::CreateOp(fbb_, fb::NodeKind::Conditional, what, -1, 0, 0, 0, 0, -1, -1, 0, 0,
-                                             fb::ConditionalType::If, 0, bodies));
+      const uint32_t o = add_op(what, fb::CreateConditionalOp(fbb_, fb::ConditionalType::If, 0, bodies));
       nodes.push_back({o, {3}, {0, 13, 3}});
     }
-    nodes.push_back({add_op(fb::CreateOp(fbb_, fb::NodeKind::Empty)), {4}, {0, 0, 0}});
+    nodes.push_back({add_op(Offset<flatbuffers::String>(), fb::CreateEmptyOp(fbb_)), {4}, {0, 0, 0}});
     return graph("main", nodes);
   }
 
@@ -278,19 +281,16 @@ class SampleBuilder {
       };
       const auto args_offset = fbb_.CreateVector(args);
       const auto what = fbb_.CreateString("launcher<<<8, 32>>>(u, expert)");
-      fb::OpBuilder b(fbb_);
-      b.add_kind(fb::NodeKind::Kernel);
-      b.add_what(what);
+      fb::KernelOpBuilder b(fbb_);
       b.add_kernel(kLauncher);
       b.add_args(args_offset);
       b.add_launch(&launch);
-      nodes.push_back({add_op(b.Finish()), {}, {0, 18, 3}});
+      nodes.push_back({add_op(what, b.Finish()), {}, {0, 18, 3}});
     }
     {
       const auto what = fbb_.CreateString("allreduce sum u on world");
-      const uint32_t o = add_op(fb::CreateOp(fbb_, fb::NodeKind::Collective, what, -1, 0, 0, 0, 0, kU, kU, 0, 0,
-                                             fb::ConditionalType::If, -1, 0, fb::CollectiveKind::AllReduce,
-                                             fb::ReduceOp::Sum, 0));
+      const uint32_t o = add_op(what, fb::CreateCollectiveOp(fbb_, fb::CollectiveKind::AllReduce, fb::ReduceOp::Sum,
+                                                            0, kU, kU));
       nodes.push_back({o, {0}, {0, 19, 3}});
     }
     nodes.push_back({memcpy_op(kU, kUHost, "copy u -> u_host"), {1}, {0, 20, 3}});
@@ -320,7 +320,8 @@ template <class F>
 void for_each_graph(fb::PipelineT& p, F&& f) {
   for (auto& g : p.graphs) f(*g);
   for (auto& op : p.ops)
-    for (auto& b : op->bodies) f(*b);
+    if (fb::ConditionalOpT* c = op->body.AsConditionalOp())
+      for (auto& b : c->bodies) f(*b);
 }
 
 uint32_t deps_first(const fb::GraphT& g, uint32_t index) {
@@ -422,7 +423,8 @@ void drop_unused_ops(fb::PipelineT& p) {
     for (const fb::Node& n : g->nodes) {
       if (n.op() >= used.size() || used[n.op()]) continue;
       used[n.op()] = true;
-      for (auto& b : p.ops[n.op()]->bodies) todo.push_back(b.get());
+      if (const fb::ConditionalOpT* c = p.ops[n.op()]->body.AsConditionalOp())
+        for (auto& b : c->bodies) todo.push_back(b.get());
     }
   }
   std::vector<uint32_t> index(p.ops.size(), 0);

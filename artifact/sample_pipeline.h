@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,24 @@ std::string pack_payload(const orch::fb::PipelineT& pipeline);
 // The op node `index` of `g` runs, made its own first (copied, where other nodes share it), so
 // that changing it changes this node alone.
 orch::fb::OpT& own_op(orch::fb::PipelineT& p, orch::fb::GraphT& g, uint32_t index);
+
+// The body of an unpacked op, which must be of kind T (fb::KernelOpT, fb::MemcpyOpT, ...).
+template <class T>
+T& body_of(orch::fb::OpT& op) {
+  if (op.body.type != orch::fb::OpBodyUnionTraits<T>::enum_value)
+    throw std::logic_error(std::string("the op is a ") + orch::fb::EnumNameOpBody(op.body.type) + ", not a " +
+                           orch::fb::EnumNameOpBody(orch::fb::OpBodyUnionTraits<T>::enum_value));
+  return *static_cast<T*>(op.body.value);
+}
+
+// A new unpacked op with `body` (fb::KernelOpT, fb::EmptyOpT, ...).
+template <class T>
+std::unique_ptr<orch::fb::OpT> make_op(T body, std::string what = {}) {
+  auto op = std::make_unique<orch::fb::OpT>();
+  op->what = std::move(what);
+  op->body.Set(std::move(body));
+  return op;
+}
 
 // The op node `index` of `g` runs, shared or not.
 const orch::fb::OpT& op_of(const orch::fb::PipelineT& p, const orch::fb::GraphT& g, uint32_t index);

@@ -594,9 +594,8 @@ class Validator {
       for (uint32_t k = 0; k < size_of(g->nodes()); ++k) {
         const uint32_t op = g->nodes()->Get(k)->op();
         if (op >= n_ops_) continue;  // its node's check says so
-        const fb::NodeKind kind = ops_->Get(op)->kind();
-        work |= kind == fb::NodeKind::Kernel || kind == fb::NodeKind::Memcpy ||
-                kind == fb::NodeKind::Memset;
+        const fb::OpBody type = ops_->Get(op)->body_type();
+        work |= type == fb::OpBody::KernelOp || type == fb::OpBody::MemcpyOp || type == fb::OpBody::MemsetOp;
       }
       if (!work) return fail_here("a device graph has no kernel, memcpy or memset node");
     }
@@ -730,61 +729,54 @@ class Validator {
   [[gnu::noinline]] bool prove_op(uint32_t index, uint32_t depth, bool in_body) {
     OpProved& proved = op_proved_[index];
     const fb::Op* op = ops_->Get(index);
-    const fb::LaunchShape* launch = op->launch();
     const flatbuffers::String* what = op->what();
-    if (!charge(8 + (what ? what->size() + 4 : 0) + (launch ? sizeof(fb::LaunchShape) : 0))) return false;
-    const fb::NodeKind kind = op->kind();
-    if (!in_range(kind)) {
-      return fail_here("unknown node kind " + std::to_string(static_cast<unsigned>(kind)));
-    }
-    if (kind != fb::NodeKind::Kernel && (op->cost_bytes() || op->cost_flops()))
-      return fail_here("a cost belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) + " node");
-    if (kind != fb::NodeKind::Kernel && launch)
-      return fail_here("a launch shape belongs to a kernel node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
-                       " node");
-    if (kind != fb::NodeKind::Collective && op->high_priority())
-      return fail_here("high_priority belongs to a collective node, not to a " +
-                       std::string(fb::EnumNameNodeKind(kind)) + " node");
-    // Walkers descend into any op's bodies; only a conditional's are checked.
-    if (kind != fb::NodeKind::Conditional && op->bodies())
-      return fail_here("bodies belong to a conditional node, not to a " + std::string(fb::EnumNameNodeKind(kind)) +
-                       " node");
+    if (!charge(16 + (what ? what->size() + 4 : 0))) return false;  // the op and its body
+    // The verifier passes a union of a type it does not know, or of a type without its table.
+    const fb::OpBody type = op->body_type();
+    if (type == fb::OpBody::NONE) return fail_here("op " + std::to_string(index) + " has no body (type NONE)");
+    if (!in_range(type))
+      return fail_here("op " + std::to_string(index) + " has unknown body type " +
+                       std::to_string(static_cast<unsigned>(type)));
+    if (op->body() == nullptr)
+      return fail_here("op " + std::to_string(index) + " is a " + fb::EnumNameOpBody(type) + " without its table");
+    const NodeKind kind = node_kind(type);
 
     const bool launcher_before = top_launcher_;
     top_launcher_ = false;
     bool ok = true;
     switch (kind) {
-      case fb::NodeKind::Kernel:
-        ok = check_kernel_node(op, in_body);
+      case NodeKind::Kernel:
+        ok = check_kernel_node(op->body_as_KernelOp(), in_body);
         break;
-      case fb::NodeKind::Memcpy:
-        ok = check_memcpy(op);
+      case NodeKind::Memcpy:
+        ok = check_memcpy(op->body_as_MemcpyOp());
         break;
-      case fb::NodeKind::Memset:
-        ok = check_memset(op);
+      case NodeKind::Memset:
+        ok = check_memset(op->body_as_MemsetOp());
         break;
-      case fb::NodeKind::Empty:
+      case NodeKind::Empty:
         // Device graphs hold "only kernel nodes, memcpy nodes, memset nodes, and child graph
         // nodes" (doc comment of cudaGraphInstantiate); conditional bodies may hold empty nodes.
         if (top_device_) return fail_here("a device graph cannot hold an empty node");
         break;
-      case fb::NodeKind::Conditional:
+      case NodeKind::Conditional:
         top_conditional_ = true;
-        ok = check_conditional(op, depth);
+        ok = check_conditional(op->body_as_ConditionalOp(), depth);
         break;
-      case fb::NodeKind::Collective:
+      case NodeKind::Collective:
         top_collective_ = true;
-        ok = check_collective(op, in_body);
+        ok = check_collective(op->body_as_CollectiveOp(), in_body);
         break;
     }
     const bool launcher = top_launcher_;
     top_launcher_ = launcher_before || launcher;
-    if (ok && kind != fb::NodeKind::Conditional && kind != fb::NodeKind::Collective) {
+    if (ok && kind != NodeKind::Conditional && kind != NodeKind::Collective) {
+      const fb::KernelOp* k = op->body_as_KernelOp();
       proved.top_plus_one = top_ + 1;
       proved.in_body = in_body;
       proved.launcher = launcher;
-      proved.pdl_from = kind == fb::NodeKind::Kernel && !launches_from_device(op);
-      proved.pdl_into = proved.pdl_from && kernels_->Get(op->kernel())->waits_at_entry();
+      proved.pdl_from = k && !launches_from_device(k);
+      proved.pdl_into = proved.pdl_from && kernels_->Get(k->kernel())->waits_at_entry();
     }
     return ok;
   }
@@ -814,22 +806,21 @@ class Validator {
         continue;
       // Only a failure spells the edge out: this runs for every edge of every load.
       auto edge = [d] { return "programmatic dependency on node " + std::to_string(d) + ": "; };
-      const fb::Op* from = op_of(g, d);
-      if (from->kind() != fb::NodeKind::Kernel || op->kind() != fb::NodeKind::Kernel) {
-        const bool here = op->kind() != fb::NodeKind::Kernel;
-        const fb::NodeKind other = here ? op->kind() : from->kind();
-        return fail_here(edge() + (here ? "this node" : "node " + std::to_string(d)) + " is " +
-                         (other == fb::NodeKind::Empty ? "an " : "a ") +
-                         lower(fb::EnumNameNodeKind(other)) +
+      const fb::KernelOp* from = op_of(g, d)->body_as_KernelOp();
+      const fb::KernelOp* to = op->body_as_KernelOp();
+      if (!from || !to) {
+        const NodeKind other = op_kind(to ? *op_of(g, d) : *op);
+        return fail_here(edge() + (to ? "node " + std::to_string(d) : std::string("this node")) + " is " +
+                         (other == NodeKind::Empty ? "an " : "a ") + lower(node_kind_name(other)) +
                          " node; a programmatic edge joins two kernel nodes");
       }
-      const fb::Kernel* to_kernel = kernels_->Get(op->kernel());
+      const fb::Kernel* to_kernel = kernels_->Get(to->kernel());
       if (!to_kernel->waits_at_entry()) {
-        return fail_here(edge() + kernel_label(op->kernel()) +
+        return fail_here(edge() + kernel_label(to->kernel()) +
                          " does not wait at entry (waits_at_entry), so it could read what node " +
                          std::to_string(d) + " writes before it is written");
       }
-      for (const fb::Op* end_op : {from, op}) {
+      for (const fb::KernelOp* end_op : {from, to}) {
         if (launches_from_device(end_op)) {
           return fail_here(edge() + kernel_label(end_op->kernel()) +
                            " launches work from the device; a programmatic edge cannot join it");
@@ -840,7 +831,7 @@ class Validator {
     return true;
   }
 
-  bool launches_from_device(const fb::Op* n) const {
+  bool launches_from_device(const fb::KernelOp* n) const {
     if (kernels_->Get(n->kernel())->launches_kernels()) return true;
     for (uint32_t j = 0; j < size_of(n->args()); ++j) {
       const fb::ArgKind k = n->args()->Get(j)->kind();
@@ -882,7 +873,7 @@ class Validator {
     return in_table(ref, n_buffers_) || fail_here(range_problem(what, ref, n_buffers_, "buffer"));
   }
 
-  bool check_kernel_node(const fb::Op* node, bool in_body) {
+  bool check_kernel_node(const fb::KernelOp* node, bool in_body) {
     const int kernel_index = node->kernel();
     if (!in_table(kernel_index, n_kernels_))
       return fail_here(range_problem("kernel index", kernel_index, n_kernels_, "kernel"));
@@ -914,6 +905,7 @@ class Validator {
     // A launch shape of constants (any u32 is well formed; the runtime checks the ranges when
     // it builds the node, as it does an expression's value), or the expressions.
     if (node->launch()) {
+      if (!charge(sizeof(fb::LaunchShape))) return false;
       if (node->grid() || node->block() || node->shared_bytes())
         return fail_here("a kernel node has both a launch shape and grid, block or shared_bytes expressions");
     } else {
@@ -1023,7 +1015,7 @@ class Validator {
     return true;
   }
 
-  bool check_memcpy(const fb::Op* node) {
+  bool check_memcpy(const fb::MemcpyOp* node) {
     if (!check_buffer_ref("memcpy source buffer index", node->src())) return false;
     if (!check_buffer_ref("memcpy destination buffer index", node->dst())) return false;
     if (node->src() == node->dst()) {
@@ -1032,14 +1024,14 @@ class Validator {
     return true;
   }
 
-  bool check_memset(const fb::Op* node) {
+  bool check_memset(const fb::MemsetOp* node) {
     if (!check_buffer_ref("memset buffer index", node->dst())) return false;
-    const unsigned size = node->memset_element_size();
+    const unsigned size = node->element_size();
     if (size != 1 && size != 2 && size != 4) {
       return fail_here("memset element size " + std::to_string(size) + " is not 1, 2 or 4");
     }
-    if (size < 4 && node->memset_value() >> (8 * size) != 0) {
-      return fail_here("memset value " + std::to_string(node->memset_value()) +
+    if (size < 4 && node->value() >> (8 * size) != 0) {
+      return fail_here("memset value " + std::to_string(node->value()) +
                        " does not fit in " + plural(size, "byte"));
     }
     const size_t element = scalar_size(buffers_->Get(node->dst())->type());
@@ -1050,9 +1042,9 @@ class Validator {
     return true;
   }
 
-  bool check_conditional(const fb::Op* node, uint32_t depth) {
+  bool check_conditional(const fb::ConditionalOp* node, uint32_t depth) {
     if (top_device_) return fail_here("a device graph cannot hold a conditional node");
-    const fb::ConditionalType type = node->conditional();
+    const fb::ConditionalType type = node->type();
     if (!in_range(type)) {
       return fail_here("unknown conditional type " + std::to_string(static_cast<unsigned>(type)));
     }
@@ -1098,7 +1090,7 @@ class Validator {
     return true;
   }
 
-  bool check_collective(const fb::Op* node, bool in_body) {
+  bool check_collective(const fb::CollectiveOp* node, bool in_body) {
     if (top_device_) return fail_here("a device graph cannot hold a collective");
     if (in_body) {
       return fail_here("a collective cannot be inside a conditional body (ranks could diverge)");

@@ -30,7 +30,7 @@ bool make_programmatic(const std::string& in, const std::string& out, std::strin
   std::unique_ptr<fb::PipelineT> t(p->UnPack());
   for (auto& k : t->kernels) k->waits_at_entry = true;
   auto is_kernel = [&](const fb::GraphT& g, uint32_t node) {
-    return t->ops[g.nodes[node].op()]->kind == fb::NodeKind::Kernel;
+    return artifact::op_kind(*t->ops[g.nodes[node].op()]) == artifact::NodeKind::Kernel;
   };
   for (auto& g : t->graphs) {
     g->dep_kinds.assign(g->deps.size(), fb::EdgeKind::Full);

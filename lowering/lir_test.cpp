@@ -336,33 +336,38 @@ void same_graph(const lir::Program& p, const fb::Pipeline& fp, const lir::Body& 
     CHECK(fdeps == deps(n));
     std::visit(lir::overloaded{
                    [&](const lir::KernelNode& k) {
-                     CHECK(f.kind() == fb::NodeKind::Kernel);
-                     CHECK(f.kernel() == k.kernel);
-                     CHECK(f.args()->size() == k.args.size());
+                     const fb::KernelOp* o = f.body_as_KernelOp();
+                     REQUIRE(o);
+                     CHECK(o->kernel() == k.kernel);
+                     CHECK(o->args()->size() == k.args.size());
                    },
                    [&](const lir::MemcpyNode& m) {
-                     CHECK(f.kind() == fb::NodeKind::Memcpy);
-                     CHECK(f.src() == m.src);
-                     CHECK(f.dst() == m.dst);
+                     const fb::MemcpyOp* o = f.body_as_MemcpyOp();
+                     REQUIRE(o);
+                     CHECK(o->src() == m.src);
+                     CHECK(o->dst() == m.dst);
                    },
                    [&](const lir::MemsetNode& m) {
-                     CHECK(f.kind() == fb::NodeKind::Memset);
-                     CHECK(f.dst() == m.dst);
-                     CHECK(f.memset_value() == m.value);
-                     CHECK(f.memset_element_size() == m.element_size);
+                     const fb::MemsetOp* o = f.body_as_MemsetOp();
+                     REQUIRE(o);
+                     CHECK(o->dst() == m.dst);
+                     CHECK(o->value() == m.value);
+                     CHECK(o->element_size() == m.element_size);
                    },
-                   [&](const lir::EmptyNode&) { CHECK(f.kind() == fb::NodeKind::Empty); },
+                   [&](const lir::EmptyNode&) { CHECK(f.body_as_EmptyOp()); },
                    [&](const lir::ConditionalNode& c) {
-                     CHECK(f.kind() == fb::NodeKind::Conditional);
-                     CHECK(f.handle() == c.handle);
-                     REQUIRE(f.bodies()->size() == c.bodies.size());
+                     const fb::ConditionalOp* o = f.body_as_ConditionalOp();
+                     REQUIRE(o);
+                     CHECK(o->handle() == c.handle);
+                     REQUIRE(o->bodies()->size() == c.bodies.size());
                      for (size_t k = 0; k < c.bodies.size(); ++k)
-                       same_graph(p, fp, c.bodies[k], *f.bodies()->Get(static_cast<flatbuffers::uoffset_t>(k)));
+                       same_graph(p, fp, c.bodies[k], *o->bodies()->Get(static_cast<flatbuffers::uoffset_t>(k)));
                    },
                    [&](const lir::CollectiveNode& c) {
-                     CHECK(f.kind() == fb::NodeKind::Collective);
-                     CHECK(f.src() == c.src);
-                     CHECK(f.comm() == c.comm);
+                     const fb::CollectiveOp* o = f.body_as_CollectiveOp();
+                     REQUIRE(o);
+                     CHECK(o->src() == c.src);
+                     CHECK(o->comm() == c.comm);
                    },
                },
                n.op);

@@ -264,15 +264,17 @@ class Serializer {
     return fb::ConditionalType::If;
   }
 
+  template <class Body>
+  Offset<fb::Op> op_with(Offset<flatbuffers::String> what, Offset<Body> body) {
+    return fb::CreateOp(fbb(), what, fb::OpBodyTraits<Body>::enum_value, body.Union());
+  }
+
   // The order of the add_ calls is the payload's layout: keep it (pipeline.bin of the same
   // program is the same bytes, release after release).
   Offset<fb::Op> op(const lir::Node& n) {
     auto what = fbb().CreateString(n.what);
-    // What every op has, first in every op table.
-    auto common = [&](fb::OpBuilder& b, fb::NodeKind kind) {
-      b.add_kind(kind);
-      b.add_what(what);
-    };
+    // Every op is its `what` and the table of its kind (format 8), written after it.
+    auto op_of = [&](auto body) { return op_with(what, body); };
     return std::visit(
         lir::overloaded{
             [&](const lir::KernelNode& k) {
@@ -305,8 +307,7 @@ class Serializer {
               Offset<fb::Expr> cost_bytes = k.cost_bytes ? expr(*k.cost_bytes) : 0;
               Offset<fb::Expr> cost_flops = k.cost_flops ? expr(*k.cost_flops) : 0;
               const fb::LaunchShape launch(shape[0], shape[1], shape[2], shape[3], shape[4], shape[5], shape[6]);
-              fb::OpBuilder b(fbb());
-              common(b, fb::NodeKind::Kernel);
+              fb::KernelOpBuilder b(fbb());
               b.add_kernel(k.kernel);
               if (constant) {
                 b.add_launch(&launch);
@@ -318,43 +319,22 @@ class Serializer {
               b.add_args(args_v);
               if (k.cost_bytes) b.add_cost_bytes(cost_bytes);
               if (k.cost_flops) b.add_cost_flops(cost_flops);
-              return b.Finish();
+              return op_of(b.Finish());
             },
-            [&](const lir::MemcpyNode& m) {
-              fb::OpBuilder b(fbb());
-              common(b, fb::NodeKind::Memcpy);
-              b.add_src(m.src);
-              b.add_dst(m.dst);
-              return b.Finish();
-            },
+            [&](const lir::MemcpyNode& m) { return op_of(fb::CreateMemcpyOp(fbb(), m.src, m.dst)); },
             [&](const lir::MemsetNode& m) {
-              fb::OpBuilder b(fbb());
-              common(b, fb::NodeKind::Memset);
-              b.add_dst(m.dst);
-              b.add_memset_value(m.value);
-              b.add_memset_element_size(m.element_size);
-              return b.Finish();
+              return op_of(fb::CreateMemsetOp(fbb(), m.dst, m.value, m.element_size));
             },
-            [&](const lir::EmptyNode&) {
-              fb::OpBuilder b(fbb());
-              common(b, fb::NodeKind::Empty);
-              return b.Finish();
-            },
+            [&](const lir::EmptyNode&) { return op_of(fb::CreateEmptyOp(fbb())); },
             [&](const lir::ConditionalNode& c) {
               std::vector<Offset<fb::Graph>> bodies;
               for (const lir::Body& body : c.bodies) bodies.push_back(graph_body(body));
               auto bodies_v = fbb().CreateVector(bodies);
-              fb::OpBuilder b(fbb());
-              common(b, fb::NodeKind::Conditional);
-              b.add_conditional(conditional_type(c.type));
-              b.add_handle(c.handle);
-              b.add_bodies(bodies_v);
-              return b.Finish();
+              return op_of(fb::CreateConditionalOp(fbb(), conditional_type(c.type), c.handle, bodies_v));
             },
             [&](const lir::CollectiveNode& c) {
               Offset<fb::Expr> root = c.root ? expr(*c.root) : 0;
-              fb::OpBuilder b(fbb());
-              common(b, fb::NodeKind::Collective);
+              fb::CollectiveOpBuilder b(fbb());
               b.add_collective(static_cast<fb::CollectiveKind>(c.kind));
               if (c.op != lir::ReduceOp::None) b.add_reduce_op(reduce_op(c.op));
               b.add_src(c.src);
@@ -362,7 +342,7 @@ class Serializer {
               b.add_comm(c.comm);
               if (c.root) b.add_root(root);
               if (c.high_priority) b.add_high_priority(true);
-              return b.Finish();
+              return op_of(b.Finish());
             },
         },
         n.op);

@@ -209,9 +209,10 @@ void collect_writes(const fb::Pipeline& p, const fb::Graph* g, std::vector<bool>
     if (b >= 0 && static_cast<size_t>(b) < written.size()) written[b] = true;
   };
   for (const fb::Node* at : *g->nodes()) {
-    const fb::Op* n = p.ops()->Get(at->op());
-    switch (n->kind()) {
-      case fb::NodeKind::Kernel: {
+    const fb::Op* op = p.ops()->Get(at->op());
+    switch (artifact::op_kind(*op)) {
+      case artifact::NodeKind::Kernel: {
+        const fb::KernelOp* n = op->body_as_KernelOp();
         const fb::Kernel* k =
             n->kernel() >= 0 && p.kernels() && static_cast<uint32_t>(n->kernel()) < p.kernels()->size()
                 ? p.kernels()->Get(n->kernel())
@@ -226,17 +227,22 @@ void collect_writes(const fb::Pipeline& p, const fb::Graph* g, std::vector<bool>
         }
         break;
       }
-      case fb::NodeKind::Memcpy:
-      case fb::NodeKind::Memset:
-      case fb::NodeKind::Collective:
-        mark(n->dst());
+      case artifact::NodeKind::Memcpy:
+        mark(op->body_as_MemcpyOp()->dst());
         break;
-      case fb::NodeKind::Empty:
-      case fb::NodeKind::Conditional:  // writes nothing itself; its bodies are walked below
+      case artifact::NodeKind::Memset:
+        mark(op->body_as_MemsetOp()->dst());
+        break;
+      case artifact::NodeKind::Collective:
+        mark(op->body_as_CollectiveOp()->dst());
+        break;
+      case artifact::NodeKind::Empty:
+        break;
+      case artifact::NodeKind::Conditional:  // writes nothing itself; its bodies do
+        if (const auto* bodies = op->body_as_ConditionalOp()->bodies())
+          for (const fb::Graph* b : *bodies) collect_writes(p, b, written, depth + 1);
         break;
     }
-    if (n->bodies())
-      for (const fb::Graph* b : *n->bodies()) collect_writes(p, b, written, depth + 1);
   }
 }
 

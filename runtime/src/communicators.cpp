@@ -126,7 +126,7 @@ Status Communicators::open(const fb::Pipeline& pipeline, Bindings& b, const std:
   }
   for (const artifact::NodeRef& c : collectives) {
     const fb::Op* n = c.op;
-    const uint32_t i = static_cast<uint32_t>(n->comm());
+    const uint32_t i = static_cast<uint32_t>(n->body_as_CollectiveOp()->comm());
     if (i < ncomms && bound[i] && !bound[i]->handle && !bound[i]->from_unique_id)
       return Error(ErrorCode::Unbound,
                    "comm '" + str(p->comms()->Get(i)->name()) + "' is bound without an NCCL communicator, but `" +

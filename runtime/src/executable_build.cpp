@@ -59,7 +59,7 @@ cudaGraphExec_t Executable::Impl::exec_of(int graph_index, const Top& t) const {
 }
 
 Status Executable::Impl::compute_kernel(const NodeRef& at, const Top& t, KernelCall* out) const {
-  const fb::Op& n = *at.op;
+  const fb::KernelOp& n = *at.op->body_as_KernelOp();
   const int k = n.kernel();
   out->kernel = pipeline->kernels[k];
   static const char* const axis[] = {"x", "y", "z"};
@@ -113,7 +113,7 @@ Status Executable::Impl::compute_kernel(const NodeRef& at, const Top& t, KernelC
 
 // The argument slots of kernel node `n`.
 Status Executable::Impl::kernel_args(const NodeRef& at, const Top& t, KernelCall* out) const {
-  const fb::Op& n = *at.op;
+  const fb::KernelOp& n = *at.op->body_as_KernelOp();
   const auto* args = n.args();
   const uint32_t nargs = args ? args->size() : 0;
   out->slots.assign(nargs, 0);
@@ -159,7 +159,7 @@ Status Executable::Impl::kernel_args(const NodeRef& at, const Top& t, KernelCall
 }
 
 Status Executable::Impl::compute_copy(const NodeRef& at, const Top& t, CopyCall* out) const {
-  const fb::Op& n = *at.op;
+  const fb::MemcpyOp& n = *at.op->body_as_MemcpyOp();
   const rt::BufferSize& s = plan.buffers[n.src()];
   const rt::BufferSize& d = plan.buffers[n.dst()];
   if (s.bytes > d.bytes)
@@ -172,8 +172,8 @@ Status Executable::Impl::compute_copy(const NodeRef& at, const Top& t, CopyCall*
 }
 
 Status Executable::Impl::compute_fill(const NodeRef& at, const Top& t, FillCall* out) const {
-  const fb::Op& n = *at.op;
-  const unsigned es = n.memset_element_size();
+  const fb::MemsetOp& n = *at.op->body_as_MemsetOp();
+  const unsigned es = n.element_size();
   const uint64_t bytes = plan.buffers[n.dst()].bytes;
   if (es == 0 || bytes % es != 0)
     return node_error(ErrorCode::InvalidArtifact, at, t, "memset element size " + std::to_string(es) +
@@ -181,7 +181,7 @@ Status Executable::Impl::compute_fill(const NodeRef& at, const Top& t, FillCall*
   out->p = {};
   out->p.dst = buffers[n.dst()].ptr;
   out->p.pitch = 0;
-  out->p.value = n.memset_value();
+  out->p.value = n.value();
   out->p.elementSize = es;
   out->p.width = bytes / es;
   out->p.height = 1;
@@ -189,7 +189,7 @@ Status Executable::Impl::compute_fill(const NodeRef& at, const Top& t, FillCall*
 }
 
 Status Executable::Impl::compute_collective(const NodeRef& at, const Top& t, CollectiveCall* out) const {
-  const fb::Op& n = *at.op;
+  const fb::CollectiveOp& n = *at.op->body_as_CollectiveOp();
   const fb::Buffer* src = p->buffers()->Get(n.src());
   const fb::Buffer* dst = p->buffers()->Get(n.dst());
   const uint64_t sc = plan.buffers[n.src()].count, dc = plan.buffers[n.dst()].count;
@@ -281,7 +281,7 @@ Status Executable::Impl::capture(const NodeRef& at, Top& t, cudaGraph_t g, const
   if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaStreamUpdateCaptureDependencies");
   // A high-priority collective's kernels are the kernel nodes its capture adds to `g`.
   std::vector<cudaGraphNode_t> before;
-  if (at.op->high_priority()) {
+  if (at.op->body_as_CollectiveOp()->high_priority()) {
     if (Status s = graph_nodes(at, t, g, &before); !s.ok()) return s;
   }
   rt::nccl::Result r = cuda->issue_collective(comms, c, cs);
@@ -298,7 +298,7 @@ Status Executable::Impl::capture(const NodeRef& at, Top& t, cudaGraph_t g, const
   if (status != cudaStreamCaptureStatusActive || nlast == 0)
     return node_cuda_error(cudaErrorStreamCaptureInvalidated, at, t, "capturing " + call + ": no work was captured");
   ends->assign(last, last + nlast);
-  if (at.op->high_priority()) {
+  if (at.op->body_as_CollectiveOp()->high_priority()) {
     // Kernels may run beside this collective (lowering/prioritize_collectives.cpp): NCCL's
     // kernels first on the SMs, else a large kernel beside it takes every SM that frees up.
     if (Status s = prioritize_new_kernels(at, t, g, std::move(before)); !s.ok()) return s;
@@ -475,7 +475,7 @@ Status Executable::Impl::build(cudaGraph_t g, const fb::Graph& graph, int top, s
   // Collectives are top-level nodes of host graphs only (the checker's E0401, E0703).
   bool collectives = false;
   for (uint32_t i = 0; i < count; ++i)
-    collectives |= ops->Get(nodes->Get(i)->op())->kind() == fb::NodeKind::Collective;
+    collectives |= artifact::op_kind(*ops->Get(nodes->Get(i)->op())) == artifact::NodeKind::Collective;
   if (collectives) {
     if (Status s = begin_capture(NodeRef{ops->Get(nodes->Get(0)->op()), nodes->Get(0)}, t, g); !s.ok()) return s;
   }
@@ -499,7 +499,7 @@ Status Executable::Impl::build(cudaGraph_t g, const fb::Graph& graph, int top, s
       if (ends[from].empty()) deps.push_back(made[from]);
       else deps.insert(deps.end(), ends[from].begin(), ends[from].end());
     }
-    if (n.kind() == fb::NodeKind::Collective && last_collective >= 0 &&
+    if (artifact::op_kind(n) == artifact::NodeKind::Collective && last_collective >= 0 &&
         !rt::depends_on(graph, i, static_cast<uint32_t>(last_collective))) {
       for (cudaGraphNode_t d : ends[last_collective])
         if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
@@ -525,8 +525,8 @@ Status Executable::Impl::build(cudaGraph_t g, const fb::Graph& graph, int top, s
     // A kernel whose op an earlier node of this build ran starts as a copy of that record.
     const size_t r = records.size();
     rec_at[i] = r;
-    const fb::NodeKind kind = n.kind();
-    int32_t* same = kind == fb::NodeKind::Kernel ? &(*kernel_of_op)[at.at->op()] : nullptr;
+    const artifact::NodeKind kind = artifact::op_kind(n);
+    int32_t* same = kind == artifact::NodeKind::Kernel ? &(*kernel_of_op)[at.at->op()] : nullptr;
     if (same && *same >= 0) records.push_back(records[static_cast<size_t>(*same)]);
     else records.emplace_back();
     NodeRecord* rec = &records[r];
@@ -534,13 +534,14 @@ Status Executable::Impl::build(cudaGraph_t g, const fb::Graph& graph, int top, s
     rec->node = at;
     cudaError_t e = cudaSuccess;
     switch (kind) {
-      case fb::NodeKind::Kernel: {
+      case artifact::NodeKind::Kernel: {
         if (*same < 0) {
           if (Status s = compute_kernel(at, t, &rec->kernel); !s.ok()) return s;
           *same = static_cast<int32_t>(r);
         }
         if (rec->kernel.shared > Pipeline::Impl::kDefaultSharedBytes)
-          if (Status s = pipeline->allow_shared_bytes(n.kernel(), rec->kernel.shared); !s.ok()) return s;
+          if (Status s = pipeline->allow_shared_bytes(n.body_as_KernelOp()->kernel(), rec->kernel.shared); !s.ok())
+            return s;
         const cudaKernelNodeParams kp = rec->kernel.params(ptrs);
         // Some edge may be programmatic (validate() proved both ends kernels and this kernel
         // waiting at entry).
@@ -574,36 +575,37 @@ Status Executable::Impl::build(cudaGraph_t g, const fb::Graph& graph, int top, s
           return kernel_node_error(r, at, t);
         break;
       }
-      case fb::NodeKind::Memcpy: {
+      case artifact::NodeKind::Memcpy: {
         Status s = compute_copy(at, t, &rec->copy);
         if (!s.ok()) return s;
         e = cuda->add_memcpy_node_1d(&made[i], g, dp, deps.size(), rec->copy.dst, rec->copy.src, rec->copy.bytes);
         if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddMemcpyNode1D");
         break;
       }
-      case fb::NodeKind::Memset: {
+      case artifact::NodeKind::Memset: {
         Status s = compute_fill(at, t, &rec->fill);
         if (!s.ok()) return s;
         e = cuda->add_memset_node(&made[i], g, dp, deps.size(), &rec->fill.p);
         if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddMemsetNode");
         break;
       }
-      case fb::NodeKind::Empty:
+      case artifact::NodeKind::Empty:
         e = cuda->add_empty_node(&made[i], g, dp, deps.size());
         if (e != cudaSuccess) return node_cuda_error(e, at, t, "cudaGraphAddEmptyNode");
         break;
-      case fb::NodeKind::Conditional: {
-        const int h = n.handle();
+      case artifact::NodeKind::Conditional: {
+        const fb::ConditionalOp& cond = *n.body_as_ConditionalOp();
+        const int h = cond.handle();
         if (h < 0 || static_cast<size_t>(h) >= handles.size() || !handle_created[h])
           return node_error(ErrorCode::InvalidArtifact, at, t, "conditional handle " + std::to_string(h) +
                                                                   " belongs to no graph being built");
-        const uint32_t nbodies = n.bodies() ? n.bodies()->size() : 0;
+        const uint32_t nbodies = cond.bodies() ? cond.bodies()->size() : 0;
         cudaGraphNodeParams cp = {};
         cp.type = cudaGraphNodeTypeConditional;
         cp.conditional.handle = handles[h];
-        cp.conditional.type = n.conditional() == fb::ConditionalType::If      ? cudaGraphCondTypeIf
-                              : n.conditional() == fb::ConditionalType::While ? cudaGraphCondTypeWhile
-                                                                              : cudaGraphCondTypeSwitch;
+        cp.conditional.type = cond.type() == fb::ConditionalType::If      ? cudaGraphCondTypeIf
+                              : cond.type() == fb::ConditionalType::While ? cudaGraphCondTypeWhile
+                                                                          : cudaGraphCondTypeSwitch;
         cp.conditional.size = nbodies;
         has_loops |= !t.device && cp.conditional.type == cudaGraphCondTypeWhile;
         e = cuda->add_node(&made[i], g, dp, deps.size(), &cp);
@@ -612,13 +614,13 @@ Status Executable::Impl::build(cudaGraph_t g, const fb::Graph& graph, int top, s
         std::vector<cudaGraph_t> bodies(cp.conditional.phGraph_out, cp.conditional.phGraph_out + nbodies);
         for (uint32_t b = 0; b < nbodies; ++b) {
           observe_path.push_back(b);
-          Status s = build(bodies[b], *n.bodies()->Get(b), top, kernel_of_op);
+          Status s = build(bodies[b], *cond.bodies()->Get(b), top, kernel_of_op);
           observe_path.pop_back();
           if (!s.ok()) return s;
         }
         break;
       }
-      case fb::NodeKind::Collective: {
+      case artifact::NodeKind::Collective: {
         Status s = compute_collective(at, t, &rec->collective);
         if (!s.ok()) return s;
         s = capture(at, t, g, rec->collective, deps, &ends[i]);

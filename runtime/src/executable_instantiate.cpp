@@ -21,7 +21,7 @@ std::vector<NodeRef> collectives_of(const fb::Pipeline& p) {
   for (const fb::Graph* g : *p.graphs())
     for (uint32_t i = 0; i < (g->nodes() ? g->nodes()->size() : 0); ++i) {
       const NodeRef n = artifact::node_ref(p, *g, i);
-      if (n.op->kind() == fb::NodeKind::Collective) out.push_back(n);
+      if (artifact::op_kind(*n.op) == artifact::NodeKind::Collective) out.push_back(n);
     }
   return out;
 }

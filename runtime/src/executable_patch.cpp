@@ -124,34 +124,34 @@ Status Executable::Impl::refresh(Scope scope) {
     Change c;
     c.node = rec.handle;
     c.top = rec.top;
-    switch (rec.node.op->kind()) {
-      case fb::NodeKind::Kernel: {
+    switch (artifact::op_kind(*rec.node.op)) {
+      case artifact::NodeKind::Kernel: {
         Status s = compute_kernel(rec.node, t, &c.kernel);
         if (!s.ok()) return s;
         if (!(c.kernel == rec.kernel)) changes.push_back(std::move(c));
         break;
       }
-      case fb::NodeKind::Memcpy: {
+      case artifact::NodeKind::Memcpy: {
         Status s = compute_copy(rec.node, t, &c.copy);
         if (!s.ok()) return s;
         if (!(c.copy == rec.copy)) changes.push_back(std::move(c));
         break;
       }
-      case fb::NodeKind::Memset: {
+      case artifact::NodeKind::Memset: {
         Status s = compute_fill(rec.node, t, &c.fill);
         if (!s.ok()) return s;
         if (!(c.fill == rec.fill)) changes.push_back(std::move(c));
         break;
       }
-      case fb::NodeKind::Collective: {
+      case artifact::NodeKind::Collective: {
         CollectiveCall call;
         Status s = compute_collective(rec.node, t, &call);
         if (!s.ok()) return s;
         if (!(call == rec.collective)) rebuild[rec.top] = true;
         break;
       }
-      case fb::NodeKind::Empty:
-      case fb::NodeKind::Conditional:  // its handle and bodies do not depend on params
+      case artifact::NodeKind::Empty:
+      case artifact::NodeKind::Conditional:  // its handle and bodies do not depend on params
         break;
     }
   }
@@ -159,8 +159,9 @@ Status Executable::Impl::refresh(Scope scope) {
   for (const Change& c : changes) {
     if (rebuild[c.top]) continue;
     const NodeRecord& rec = records[record_of().at(c.node)];
-    if (rec.node.op->kind() != fb::NodeKind::Kernel) continue;
-    Status s = pipeline->allow_shared_bytes(rec.node.op->kernel(), c.kernel.shared);
+    const fb::KernelOp* k = rec.node.op->body_as_KernelOp();
+    if (!k) continue;
+    Status s = pipeline->allow_shared_bytes(k->kernel(), c.kernel.shared);
     if (!s.ok()) return s;
   }
 
@@ -188,11 +189,11 @@ Status Executable::Impl::refresh(Scope scope) {
     for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
       NodeRecord& rec = records[record_of().at(it->node)];
       Top& t = tops[rec.top];
-      const fb::NodeKind kind = rec.node.op->kind();
+      const artifact::NodeKind kind = artifact::op_kind(*rec.node.op);
       cudaError_t x = cudaSuccess;
-      cudaError_t e = set_node(rec, kind == fb::NodeKind::Kernel ? &it->kernel : nullptr,
-                               kind == fb::NodeKind::Memcpy ? &it->copy : nullptr,
-                               kind == fb::NodeKind::Memset ? &it->fill : nullptr,
+      cudaError_t e = set_node(rec, kind == artifact::NodeKind::Kernel ? &it->kernel : nullptr,
+                               kind == artifact::NodeKind::Memcpy ? &it->copy : nullptr,
+                               kind == artifact::NodeKind::Memset ? &it->fill : nullptr,
                                it->exec_patched ? t.exec.get() : nullptr, &x);
       note(e, "undoing a patch of " + node_name(rec.node, t));
       note(x, "undoing a patch of " + node_name(rec.node, t));
@@ -238,11 +239,11 @@ Status Executable::Impl::refresh(Scope scope) {
     NodeRecord& rec = records[record_of().at(c.node)];
     Top& t = tops[rec.top];
     const NodeRef& at = rec.node;
-    const fb::NodeKind kind = at.op->kind();
+    const artifact::NodeKind kind = artifact::op_kind(*at.op);
     cudaError_t x = cudaSuccess;
-    cudaError_t e = set_node(rec, kind == fb::NodeKind::Kernel ? &c.kernel : nullptr,
-                             kind == fb::NodeKind::Memcpy ? &c.copy : nullptr,
-                             kind == fb::NodeKind::Memset ? &c.fill : nullptr, t.exec.get(), &x);
+    cudaError_t e = set_node(rec, kind == artifact::NodeKind::Kernel ? &c.kernel : nullptr,
+                             kind == artifact::NodeKind::Memcpy ? &c.copy : nullptr,
+                             kind == artifact::NodeKind::Memset ? &c.fill : nullptr, t.exec.get(), &x);
     if (e != cudaSuccess) return undo(node_cuda_error(e, at, t, "cannot set the node's parameters"));
     Applied a;
     a.node = c.node;
@@ -251,12 +252,12 @@ Status Executable::Impl::refresh(Scope scope) {
     a.fill = rec.fill;
     a.exec_patched = t.exec && x == cudaSuccess;
     switch (kind) {
-      case fb::NodeKind::Kernel: rec.kernel = std::move(c.kernel); break;
-      case fb::NodeKind::Memcpy: rec.copy = c.copy; break;
-      case fb::NodeKind::Memset: rec.fill = c.fill; break;
-      case fb::NodeKind::Empty:
-      case fb::NodeKind::Conditional:
-      case fb::NodeKind::Collective: break;  // never a Change (rebuilt instead, or nothing to patch)
+      case artifact::NodeKind::Kernel: rec.kernel = std::move(c.kernel); break;
+      case artifact::NodeKind::Memcpy: rec.copy = c.copy; break;
+      case artifact::NodeKind::Memset: rec.fill = c.fill; break;
+      case artifact::NodeKind::Empty:
+      case artifact::NodeKind::Conditional:
+      case artifact::NodeKind::Collective: break;  // never a Change (rebuilt instead, or nothing to patch)
     }
     applied.push_back(std::move(a));
     if (x != cudaSuccess) {

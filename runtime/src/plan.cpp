@@ -126,9 +126,9 @@ const fb::Op* find_collective(const fb::Pipeline& p, const fb::Graph* g, int dep
   if (!g->nodes() || depth > 80) return nullptr;
   for (const fb::Node* at : *g->nodes()) {
     const fb::Op* n = p.ops()->Get(at->op());
-    if (n->kind() == fb::NodeKind::Collective) return n;
-    if (n->bodies())
-      for (const fb::Graph* b : *n->bodies())
+    if (artifact::op_kind(*n) == artifact::NodeKind::Collective) return n;
+    if (const fb::ConditionalOp* c = n->body_as_ConditionalOp(); c && c->bodies())
+      for (const fb::Graph* b : *c->bodies())
         if (const fb::Op* c = find_collective(p, b, depth + 1)) return c;
   }
   return nullptr;

@@ -465,7 +465,9 @@ TEST_CASE("a device graph launch that fails on the GPU is a DeviceError naming t
     std::vector<uint32_t> launchers;
     int release = -1;
     for (uint32_t i = 0; i < main.nodes.size(); ++i) {
-      for (auto& a : orch::artifact::own_op(t, main, i).args) {
+      orch::fb::KernelOpT* kernel = orch::artifact::own_op(t, main, i).body.AsKernelOp();
+      if (!kernel) continue;
+      for (auto& a : kernel->args) {
         if (a->kind == orch::fb::ArgKind::GraphExec && (a->ref == c1 || a->ref == c2)) {
           a->ref = c1;
           launchers.push_back(static_cast<uint32_t>(i));
@@ -519,7 +521,7 @@ TEST_CASE("a family index out of range on the GPU is reported, and nothing past 
   // The bind check keeps `which` in range; the edit puts 7 in the launcher's argument itself.
   auto p = load_edited("out_of_range", kOutOfRange, [](orch::fb::PipelineT& t) {
     int edited = 0;
-    for (orch::fb::OpT* node : main_ops(t)) {
+    for (orch::fb::KernelOpT* node : main_kernels(t)) {
       bool launcher = false;
       for (auto& a : node->args) launcher |= a->kind == orch::fb::ArgKind::GraphTable;
       if (!launcher) continue;
@@ -570,7 +572,7 @@ graph main {
 // The launch of the one kernel node, as expressions (what format 2 wrote).
 void launch_as_expressions(orch::fb::PipelineT& t) {
   int edited = 0;
-  for (orch::fb::OpT* node : main_ops(t)) {
+  for (orch::fb::KernelOpT* node : main_kernels(t)) {
     if (!node->launch) continue;
     const orch::fb::LaunchShape l = *node->launch;
     auto constant = [](uint32_t v) {
@@ -602,15 +604,14 @@ TEST_CASE("a launch shape of constants runs as its expressions did, and is check
   };
   bool compiled_as_struct = false;
   auto as_compiled = load_edited("constant_launch", kConstantLaunch, [&](orch::fb::PipelineT& t) {
-    for (orch::fb::OpT* node : main_ops(t))
-      if (node->kind == orch::fb::NodeKind::Kernel) {
-        compiled_as_struct = node->launch && node->grid.empty() && node->block.empty() && !node->shared_bytes;
-        if (node->launch) {
-          CHECK(node->launch->grid_x() == 8);
-          CHECK(node->launch->block_x() == 128);
-          CHECK(node->launch->shared_bytes() == 512);
-        }
+    for (orch::fb::KernelOpT* node : main_kernels(t)) {
+      compiled_as_struct = node->launch && node->grid.empty() && node->block.empty() && !node->shared_bytes;
+      if (node->launch) {
+        CHECK(node->launch->grid_x() == 8);
+        CHECK(node->launch->block_x() == 128);
+        CHECK(node->launch->shared_bytes() == 512);
       }
+    }
   });
   CHECK(compiled_as_struct);
   const std::vector<float> from_struct = run_once(*as_compiled);
@@ -633,7 +634,7 @@ TEST_CASE("a launch shape of constants runs as its expressions did, and is check
     for (bool expressions : {false, true}) {
       CAPTURE(expressions);
       auto p = load_edited("constant_launch", kConstantLaunch, [&](orch::fb::PipelineT& t) {
-        for (orch::fb::OpT* node : main_ops(t))
+        for (orch::fb::KernelOpT* node : main_kernels(t))
           if (node->launch) node->launch = std::make_unique<orch::fb::LaunchShape>(b.shape);
         if (expressions) launch_as_expressions(t);
       });

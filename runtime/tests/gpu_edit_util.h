@@ -19,12 +19,14 @@
 
 namespace orch::test {
 
-// The ops of main's nodes, each made its node's own (own_op), for edits of one node at a time.
-inline std::vector<orch::fb::OpT*> main_ops(orch::fb::PipelineT& t) {
-  std::vector<orch::fb::OpT*> out;
+// The ops of main's kernel nodes, each made its node's own (own_op), for edits of one node at a
+// time.
+inline std::vector<orch::fb::KernelOpT*> main_kernels(orch::fb::PipelineT& t) {
+  std::vector<orch::fb::KernelOpT*> out;
   orch::fb::GraphT& main = *t.graphs[t.main_graph];
   for (uint32_t i = 0; i < main.nodes.size(); ++i)
-    out.push_back(&orch::artifact::own_op(t, main, i));
+    if (orch::artifact::op_kind(orch::artifact::op_of(t, main, i)) == orch::artifact::NodeKind::Kernel)
+      out.push_back(orch::artifact::own_op(t, main, i).body.AsKernelOp());
   return out;
 }
 

@@ -94,14 +94,17 @@ int make_programmatic(fb::PipelineT& t, const std::string& name, bool waits = tr
   std::function<void(fb::GraphT&)> walk = [&](fb::GraphT& g) {
     if (g.dep_kinds.empty()) g.dep_kinds.assign(g.deps.size(), fb::EdgeKind::Full);
     for (uint32_t i = 0; i < g.nodes.size(); ++i) {
-      fb::OpT& n = *t.ops[g.nodes[i].op()];
-      for (auto& body : n.bodies) walk(*body);
-      if (n.kind != fb::NodeKind::Kernel || n.kernel != kernel) continue;
+      fb::OpT& op = *t.ops[g.nodes[i].op()];
+      if (fb::ConditionalOpT* c = op.body.AsConditionalOp())
+        for (auto& body : c->bodies) walk(*body);
+      const fb::KernelOpT* n = op.body.AsKernelOp();
+      if (!n || n->kernel != kernel) continue;
       for (uint32_t j = i == 0 ? 0 : g.nodes[i - 1].deps_end(); j < g.nodes[i].deps_end(); ++j) {
-        const fb::OpT& from = *t.ops[g.nodes[g.deps[j]].op()];
-        bool launcher = from.kind != fb::NodeKind::Kernel || t.kernels[from.kernel]->launches_kernels;
-        for (const auto& a : from.args)
-          launcher |= a->kind == fb::ArgKind::GraphExec || a->kind == fb::ArgKind::GraphTable;
+        const fb::KernelOpT* from = t.ops[g.nodes[g.deps[j]].op()]->body.AsKernelOp();
+        bool launcher = !from || t.kernels[from->kernel]->launches_kernels;
+        if (from)
+          for (const auto& a : from->args)
+            launcher |= a->kind == fb::ArgKind::GraphExec || a->kind == fb::ArgKind::GraphTable;
         if (launcher) continue;
         g.dep_kinds[j] = fb::EdgeKind::Programmatic;
         ++marked;

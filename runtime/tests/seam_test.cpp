@@ -252,20 +252,22 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
         break;
       }
     REQUIRE(call);
-    if (op.kind() == fb::NodeKind::Collective) {
+    const orch::artifact::NodeKind kind = orch::artifact::op_kind(op);
+    if (kind == orch::artifact::NodeKind::Collective) {
       for (uintptr_t d : deps)
         CHECK(std::find(call->deps.begin(), call->deps.end(), d) != call->deps.end());
     } else {
       CHECK(call->deps == deps);
     }
-    switch (op.kind()) {
-      case fb::NodeKind::Kernel: {
+    switch (kind) {
+      case orch::artifact::NodeKind::Kernel: {
+        const fb::KernelOp& k = *op.body_as_KernelOp();
         REQUIRE(n.kind == "kernel");
-        CHECK(n.kernel == h(x.pipeline->kernels[op.kernel()]));
-        const uint32_t nargs = op.args() ? op.args()->size() : 0;
+        CHECK(n.kernel == h(x.pipeline->kernels[k.kernel()]));
+        const uint32_t nargs = k.args() ? k.args()->size() : 0;
         REQUIRE(n.args.size() == nargs);
         for (uint32_t a = 0; a < nargs; ++a) {
-          const fb::KernelArg* arg = op.args()->Get(a);
+          const fb::KernelArg* arg = k.args()->Get(a);
           switch (arg->kind()) {
             case fb::ArgKind::Buffer:
               CHECK(n.args[a] == u(x.buffers[arg->ref()].ptr));
@@ -292,44 +294,50 @@ void check_graph(FakeBuild& f, uintptr_t g, const fb::Graph& graph, const Impl::
         }
         break;
       }
-      case fb::NodeKind::Memcpy:
+      case orch::artifact::NodeKind::Memcpy: {
+        const fb::MemcpyOp& m = *op.body_as_MemcpyOp();
         REQUIRE(n.kind == "memcpy");
-        CHECK(n.dst == u(x.buffers[op.dst()].ptr));
-        CHECK(n.src == u(x.buffers[op.src()].ptr));
-        CHECK(n.bytes == x.plan.buffers[op.src()].bytes);
+        CHECK(n.dst == u(x.buffers[m.dst()].ptr));
+        CHECK(n.src == u(x.buffers[m.src()].ptr));
+        CHECK(n.bytes == x.plan.buffers[m.src()].bytes);
         break;
-      case fb::NodeKind::Memset:
+      }
+      case orch::artifact::NodeKind::Memset: {
+        const fb::MemsetOp& m = *op.body_as_MemsetOp();
         REQUIRE(n.kind == "memset");
-        CHECK(n.dst == u(x.buffers[op.dst()].ptr));
-        CHECK(n.value == op.memset_value());
-        CHECK(n.element_size == op.memset_element_size());
-        CHECK(n.width == x.plan.buffers[op.dst()].bytes / op.memset_element_size());
+        CHECK(n.dst == u(x.buffers[m.dst()].ptr));
+        CHECK(n.value == m.value());
+        CHECK(n.element_size == m.element_size());
+        CHECK(n.width == x.plan.buffers[m.dst()].bytes / m.element_size());
         CHECK(n.height == 1);
         break;
-      case fb::NodeKind::Empty:
+      }
+      case orch::artifact::NodeKind::Empty:
         CHECK(n.kind == "empty");
         break;
-      case fb::NodeKind::Conditional: {
+      case orch::artifact::NodeKind::Conditional: {
+        const fb::ConditionalOp& c = *op.body_as_ConditionalOp();
         REQUIRE(n.kind == "conditional");
-        CHECK(n.cond_handle == x.handles[op.handle()]);
-        const int type = op.conditional() == fb::ConditionalType::If      ? cudaGraphCondTypeIf
-                         : op.conditional() == fb::ConditionalType::While ? cudaGraphCondTypeWhile
-                                                                          : cudaGraphCondTypeSwitch;
+        CHECK(n.cond_handle == x.handles[c.handle()]);
+        const int type = c.type() == fb::ConditionalType::If      ? cudaGraphCondTypeIf
+                         : c.type() == fb::ConditionalType::While ? cudaGraphCondTypeWhile
+                                                                  : cudaGraphCondTypeSwitch;
         CHECK(n.cond_type == type);
-        const uint32_t nbodies = op.bodies() ? op.bodies()->size() : 0;
+        const uint32_t nbodies = c.bodies() ? c.bodies()->size() : 0;
         CHECK(n.cond_size == nbodies);
         const std::vector<uintptr_t>& bodies = f.cuda.bodies.at(made[i]);
         REQUIRE(bodies.size() == nbodies);
         for (uint32_t b = 0; b < nbodies; ++b)
-          check_graph(f, bodies[b], *op.bodies()->Get(b), t, depth + 1);
+          check_graph(f, bodies[b], *c.bodies()->Get(b), t, depth + 1);
         break;
       }
-      case fb::NodeKind::Collective: {
+      case orch::artifact::NodeKind::Collective: {
+        const fb::CollectiveOp& c = *op.body_as_CollectiveOp();
         REQUIRE(n.kind == "collective");
-        CHECK(n.collective == static_cast<int>(op.collective()));
-        CHECK(n.src == u(x.buffers[op.src()].ptr));
-        CHECK(n.dst == u(x.buffers[op.dst()].ptr));
-        CHECK(n.comm == u(x.comms.handle(static_cast<size_t>(op.comm()))));
+        CHECK(n.collective == static_cast<int>(c.collective()));
+        CHECK(n.src == u(x.buffers[c.src()].ptr));
+        CHECK(n.dst == u(x.buffers[c.dst()].ptr));
+        CHECK(n.comm == u(x.comms.handle(static_cast<size_t>(c.comm()))));
         break;
       }
     }

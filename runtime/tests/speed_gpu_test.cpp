@@ -99,8 +99,8 @@ Shape shape_of(const std::string& path) {
     if (g.dep_kinds())
       for (orch::fb::EdgeKind k : *g.dep_kinds()) s.programmatic += k == orch::fb::EdgeKind::Programmatic;
     for (const orch::fb::Node* at : *g.nodes()) {
-      const orch::fb::Op* n = opened.pipeline->ops()->Get(at->op());
-      if (n->bodies())
+      const orch::fb::ConditionalOp* n = opened.pipeline->ops()->Get(at->op())->body_as_ConditionalOp();
+      if (n && n->bodies())
         for (const orch::fb::Graph* b : *n->bodies()) {
           s.widest_body = std::max<size_t>(s.widest_body, b->nodes() ? b->nodes()->size() : 0);
           walk(*b);

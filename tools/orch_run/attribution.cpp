@@ -29,16 +29,16 @@ uint32_t low(uint64_t id) { return static_cast<uint32_t>(id); }
 // A kernel node runs its own kernel; a fill runs as a memset or CUDA's memset kernel; a copy as
 // a copy; a collective as whatever NCCL captured; a conditional or empty node runs nothing.
 bool fits(const Site& s, const NodeRecord& r) {
-  switch (s.node->kind()) {
-    case orch::fb::NodeKind::Kernel:
+  switch (artifact::op_kind(*s.node)) {
+    case artifact::NodeKind::Kernel:
       return r.kind == NodeRecord::Kind::Kernel && (s.kernel_symbol.empty() || r.name == s.kernel_symbol);
-    case orch::fb::NodeKind::Memset:
+    case artifact::NodeKind::Memset:
       return r.kind == NodeRecord::Kind::Memset ||
              (r.kind == NodeRecord::Kind::Kernel && r.name.rfind("memset", 0) == 0);
-    case orch::fb::NodeKind::Memcpy: return r.kind == NodeRecord::Kind::Memcpy;
-    case orch::fb::NodeKind::Collective: return true;
-    case orch::fb::NodeKind::Empty:
-    case orch::fb::NodeKind::Conditional: return false;
+    case artifact::NodeKind::Memcpy: return r.kind == NodeRecord::Kind::Memcpy;
+    case artifact::NodeKind::Collective: return true;
+    case artifact::NodeKind::Empty:
+    case artifact::NodeKind::Conditional: return false;
   }
   return false;  // a kind this build's schema does not name
 }
@@ -152,7 +152,7 @@ void NodeIds::graph_created(uint32_t graph) {
   if (graph != 0 && it != current_.end() && !it->second.empty()) {
     const int site = it->second.back().site;
     it->second.back().graphs.push_back(graph);
-    if (sites_ && site >= 0 && (*sites_)[site].node->kind() != orch::fb::NodeKind::Conditional)
+    if (sites_ && site >= 0 && artifact::op_kind(*(*sites_)[site].node) != artifact::NodeKind::Conditional)
       graph_site_.emplace(graph, site);
   }
   indexed_ = false;
@@ -382,7 +382,7 @@ void NodeIds::number() const {
         int o = owner[g];
         const int ps = site_of_node(node);
         if (o < 0 && sites_ && ps >= 0 && static_cast<size_t>(ps) < sites_->size() &&
-            (*sites_)[ps].node->kind() == orch::fb::NodeKind::Collective)
+            artifact::op_kind(*(*sites_)[ps].node) == artifact::NodeKind::Collective)
           o = ps;
         if (o < 0)
           if (auto gs = graph_site_.find(k); gs != graph_site_.end()) o = gs->second;
@@ -857,10 +857,10 @@ std::string format_node_table(const SiteTable& sites, const std::vector<NodeRow>
     } else {
       const Site& site = sites[r.site];
       label = site.name;
-      const orch::fb::NodeKind nk = site.node->kind();
+      const artifact::NodeKind nk = artifact::op_kind(*site.node);
       // What CUDA ran for it, where that is not the statement's own kind: a fill run as CUDA's
       // memset kernel, a collective's NCCL kernels.
-      if (r.kind == NodeRecord::Kind::Kernel && nk != orch::fb::NodeKind::Kernel)
+      if (r.kind == NodeRecord::Kind::Kernel && nk != artifact::NodeKind::Kernel)
         label += "  (run as kernel " + r.symbol + ")";
       if (site.in_while) {
         if (r.max_runs > 1)

@@ -17,8 +17,11 @@ bool evaluate_cost(const std::vector<expr::Instr>& code, const CostLeaf& leaf, d
   return true;
 }
 
-DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Op& node, const CostLeaf& leaf) {
+DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Op& op, const CostLeaf& leaf) {
   DeclaredCost c;
+  const orch::fb::KernelOp* kernel = op.body_as_KernelOp();
+  if (!kernel) return c;  // only a kernel declares a cost
+  const orch::fb::KernelOp& node = *kernel;
   if (p.kernels() && node.kernel() >= 0 && static_cast<uint32_t>(node.kernel()) < p.kernels()->size())
     c.flops_type = p.kernels()->Get(node.kernel())->cost_flops_type();
   std::string error;

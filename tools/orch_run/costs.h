@@ -26,6 +26,6 @@ struct DeclaredCost {
   std::string error;  // why a declared cost could not be evaluated
 };
 // The declared cost of a kernel node for one run; `leaf` gives the params' values.
-DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Op& node, const CostLeaf& leaf);
+DeclaredCost declared_cost(const orch::fb::Pipeline& p, const orch::fb::Op& op, const CostLeaf& leaf);
 
 }  // namespace orch::run

@@ -22,9 +22,10 @@ void add_profile_nodes(const SiteTable& sites, const Attribution& a, lowering::P
     // A kernel statement's kernel by the name it was declared with (its guarded variants have
     // the same); everything else orchc made of a statement is the statement's.
     std::string kernel;
-    if (s.node->kind() == orch::fb::NodeKind::Kernel && !s.generated && fb.kernels() && s.node->kernel() >= 0 &&
-        static_cast<uint32_t>(s.node->kernel()) < fb.kernels()->size())
-      kernel = fb.kernels()->Get(static_cast<uint32_t>(s.node->kernel()))->name()->str();
+    const orch::fb::KernelOp* k = s.node->body_as_KernelOp();
+    if (k && !s.generated && fb.kernels() && k->kernel() >= 0 &&
+        static_cast<uint32_t>(k->kernel()) < fb.kernels()->size())
+      kernel = fb.kernels()->Get(static_cast<uint32_t>(k->kernel()))->name()->str();
     Acc& c = acc[Key{s.file, s.line, s.column, kernel}];
     lowering::ProfileNode& n = c.node;
     if (c.ns.empty()) {

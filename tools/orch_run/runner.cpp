@@ -792,11 +792,11 @@ class Runner {
     const SiteTable& t = *sites_;
     for (size_t i = 0; i < t.size(); ++i) {
       const Site& site = t[static_cast<int>(i)];
-      if (site.node->kind() != orch::fb::NodeKind::Kernel || site.generated) continue;
+      if (orch::artifact::op_kind(*site.node) != orch::artifact::NodeKind::Kernel || site.generated) continue;
       std::vector<double> runs;
       for (const Attributed& x : a.records)
         if (x.site == static_cast<int>(i)) runs.push_back(static_cast<double>(x.record.end_ns - x.record.start_ns) / 1e9);
-      const std::string kernel = fb.kernels()->Get(site.node->kernel())->name()->str();
+      const std::string kernel = fb.kernels()->Get(site.node->body_as_KernelOp()->kernel())->name()->str();
       if (runs.empty()) {
         r->skipped.push_back(site.name + ": did not run in the profiled launches");
         continue;

@@ -42,8 +42,9 @@ SiteTable::SiteTable(const orch::fb::Pipeline& p) : p_(p) {
   // (its own graph for `self`); one from another graph is preferred over a self relaunch.
   launcher_.assign(ngraphs, std::string());
   for (const Site& s : sites_) {
-    if (s.node->kind() != orch::fb::NodeKind::Kernel || !s.node->args()) continue;
-    for (const orch::fb::KernelArg* a : *s.node->args()) {
+    const orch::fb::KernelOp* k = s.node->body_as_KernelOp();
+    if (!k || !k->args()) continue;
+    for (const orch::fb::KernelArg* a : *k->args()) {
       if (a->kind() != orch::fb::ArgKind::GraphExec && a->kind() != orch::fb::ArgKind::GraphTable) continue;
       const int g = a->ref() < 0 ? s.graph : a->ref();
       if (g < 0 || static_cast<uint32_t>(g) >= ngraphs) continue;
@@ -81,19 +82,19 @@ void SiteTable::add_graph(const orch::fb::Graph* g, int graph, int member, const
     s.body = body;
     s.depth = depth;
     s.in_while = in_while;
-    if (n->kind() == orch::fb::NodeKind::Kernel && p_.kernels() && n->kernel() >= 0 &&
-        static_cast<uint32_t>(n->kernel()) < p_.kernels()->size()) {
-      const orch::fb::Kernel* k = p_.kernels()->Get(n->kernel());
+    if (const orch::fb::KernelOp* kn = n->body_as_KernelOp();
+        kn && p_.kernels() && kn->kernel() >= 0 && static_cast<uint32_t>(kn->kernel()) < p_.kernels()->size()) {
+      const orch::fb::Kernel* k = p_.kernels()->Get(kn->kernel());
       s.generated = k->generated();
       s.kernel_symbol = k->lowered_name() ? k->lowered_name()->str() : std::string();
     }
     const int me = static_cast<int>(sites_.size());
     sites_.push_back(std::move(s));
-    if (n->kind() == orch::fb::NodeKind::Conditional && n->bodies()) {
-      const bool loop = n->conditional() == orch::fb::ConditionalType::While;
-      for (uint32_t b = 0; b < n->bodies()->size(); ++b) {
+    if (const orch::fb::ConditionalOp* c = n->body_as_ConditionalOp(); c && c->bodies()) {
+      const bool loop = c->type() == orch::fb::ConditionalType::While;
+      for (uint32_t b = 0; b < c->bodies()->size(); ++b) {
         path.push_back(b);
-        add_graph(n->bodies()->Get(b), graph, member, graph_name, device, me, b, depth + 1, in_while || loop, path);
+        add_graph(c->bodies()->Get(b), graph, member, graph_name, device, me, b, depth + 1, in_while || loop, path);
         path.pop_back();
       }
     }
@@ -110,8 +111,9 @@ int SiteTable::find(int graph, int member, const std::vector<uint32_t>& path) co
 }
 
 std::string SiteTable::body_label(int c, uint32_t body) const {
-  const orch::fb::Op* n = (*this)[c].node;
-  switch (n->conditional()) {
+  const orch::fb::ConditionalOp* n = (*this)[c].node->body_as_ConditionalOp();
+  if (!n) return "body";
+  switch (n->type()) {
     case orch::fb::ConditionalType::If: return body == 0 ? "then" : "else";
     case orch::fb::ConditionalType::While: return "body";
     case orch::fb::ConditionalType::Switch: return "body " + std::to_string(body);  // CUDA's dense index

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "artifact/pipeline_generated.h"
+#include "artifact/artifact.h"
 
 namespace orch::run {
 

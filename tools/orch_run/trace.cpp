@@ -164,7 +164,7 @@ std::string trace_json(const TraceInput& in) {
           it->second.second = std::max(it->second.second, a->record.end_ns);
           bodies[a->run] = t[a->site].body;
         }
-        const bool loop = cs.node->conditional() == orch::fb::ConditionalType::While;
+        const bool loop = cs.node->body_as_ConditionalOp()->type() == orch::fb::ConditionalType::While;
         Slice span{cs.name, "conditional", clo, chi};
         span.args["statement"] = cs.what;
         span.args["place"] = cs.place;

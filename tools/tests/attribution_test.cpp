@@ -19,6 +19,8 @@
 
 using namespace orch::run;
 using namespace orch::tools_test;
+using orch::artifact::NodeKind;
+using orch::artifact::op_kind;
 
 namespace {
 
@@ -136,7 +138,7 @@ TEST_CASE("sites: every node the runtime builds, named as orchc --emit=dot names
   CHECK(t[sweep1].kernel_symbol == "sweep");
   const int loop = t[sweep1].parent;
   REQUIRE(loop >= 0);
-  CHECK(t[loop].node->kind() == orch::fb::NodeKind::Conditional);
+  CHECK(op_kind(*t[loop].node) == NodeKind::Conditional);
   CHECK(t[fill_in].parent == loop);
   CHECK(t.level_name(sweep1) == "main / " + t[loop].what + " (body)");
   CHECK(t.level_name(fill_top) == "main");
@@ -281,9 +283,9 @@ TEST_CASE("orchc --emit=dot labels the statements' nodes with the names orch-run
   std::set<std::string> checked;  // an unrolled loop's copies are their statement's, named alike
   const SiteTable t(*l.pipeline);
   for (const Site& s : t.sites()) {
-    const orch::fb::NodeKind k = s.node->kind();
+    const NodeKind k = op_kind(*s.node);
     // Statements as written: the nodes orchc adds or fuses (conditions, scalar updates) are its own.
-    if (s.generated || (k != orch::fb::NodeKind::Kernel && k != orch::fb::NodeKind::Memcpy && k != orch::fb::NodeKind::Memset))
+    if (s.generated || (k != NodeKind::Kernel && k != NodeKind::Memcpy && k != NodeKind::Memset))
       continue;
     CAPTURE(s.name);
     CHECK(text.find("[label=\"" + s.name + "\"") != std::string::npos);
@@ -325,8 +327,8 @@ struct FakeCuda {
         open.pop_back();
       }
       ids.begin(static_cast<int>(i));
-      if (s.node->kind() == orch::fb::NodeKind::Conditional)
-        for (uint32_t b = 0; b < s.node->bodies()->size(); ++b) {
+      if (op_kind(*s.node) == NodeKind::Conditional)
+        for (uint32_t b = 0; b < s.node->body_as_ConditionalOp()->bodies()->size(); ++b) {
           bodies[{static_cast<int>(i), b}] = next_graph;
           ids.graph_created(next_graph++);  // made with the conditional node, in its window
         }
@@ -822,8 +824,8 @@ std::map<int, uint32_t> build_nested(const SiteTable& t, NodeIds& ids, ExecOrder
       const int s = static_cast<int>(i);
       if (t[s].parent != parent || (parent >= 0 && bodies[parent][t[s].body] != g)) continue;
       ids.begin(s);
-      if (t[s].node->kind() == orch::fb::NodeKind::Conditional)
-        for (uint32_t b = 0; b < t[s].node->bodies()->size(); ++b) {
+      if (op_kind(*t[s].node) == NodeKind::Conditional)
+        for (uint32_t b = 0; b < t[s].node->body_as_ConditionalOp()->bodies()->size(); ++b) {
           bodies[s].push_back(next);
           ids.graph_created(next++);
         }
@@ -889,7 +891,7 @@ TEST_CASE("sibling bodies with nested bodies: the two orders diverge; the kind c
       size_t differ = 0, decided = 0, ambiguous = 0;
       for (const auto& [site, k] : index) {
         const Site& s = t[site];
-        if (s.node->kind() != orch::fb::NodeKind::Kernel) continue;  // conditional nodes run nothing
+        if (op_kind(*s.node) != NodeKind::Kernel) continue;  // conditional nodes run nothing
         CAPTURE(s.name);
         const NodeIds::Found f = ids.find(ran_record(K::Kernel, s.kernel_symbol, (uint64_t{100} << 32) | k, 100, 0, 1));
         if (s.parent < 0) {
@@ -903,7 +905,7 @@ TEST_CASE("sibling bodies with nested bodies: the two orders diverge; the kind c
         REQUIRE(in_other >= 0);
         const bool agree = in_other == site;
         differ += !agree;
-        const bool other_fits = t[in_other].node->kind() == orch::fb::NodeKind::Kernel &&
+        const bool other_fits = op_kind(*t[in_other].node) == NodeKind::Kernel &&
                                 t[in_other].kernel_symbol == s.kernel_symbol;
         if (agree || !other_fits) {
           REQUIRE_MESSAGE(f.site == site, f.why);
@@ -1071,9 +1073,9 @@ TEST_CASE("--profile: one node per statement, the unrolled copies and orchc's ke
   for (uint32_t launch = 0; launch < 2; ++launch)
     for (size_t i = 0; i < t.size(); ++i) {
       const Site& site = t[static_cast<int>(i)];
-      if (site.node->kind() == orch::fb::NodeKind::Conditional) continue;
-      const bool kernel = site.node->kind() == orch::fb::NodeKind::Kernel;
-      NodeRecord r = record(kernel ? K::Kernel : site.node->kind() == orch::fb::NodeKind::Memset ? K::Memset : K::Memcpy,
+      if (op_kind(*site.node) == NodeKind::Conditional) continue;
+      const bool kernel = op_kind(*site.node) == NodeKind::Kernel;
+      NodeRecord r = record(kernel ? K::Kernel : op_kind(*site.node) == NodeKind::Memset ? K::Memset : K::Memcpy,
                             kernel ? site.kernel_symbol : "", 1000 + i, 10000 * launch + 100 * i,
                             10000 * launch + 100 * i + 10 + i + launch);
       if (kernel) {

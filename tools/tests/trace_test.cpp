@@ -144,7 +144,7 @@ TEST_CASE("a trace of recorded launches: every node named, loops grouped, host p
   // The loop: a span per launch, with its iterations.
   const Site* found = nullptr;
   for (const Site& x : f.sites->sites())
-    if (x.node->kind() == orch::fb::NodeKind::Conditional) found = &x;
+    if (orch::artifact::op_kind(*x.node) == orch::artifact::NodeKind::Conditional) found = &x;
   REQUIRE(found);
   const Site& loop = *found;
   CHECK(loop.name == "while i < rounds  fills.orch:26:3");
