@@ -4,7 +4,9 @@
 // NVSHMEM's device state, and the symmetric buffers come from the symmetric heap, zeroed on every
 // PE before any PE's kernel can write into a peer's copy. Every step is collective: every rank
 // of the communicator instantiates the same pipeline at once, which the ranks checked before
-// (Communicators::agree: the same pipeline, symmetric buffers of the same sizes).
+// (Communicators::agree: the same pipeline, symmetric buffers of the same sizes). CUDA through
+// the seam (graph_api.h), so that seam_nvshmem_test.cpp runs this against fakes of CUDA and
+// NVSHMEM.
 #include "runtime/src/executable_impl.h"
 
 namespace orch {
@@ -50,15 +52,15 @@ Status Executable::Impl::allocate_symmetric(cudaStream_t stream) {
     state.ptr = ptr;
     state.capacity = bytes;
     state.owned = true;  // the runtime's memory: it cannot grow (replan)
-    cudaError_t e = cudaMemsetAsync(ptr, 0, allocated, stream);
+    cudaError_t e = cuda->memset_async(ptr, 0, allocated, stream);
     if (e != cudaSuccess) {
-      (void)cudaGetLastError();
+      (void)cuda->get_last_error();
       return rt::cuda_error(e, "buffer '" + str(b->name()) + "': cannot zero it", rt::where(*p, b->loc()));
     }
   }
-  cudaError_t e = cudaStreamSynchronize(stream);
+  cudaError_t e = cuda->stream_synchronize(stream);
   if (e != cudaSuccess) {
-    (void)cudaGetLastError();
+    (void)cuda->get_last_error();
     return rt::cuda_error(e, "instantiate: waiting for the symmetric buffers to be zeroed");
   }
   // Every PE's buffers are zero before any PE goes on to launch a kernel that writes a peer's.
