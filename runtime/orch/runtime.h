@@ -255,7 +255,8 @@ class Bindings {
   // Asks orch to make the communicator: instantiate() calls ncclCommInitRank with these 128
   // bytes (an ncclUniqueId, from orch::nccl_unique_id() on one rank, shared with the others),
   // and the Executable owns and destroys it. Every rank of the world must instantiate at once:
-  // ncclCommInitRank waits for all of them.
+  // ncclCommInitRank waits for all of them. One id makes one communicator: a second instantiate
+  // needs a fresh id (NCCL's bootstrap waits forever on a used one, NVIDIA/nccl#1038).
   Bindings& comm_from_unique_id(std::string_view name, const void* unique_id, int rank, int world_size);
 
   struct Param {

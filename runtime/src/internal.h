@@ -36,6 +36,8 @@ struct Pipeline::Impl {
   mutable std::mutex nvshmem_mutex;
   mutable uint64_t nvshmem_generation = 0;
   Status init_nvshmem_libraries(const rt::nvshmem::Session& session) const;
+  // NVSHMEM forgets the libraries it initialised (nvshmemx_culibrary_finalize) before they go.
+  ~Impl();
 
   // Dynamic shared memory above 48 KiB needs a kernel attribute; instantiate() may run on
   // several threads, so the record of what was set is locked.

@@ -63,6 +63,7 @@ orch::Result<const Api*> open_locked(const std::string& path) {
   find(lib, "nvshmem_barrier_all", &api->barrier_all, &missing);
   find(lib, "nvshmemx_culibrary_init", &api->culibrary_init, &missing);
   find(lib, "nvshmemx_cumodule_init", &api->cumodule_init, &missing);
+  find(lib, "nvshmemx_culibrary_finalize", &api->culibrary_finalize, &missing);
   find(lib, "nvshmemx_init_status", &api->init_status, &missing);
   if (!missing.empty()) {
     dlclose(lib);

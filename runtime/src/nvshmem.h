@@ -78,6 +78,7 @@ struct Api {
   void (*barrier_all)() = nullptr;
   int (*culibrary_init)(void*) = nullptr;  // CUlibrary (cudaLibrary_t is the same handle)
   int (*cumodule_init)(void*) = nullptr;   // CUmodule
+  int (*culibrary_finalize)(void*) = nullptr;  // before the library is unloaded
   int (*init_status)() = nullptr;          // nvshmemx_init_status
 
   std::string version_string() const;  // "3.4.5"

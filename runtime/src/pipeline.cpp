@@ -396,6 +396,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::load_storage(std::unique_ptr<uint64_
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
+Pipeline::Impl::~Impl() {
+  // Only while NVSHMEM still runs: an application that started it may have finalised it.
+  if (!nvshmem || nvshmem_generation == 0 || nvshmem->init_status() < rt::nvshmem::kStatusIsInitialized) return;
+  for (size_t i = 0; i < libraries.size() && i < nvshmem_libraries.size(); ++i)
+    if (nvshmem_libraries[i]) (void)nvshmem->culibrary_finalize(libraries[i].get());
+}
+
 Status Pipeline::Impl::init_nvshmem_libraries(const rt::nvshmem::Session& session) const {
   std::lock_guard<std::mutex> lock(nvshmem_mutex);
   if (nvshmem_generation == session.generation()) return {};
