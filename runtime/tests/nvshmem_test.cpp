@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "artifact/artifact.h"
@@ -181,6 +183,43 @@ TEST_CASE("nvshmem: a pipeline with a symmetric buffer loads NVSHMEM at load, be
     return;
   }
   CHECK(loaded.error().code() == orch::ErrorCode::NoDevice);
+}
+
+TEST_CASE("nvshmem: the pipeline example's peer `1 - my_pe` is refused at bind time beyond 2 PEs") {
+  const std::string home = nvshmem_home();
+  if (home.empty()) {
+    MESSAGE("SKIPPED (no NVSHMEM here: scripts/fetch-nvshmem, or ORCH_NVSHMEM_HOME)");
+    return;
+  }
+  std::ifstream in(orch::test::examples_dir() + "/nvshmem_pipeline.orch");
+  REQUIRE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string log;
+  const std::string options = "--nvshmem '" + home + "'";
+  const std::string path = orch::test::compile_source("nvshmem_pipeline", text, &log, options.c_str());
+  INFO(log);
+  REQUIRE(!path.empty());
+  orch::test::OpenedExample o = orch::test::open_artifact(path);
+  for (int rank = 0; rank < 2; ++rank) {
+    orch::Bindings two;
+    two.comm("world", nullptr, rank, 2);
+    ORCH_CHECK_OK(orch::rt::make_plan(*o.p, two));
+  }
+  // PE 2 of 3: its peer 1 - 2 is no PE (my_pe is a u32, so the check cannot even evaluate it).
+  orch::Bindings three;
+  three.comm("world", nullptr, 2, 3);
+  auto plan = orch::rt::make_plan(*o.p, three);
+  REQUIRE(!plan.ok());
+  INFO(plan.error().to_string());
+  CHECK(plan.error().code() == orch::ErrorCode::InvalidValue);
+  CHECK(contains(plan.error().message(),
+                 "cannot evaluate a bind check (overflow: 1 - 2 does not fit u32): the peer of `signal` is a PE "
+                 "(0 <= peer < n_pes)"));
+  CHECK(contains(plan.error().where(), "nvshmem_pipeline.orch:"));
+  // PE 0 of 3 is within range: 1 - 0 is PE 1.
+  orch::Bindings zero;
+  zero.comm("world", nullptr, 0, 3);
+  ORCH_CHECK_OK(orch::rt::make_plan(*o.p, zero));
 }
 
 TEST_CASE("nvshmem: orchc puts a kernel that calls NVSHMEM into the artifact as linked CUBINs, no PTX") {
