@@ -1,5 +1,6 @@
 // The kernel compiler end to end: NVRTC and nvJitLink run for real (no GPU needed), the
 // examples' kernels are read in place from examples/.
+#include "lowering/expert_ffn_test_kernel.h"
 #include "lowering/kernel_compiler.h"
 
 #include <doctest/doctest.h>
@@ -299,32 +300,7 @@ extern "C" __global__ void parent(int* p) {
 // The expert kernel of bench/real_workloads.py's MoE rows: a k loop over 16 rows of x in shared
 // memory. NVRTC 13.0 addresses shared memory with 64-bit pointers and leaves the loop rolled (48
 // registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_toolchain.cpp, nvcc_ptx.
-const char* kExpert = R"(extern "C" __global__ void expert_ffn(unsigned e, unsigned hidden, const float* x, const float* w,
-                                      const int* counts, const int* offsets, const int* order, float* y) {
-  extern __shared__ float xs[];  // [16][hidden]
-  const int count = counts[e];
-  const int* mine = order + offsets[e];
-  const float* we = w + (size_t)e * hidden * hidden;
-  for (int first = (int)blockIdx.x * 16; first < count; first += (int)gridDim.x * 16) {
-    const int rows = min(16, count - first);
-    __syncthreads();
-    for (unsigned q = threadIdx.x; q < 16 * hidden; q += blockDim.x) {
-      const int t = (int)(q / hidden);
-      xs[q] = t < rows ? x[(size_t)mine[first + t] * hidden + q % hidden] : 0.0f;
-    }
-    __syncthreads();
-    for (unsigned h = threadIdx.x; h < hidden; h += blockDim.x) {
-      float acc[16] = {};
-      for (unsigned k = 0; k < hidden; ++k) {
-        const float wk = we[(size_t)k * hidden + h];
-        #pragma unroll
-        for (int t = 0; t < 16; ++t) acc[t] = fmaf(xs[t * hidden + k], wk, acc[t]);
-      }
-      for (int t = 0; t < rows; ++t) y[(size_t)mine[first + t] * hidden + h] = fmaxf(acc[t], 0.0f);
-    }
-  }
-}
-)";
+const char* const kExpert = orch::lowering::test::kExpertFfn;
 
 // bench/real_workloads.py's SGEMM: shared tiles, everything unrolled. Compiled whole (not -c), it
 // takes 48 registers from NVRTC's PTX and from nvcc's; as relocatable code (nvJitLink) 72-74.

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lowering/expert_ffn_test_kernel.h"
 #include "lowering/kernel_compiler.h"
 
 namespace orch {
@@ -109,32 +110,7 @@ constexpr SharedMemoryCode kModes[] = {SharedMemoryCode::whole_program, SharedMe
 // The MoE expert kernel of bench/real_workloads.py, as in kernel_compiler_test.cpp: nvcc's
 // whole-program PTX loads the even rows of xs in pairs (xs 16-byte aligned), its -rdc PTX one
 // float at a time (xs 4-byte aligned).
-const char* kExpert = R"(extern "C" __global__ void expert_ffn(unsigned e, unsigned hidden, const float* x, const float* w,
-                                      const int* counts, const int* offsets, const int* order, float* y) {
-  extern __shared__ float xs[];  // [16][hidden]
-  const int count = counts[e];
-  const int* mine = order + offsets[e];
-  const float* we = w + (size_t)e * hidden * hidden;
-  for (int first = (int)blockIdx.x * 16; first < count; first += (int)gridDim.x * 16) {
-    const int rows = min(16, count - first);
-    __syncthreads();
-    for (unsigned q = threadIdx.x; q < 16 * hidden; q += blockDim.x) {
-      const int t = (int)(q / hidden);
-      xs[q] = t < rows ? x[(size_t)mine[first + t] * hidden + q % hidden] : 0.0f;
-    }
-    __syncthreads();
-    for (unsigned h = threadIdx.x; h < hidden; h += blockDim.x) {
-      float acc[16] = {};
-      for (unsigned k = 0; k < hidden; ++k) {
-        const float wk = we[(size_t)k * hidden + h];
-        #pragma unroll
-        for (int t = 0; t < 16; ++t) acc[t] = fmaf(xs[t * hidden + k], wk, acc[t]);
-      }
-      for (int t = 0; t < rows; ++t) y[(size_t)mine[first + t] * hidden + h] = fmaxf(acc[t], 0.0f);
-    }
-  }
-}
-)";
+const char* const kExpert = orch::lowering::test::kExpertFfn;
 
 TEST_CASE("--shared-memory-code names its three modes and nothing else") {
   for (SharedMemoryCode m : kModes) {

@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -114,12 +113,8 @@ namespace {
 // The process's Session while some Executable holds it, and how many initialisations there were.
 struct Sessions {
   std::mutex mutex;
-  std::condition_variable ended;
   std::weak_ptr<Session> current;
   std::shared_ptr<Session> started;  // the session orch started, kept to the end of the process
-  // The Session that has not finished its destructor yet: its weak_ptr may have expired while
-  // the destructor waits for the lock, and a new initialisation must wait for its finalise.
-  const Session* alive = nullptr;
   uint64_t initialisations = 0;
 };
 Sessions& sessions() {
@@ -137,10 +132,8 @@ orch::Result<std::shared_ptr<Session>> Session::join(const Api& api, int rank, i
     return Error(ErrorCode::InvalidValue, "NVSHMEM: rank " + std::to_string(rank) + " is not within world size " +
                                               std::to_string(world_size));
   Sessions& all = sessions();
-  std::unique_lock<std::mutex> lock(all.mutex);
-  std::shared_ptr<Session> existing = all.current.lock();
-  if (!existing) all.ended.wait(lock, [&] { return all.alive == nullptr; });
-  if (std::shared_ptr<Session> s = existing) {
+  std::lock_guard<std::mutex> lock(all.mutex);
+  if (std::shared_ptr<Session> s = all.current.lock()) {
     if (s->api_ != &api)
       return Error(ErrorCode::Nvshmem, "NVSHMEM is already in use in this process from '" + s->api_->path +
                                            "', not '" + api.path + "'");
@@ -184,7 +177,6 @@ orch::Result<std::shared_ptr<Session>> Session::join(const Api& api, int rank, i
   }
   s->generation_ = ++all.initialisations;
   all.current = s;
-  all.alive = s.get();
   s->registered_ = true;
   if (s->owned_) all.started = s;
   return s;
@@ -200,14 +192,9 @@ void Session::end_for_tests() {
 }
 
 Session::~Session() {
-  // A join() that failed undid its own work, and still holds the lock.
-  if (!registered_) return;
-  // Under the lock: a join() on another thread waits rather than see NVSHMEM half finalised.
-  Sessions& all = sessions();
-  std::lock_guard<std::mutex> lock(all.mutex);
-  if (owned_) api_->hostlib_finalize();
-  if (all.alive == this) all.alive = nullptr;
-  all.ended.notify_all();
+  // A session orch started ends only through end_for_tests (Sessions::started holds it until
+  // then); a join() that failed undid its own work.
+  if (registered_ && owned_) api_->hostlib_finalize();
 }
 
 }  // namespace orch::rt::nvshmem

@@ -101,8 +101,8 @@ orch::Result<const Api*> api(const std::string& version = "");
 // one if they ask for the same rank and world size. NVSHMEM that orch started stays started
 // until the process ends: NVSHMEM 3.x keeps its bootstrap across a finalise, so a later start in
 // the same process would not start over with new ranks (NVIDIA/nvshmem#68), and a finalise needs
-// every PE at once, which no destructor can promise. Thread-safe: join() and the destructor hold
-// a process-wide lock, so a second thread waits for an initialisation under way.
+// every PE at once, which no destructor can promise. Thread-safe: join() holds a process-wide
+// lock, so a second thread waits for an initialisation under way.
 class Session {
  public:
   // Rank `rank` of `world_size`. Where NVSHMEM is not initialised yet, `share` is called (on

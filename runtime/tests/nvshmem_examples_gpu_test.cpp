@@ -549,15 +549,6 @@ const bool registered_queue = orch::test::register_rank_scenario(
 
 // ---- the parent -------------------------------------------------------------------------
 
-std::string nvshmem_home() {
-  const char* given = std::getenv("ORCH_NVSHMEM_HOME");
-  for (const char* h : {given, static_cast<const char*>(ORCH_TEST_NVSHMEM_HOME)}) {
-    std::error_code ec;
-    if (h && *h && std::filesystem::exists(std::string(h) + "/lib/libnvshmem_host.so.3", ec)) return h;
-  }
-  return {};
-}
-
 uint64_t test_seed() {
   if (const char* s = std::getenv("ORCH_TEST_SEED"))
     if (*s) return std::strtoull(s, nullptr, 0);
@@ -630,7 +621,7 @@ std::string scenario_for(const std::string& name) { return "nvshmem_example_" + 
 
 // The example compiled as the suite compiles it ($ORCH_ORCHC_OPTIONS, if set), on its world.
 void run_example(const std::string& name) {
-  const std::string home = nvshmem_home();
+  const std::string home = orch::test::nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED: no NVSHMEM 3.4.5 (set ORCH_NVSHMEM_HOME to the nvidia-nvshmem-cu13 wheel's nvidia/nvshmem)");
     return;
@@ -663,7 +654,7 @@ TEST_CASE("NVSHMEM example nvshmem_queue on every GPU: results = (t + 1) * row s
 }
 
 TEST_CASE("NVSHMEM examples: --no-pdl --unroll 1 and the default give identical results, equal to the CPU reference") {
-  const std::string home = nvshmem_home();
+  const std::string home = orch::test::nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED: no NVSHMEM 3.4.5 (set ORCH_NVSHMEM_HOME to the nvidia-nvshmem-cu13 wheel's nvidia/nvshmem)");
     return;

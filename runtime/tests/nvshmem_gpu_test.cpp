@@ -71,15 +71,6 @@ graph main { put_signal<<<1, 256>>>(n, src, dst, sig, dst2, sig2) }
 // Rank r's input: exact in f32, different on every rank and element.
 float input(int rank, unsigned i) { return static_cast<float>(rank * 100000 + static_cast<int>(i)) + 0.5f; }
 
-std::string nvshmem_home() {
-  const char* given = std::getenv("ORCH_NVSHMEM_HOME");
-  for (const char* h : {given, static_cast<const char*>(ORCH_TEST_NVSHMEM_HOME)}) {
-    std::error_code ec;
-    if (h && *h && std::filesystem::exists(std::string(h) + "/lib/libnvshmem_host.so.3", ec)) return h;
-  }
-  return {};
-}
-
 // ---- inside a rank process --------------------------------------------------------------
 
 int failures = 0;
@@ -323,7 +314,7 @@ const bool registered_runtime =
 
 // Compiles kPutSignal and runs `scenario` on one process per GPU, each with NVSHMEM's folder.
 void run_put_signal(const char* scenario) {
-  const std::string home = nvshmem_home();
+  const std::string home = orch::test::nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED: no NVSHMEM 3.4.5 (set ORCH_NVSHMEM_HOME to the nvidia-nvshmem-cu13 wheel's nvidia/nvshmem)");
     return;

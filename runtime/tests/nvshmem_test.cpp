@@ -41,16 +41,6 @@ struct ScopedEnv {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// NVSHMEM's folder for these tests: $ORCH_NVSHMEM_HOME, else the build's; empty if neither has one.
-std::string nvshmem_home() {
-  const char* given = std::getenv("ORCH_NVSHMEM_HOME");
-  for (const char* h : {given, static_cast<const char*>(ORCH_TEST_NVSHMEM_HOME)}) {
-    std::error_code ec;
-    if (h && *h && std::filesystem::exists(std::string(h) + "/lib/libnvshmem_host.so.3", ec)) return h;
-  }
-  return {};
-}
-
 const char* kSymmetricOnly = R"(pipeline sym
 target sm_90
 comm world
@@ -120,7 +110,7 @@ TEST_CASE("nvshmem loader: a library that is not NVSHMEM names the missing symbo
 }
 
 TEST_CASE("nvshmem loader: the pinned NVSHMEM loads without a GPU, and its version must be the kernels'") {
-  const std::string home = nvshmem_home();
+  const std::string home = orch::test::nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED (no NVSHMEM here: scripts/fetch-nvshmem, or ORCH_NVSHMEM_HOME)");
     return;
@@ -157,7 +147,7 @@ TEST_CASE("nvshmem: a pipeline with a symmetric buffer loads NVSHMEM at load, be
     CHECK(contains(loaded.error().message(), path + ": pipeline 'sym': the pipeline needs NVSHMEM, which could not be "
                                                     "loaded: cannot load NVSHMEM from '/nonexistent/libnvshmem_host.so.3'"));
   }
-  const std::string home = nvshmem_home();
+  const std::string home = orch::test::nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED the rest (no NVSHMEM here: scripts/fetch-nvshmem, or ORCH_NVSHMEM_HOME)");
     return;
@@ -186,7 +176,7 @@ TEST_CASE("nvshmem: a pipeline with a symmetric buffer loads NVSHMEM at load, be
 }
 
 TEST_CASE("nvshmem: the pipeline example's peer `1 - my_pe` is refused at bind time beyond 2 PEs") {
-  const std::string home = nvshmem_home();
+  const std::string home = orch::test::nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED (no NVSHMEM here: scripts/fetch-nvshmem, or ORCH_NVSHMEM_HOME)");
     return;
@@ -223,7 +213,7 @@ TEST_CASE("nvshmem: the pipeline example's peer `1 - my_pe` is refused at bind t
 }
 
 TEST_CASE("nvshmem: orchc puts a kernel that calls NVSHMEM into the artifact as linked CUBINs, no PTX") {
-  const std::string home = nvshmem_home();
+  const std::string home = orch::test::nvshmem_home();
   if (home.empty()) {
     MESSAGE("SKIPPED (no NVSHMEM here: scripts/fetch-nvshmem, or ORCH_NVSHMEM_HOME)");
     return;

@@ -53,6 +53,15 @@ bool register_rank_scenario(const char* name, RankScenario fn) {
 
 std::string examples_dir() { return test_paths::located("ORCH_EXAMPLES_DIR", checkout() + "/examples"); }
 
+std::string nvshmem_home() {
+  const char* given = std::getenv("ORCH_NVSHMEM_HOME");
+  for (const char* h : {given, static_cast<const char*>(ORCH_TEST_NVSHMEM_HOME)}) {
+    std::error_code ec;
+    if (h && *h && std::filesystem::exists(std::string(h) + "/lib/libnvshmem_host.so.3", ec)) return h;
+  }
+  return {};
+}
+
 std::string temp_dir() {
   static const std::string dir = [] {
     std::string tmpl = (std::filesystem::temp_directory_path() / "orch-runtime-tests-XXXXXX").string();

@@ -41,6 +41,9 @@ std::string compile_source(const std::string& name, const std::string& source, s
 // The source tree (support/test_paths.h) and its examples/ ($ORCH_EXAMPLES_DIR).
 std::string checkout();
 std::string examples_dir();
+// NVSHMEM's folder (nvidia/nvshmem of the wheel) for the tests: $ORCH_NVSHMEM_HOME, else the
+// build's (scripts/fetch-nvshmem); empty if neither has libnvshmem_host.so.3.
+std::string nvshmem_home();
 std::string temp_dir();
 // The repository's pipelines/ folder ($ORCH_PIPELINES_DIR).
 std::string pipelines_dir();
