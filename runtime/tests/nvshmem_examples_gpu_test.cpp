@@ -343,13 +343,15 @@ int scenario_pipeline(const std::vector<std::string>& argv) {
 
 // ---- examples/nvshmem_halo.orch ---------------------------------------------------------
 //
-// The reference is the whole grid: world * rows rows of nx, periodic in rows (PE p holds rows
-// p * rows ..), columns 0 and nx - 1 fixed. A sweep is the kernel's f32 arithmetic in its order:
-// 0.25f * (up + down + left + right), up the next row, down the previous one.
+// The reference is the whole grid: kHaloTotalRows rows of nx at every world size, periodic in
+// rows (PE p holds rows p * rows .., rows = kHaloTotalRows / world), columns 0 and nx - 1 fixed,
+// its inputs a function of the global cell. A sweep is the kernel's f32 arithmetic in its order:
+// 0.25f * (up + down + left + right), up the next row, down the previous one. So one GPU and
+// every world size must give the same bits: the solver's answer does not depend on the split.
 
-constexpr uint32_t kHaloNx = 300;    // columns (not a multiple of 256)
-constexpr uint32_t kHaloRows = 48;   // rows on each PE
-constexpr uint32_t kHaloPairs = 16;  // loop trips: 32 sweeps a launch
+constexpr uint32_t kHaloNx = 300;         // columns (not a multiple of 256)
+constexpr uint32_t kHaloTotalRows = 96;   // rows in all: 96 on one PE, 48 on each of 2, 24 of 4, 12 of 8
+constexpr uint32_t kHaloPairs = 16;       // loop trips: 32 sweeps a launch
 
 void halo_sweep(const std::vector<float>& src, std::vector<float>* dst, size_t total_rows, size_t nx) {
   dst->resize(src.size());
@@ -377,14 +379,15 @@ std::vector<float> halo_rows(const std::vector<float>& grid, size_t first_row, s
 int scenario_halo(const std::vector<std::string>& argv) {
   Args a;
   XREQUIRE(parse_args(argv, &a), "bad arguments");
-  XREQUIRE(world >= 2, "world size %d", world);
+  XREQUIRE(world >= 1 && kHaloTotalRows % static_cast<uint32_t>(world) == 0, "world size %d", world);
+  const uint32_t rows_each = kHaloTotalRows / static_cast<uint32_t>(world);
   Held h;
-  int rc = load_and_instantiate(a, &h, [](orch::Bindings& b, Held*) {
-    b.param("nx", kHaloNx).param("rows", kHaloRows).param("pairs", kHaloPairs);
+  int rc = load_and_instantiate(a, &h, [rows_each](orch::Bindings& b, Held*) {
+    b.param("nx", kHaloNx).param("rows", rows_each).param("pairs", kHaloPairs);
     return 0;
   });
   if (rc) return rc;
-  const size_t nx = kHaloNx, rows = kHaloRows, total_rows = rows * static_cast<size_t>(world);
+  const size_t nx = kHaloNx, rows = rows_each, total_rows = kHaloTotalRows;
   const size_t below = (size_t(my_rank) * rows + total_rows - 1) % total_rows;  // the row under my first
   const size_t above = ((size_t(my_rank) + 1) * rows) % total_rows;            // the row over my last
   // Launches 1 and 3 start from fresh inputs; launch 2 goes on from where launch 1 ended.
@@ -395,9 +398,8 @@ int scenario_halo(const std::vector<std::string>& argv) {
     const bool fresh = launch % 2 == 0;
     if (fresh) {
       grid.assign(total_rows * nx, 0.0f);
-      for (int r = 0; r < world; ++r)
-        for (size_t i = 0; i < rows * nx; ++i)
-          grid[size_t(r) * rows * nx + i] = static_cast<float>(pick(a.seed, kHalo, launch, r, i, 1024)) / 1024.0f;
+      for (size_t g = 0; g < total_rows * nx; ++g)
+        grid[g] = static_cast<float>(pick(a.seed, kHalo, launch, 0, g, 1024)) / 1024.0f;
     }
     std::vector<float> mine = halo_rows(grid, size_t(my_rank) * rows, rows, nx);
     for (uint32_t j = 0; j < kHaloPairs; ++j) {
@@ -646,6 +648,18 @@ TEST_CASE("NVSHMEM example nvshmem_pipeline on 2 PEs: 3 launches with fresh inpu
 TEST_CASE("NVSHMEM example nvshmem_halo on every GPU: u, edge rows, b halos and signal counts equal the CPU reference over 3 launches (one continued)") {
   (void)registered_halo;
   run_example("nvshmem_halo");
+}
+
+TEST_CASE("NVSHMEM example nvshmem_halo on one GPU: the same global grid as on every GPU, the same CPU reference's bits") {
+  (void)registered_halo;
+  const std::string home = orch::test::nvshmem_home();
+  if (home.empty()) {
+    MESSAGE("SKIPPED: no NVSHMEM 3.4.5 (set ORCH_NVSHMEM_HOME to the nvidia-nvshmem-cu13 wheel's nvidia/nvshmem)");
+    return;
+  }
+  // One PE: its halos are its own rows, put to itself. With the case above, the answer is the
+  // same bits on one GPU and on every GPU.
+  run_ranks(scenario_for("nvshmem_halo"), 1, home, {{"default", compile_with("nvshmem_halo", "one", "", home)}});
 }
 
 TEST_CASE("NVSHMEM example nvshmem_queue on every GPU: results = (t + 1) * row sums on every PE, tasks taken once in all, over 3 launches") {
