@@ -16,7 +16,7 @@ namespace orch::artifact {
 
 // Bump with every change to pipeline.fbs (artifact/golden_test.cpp fails until you do) and add
 // the new version to docs/format.md's history.
-constexpr uint32_t kFormatVersion = 8;
+constexpr uint32_t kFormatVersion = 9;
 
 // The envelope, little-endian, 32 bytes, then the payload (so the payload is 8-byte aligned):
 //   0  char[8]  magic "ORCHPIPE"

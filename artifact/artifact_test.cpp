@@ -201,7 +201,8 @@ TEST_CASE("describe_pipeline summarizes everything") {
            "    launch budget: 1 fire-and-forget, 0 tail\n",
            "        allreduce sum on comm world: buffer u -> buffer u\n",
            "  [2] expert  device  (1 node)\n",
-           "segments (launched in order): main main.1\n",
+           "segments (launched in order): main main.1\n"
+           "device graphs (instantiated in order): expert\n",
            "  [0] graph main  default 0 (assigned at every launch)\n",
            "  [0] E0410: require n % 256 == 0  else \"n must be a multiple of 256\"  at "
            "sample.orch:4:1\n",
@@ -262,14 +263,14 @@ TEST_CASE("open_pipeline: envelope errors, in order") {
                           ", this runtime reads version " + std::to_string(kFormatVersion) +
                           "; recompile the pipeline with this orchc");
 
-  // Format 4 to 7 files (before the memory plan; before collective priorities; before
-  // NVSHMEM's fields; before ops became a union): refused with the same message, not read as 8.
-  // golden_test.cpp opens a whole format 7 file.
-  for (uint32_t older : {4u, 5u, 6u, 7u}) {
+  // Format 4 to 8 files (before the memory plan; before collective priorities; before
+  // NVSHMEM's fields; before ops became a union; before device_order and late arguments):
+  // refused with the same message, not read as 9. golden_test.cpp opens a whole format 8 file.
+  for (uint32_t older : {4u, 5u, 6u, 7u, 8u}) {
     bad = good;
     put_u32(bad, 8, older);
     CHECK(error(bad) == "pipeline.bin format version " + std::to_string(older) +
-                            ", this runtime reads version 8; recompile the pipeline with this orchc");
+                            ", this runtime reads version 9; recompile the pipeline with this orchc");
   }
 
   bad = good;

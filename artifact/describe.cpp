@@ -303,6 +303,11 @@ class Describer {
       }
       line(0, text);
     }
+    if (const auto* order = p_.device_order(); size_of(order) > 0) {
+      std::string text = "device graphs (instantiated in order):";
+      for (uint32_t i = 0; i < size_of(order); ++i) text += " " + name_at(v, order->Get(i));
+      line(0, text);
+    }
   }
 
   void nodes(const fb::Graph* g, int indent, uint32_t depth) {
@@ -329,8 +334,9 @@ class Describer {
       case fb::ArgKind::CondHandle:
         return "handle " + std::to_string(a->ref());
       case fb::ArgKind::GraphExec:
-        return a->ref() == -1 ? std::string("exec of this graph")
-                              : "exec of graph " + name_at(p_.graphs(), a->ref());
+        return (a->ref() == -1 ? std::string("exec of this graph")
+                               : "exec of graph " + name_at(p_.graphs(), a->ref())) +
+               (a->late() ? " (set after instantiation)" : "");
       case fb::ArgKind::GraphTable:
         return "execs of family " + name_at(p_.graphs(), a->ref());
       case fb::ArgKind::Status:

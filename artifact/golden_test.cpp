@@ -25,7 +25,7 @@ const std::string kSourceDir = ORCH_SOURCE_DIR;
 const std::string kSchemaPath = kSourceDir + "/artifact/pipeline.fbs";
 const std::string kGoldenPath = kSourceDir + "/artifact/testdata/golden.hex";
 const std::string kFormatPath = kSourceDir + "/artifact/testdata/format.txt";
-const std::string kVersion7Path = kSourceDir + "/artifact/testdata/golden_v7.hex";
+const std::string kVersion8Path = kSourceDir + "/artifact/testdata/golden_v8.hex";
 const std::string kDocsPath = kSourceDir + "/docs/format.md";
 
 bool read_text(const std::string& path, std::string* out) {
@@ -199,14 +199,15 @@ TEST_CASE("golden: the sample artifact matches testdata/golden.hex") {
                                << " (A change in the sample alone needs no new version.)");
 }
 
-TEST_CASE("golden: a format 7 file is refused with the recompile message") {
-  // The sample as format 7 wrote it (every node kind's fields in one Op table): its header
-  // says 7, so the loader stops there, before it reads a byte of the payload.
+TEST_CASE("golden: a format 8 file is refused with the recompile message") {
+  // The sample as format 8 wrote it (no device_order, no late graph arguments: the runtime
+  // decided both itself): its header says 8, so the loader stops there, before it reads a byte
+  // of the payload.
   std::string text, file;
-  REQUIRE_MESSAGE(read_text(kVersion7Path, &text), "cannot read " << kVersion7Path);
-  REQUIRE_MESSAGE(from_hex(text, &file), kVersion7Path << " is not a hex dump");
-  REQUIRE(file.size() == 5224);
+  REQUIRE_MESSAGE(read_text(kVersion8Path, &text), "cannot read " << kVersion8Path);
+  REQUIRE_MESSAGE(from_hex(text, &file), kVersion8Path << " is not a hex dump");
+  REQUIRE(file.size() == 5192);
   CHECK(open(file).error ==
-        "pipeline.bin format version 7, this runtime reads version " + std::to_string(kFormatVersion) +
+        "pipeline.bin format version 8, this runtime reads version " + std::to_string(kFormatVersion) +
             "; recompile the pipeline with this orchc");
 }

@@ -64,10 +64,11 @@ class SampleBuilder {
     const std::vector<fb::ArenaSlot> slots = {fb::ArenaSlot(kV, 0, 4u << 20), fb::ArenaSlot(kCounts, 4u << 20, 32768)};
     const std::vector<fb::SlotPair> conflicts = {fb::SlotPair(0, 1)};
     const auto plan = fb::CreateMemoryPlanDirect(fbb_, 256, &slots, &conflicts, true, (4u << 20) + 32768);
+    const auto device_order = fbb_.CreateVector(std::vector<int32_t>{kExpert});
     const auto root =
         fb::CreatePipeline(fbb_, name, compiler, files, targets, params, buffers, comms, kernels,
                            graphs, kMain, segments, handles, checks, 0x0123456789ABCDEFull,
-                           /*status_sites=*/0, modules, ops, plan);
+                           /*status_sites=*/0, modules, ops, plan, /*nvshmem_version=*/0, device_order);
     fb::FinishPipelineBuffer(fbb_, root);
     return std::string(reinterpret_cast<const char*>(fbb_.GetBufferPointer()), fbb_.GetSize());
   }

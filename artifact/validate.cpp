@@ -422,6 +422,7 @@ class Validator {
                     " is a device graph, which cannot hold conditional nodes");
       }
     }
+    if (!check_device_order()) return false;
     handle_users_.assign(n_handles_, 0);
     op_proved_.assign(n_ops_, OpProved());
     op_used_.assign(n_ops_, false);
@@ -501,6 +502,38 @@ class Validator {
     }
     if (std::string problem = memory_plan_problem(p_); !problem.empty()) return fail(problem);
     return true;
+  }
+
+  // Pipeline.device_order: exactly the device graphs, each once (the runtime instantiates them
+  // in it); device_pos_ is each graph's place in it, for the late arguments' rule (check_arg).
+  bool check_device_order() {
+    const auto* order = p_.device_order();
+    const uint32_t n = size_of(order);
+    if (!charge(4 * uint64_t{n})) return false;
+    device_pos_.assign(n_graphs_, -1);
+    for (uint32_t i = 0; i < n; ++i) {
+      const int g = order->Get(i);
+      const std::string label = "device_order[" + std::to_string(i) + "]";
+      std::string problem = range_problem("graph index", g, n_graphs_, "graph");
+      if (!problem.empty()) return fail(label + ": " + problem);
+      if (!graphs_->Get(g)->device())
+        return fail(label + ": " + graph_label(g) + " is not a device graph; only device graphs are ordered");
+      if (device_pos_[g] >= 0)
+        return fail(label + ": " + graph_label(g) + " is listed twice (also at device_order[" +
+                    std::to_string(device_pos_[g]) + "])");
+      device_pos_[g] = static_cast<int>(i);
+    }
+    for (uint32_t g = 0; g < n_graphs_; ++g)
+      if (graphs_->Get(g)->device() && device_pos_[g] < 0)
+        return fail(graph_label(g) + " is a device graph missing from device_order");
+    return true;
+  }
+
+  // Whether a GraphExec argument of `ref` in the top-level graph being walked must be late: in a
+  // device graph, the graph it names is not instantiated before this one (itself, or later).
+  bool must_be_late(int ref) const {
+    if (!top_device_) return false;  // host graphs are built after every device graph
+    return ref == -1 || ref == static_cast<int>(top_) || device_pos_[ref] > device_pos_[top_];
   }
 
   // The compiled code of a kernel or a module: at least a CUBIN or PTX, one CUBIN per arch.
@@ -956,6 +989,9 @@ class Validator {
                        "' of kind " + fb::EnumNameKernelParamKind(param->kind()));
     }
     const int ref = arg->ref();
+    if (arg->late() && kind != fb::ArgKind::GraphExec)
+      return fail_here(std::string("a ") + fb::EnumNameArgKind(kind) +
+                       " argument is marked late; only a GraphExec argument can be set after instantiation");
     switch (kind) {
       case fb::ArgKind::Value: {
         if (!in_range(arg->type())) {
@@ -985,9 +1021,9 @@ class Validator {
       }
       case fb::ArgKind::GraphExec: {
         if (ref == -1) {
-          return top_device_ ||
-                 fail_here(
-                     "a graph exec of the graph itself (ref -1) is only valid in a device graph");
+          if (!top_device_)
+            return fail_here("a graph exec of the graph itself (ref -1) is only valid in a device graph");
+          return check_late(arg, ref);
         }
         std::string problem = range_problem("graph index", ref, n_graphs_, "graph");
         if (!problem.empty()) return fail_here(problem);
@@ -999,7 +1035,7 @@ class Validator {
         if (g->family_size() > 0) {
           return fail_here(graph_label(ref) + " is a graph family; pass it as a GraphTable");
         }
-        return true;
+        return check_late(arg, ref);
       }
       case fb::ArgKind::GraphTable: {
         std::string problem = range_problem("graph index", ref, n_graphs_, "graph");
@@ -1013,6 +1049,26 @@ class Validator {
         return true;  // the runtime's record; nothing to look up
     }
     return true;
+  }
+
+  // A GraphExec argument is late exactly where its graph is not instantiated before the one
+  // being walked (Pipeline.device_order): the runtime builds the node with a null exec there and
+  // sets the exec after instantiation, and only there.
+  bool check_late(const fb::KernelArg* arg, int ref) {
+    const bool late = must_be_late(ref);
+    if (arg->late() == late) return true;
+    const bool self = ref == -1 || ref == static_cast<int>(top_);
+    const std::string target = self ? "the graph itself" : graph_label(ref);
+    if (late) {
+      return fail_here("the exec of " + target +
+                       (self ? " exists only once it is instantiated"
+                             : " is not instantiated before " + graph_label(top_) + " (device_order)") +
+                       ", so the argument must be marked late");
+    }
+    return fail_here("the argument is marked late, but " +
+                     (top_device_ ? "the exec of " + target + " is instantiated before " + graph_label(top_) +
+                                        " (device_order)"
+                                  : graph_label(top_) + " is a host graph, built after every device graph"));
   }
 
   bool check_memcpy(const fb::MemcpyOp* node) {
@@ -1116,6 +1172,7 @@ class Validator {
   std::string error_;
   std::vector<Frame> frames_;
   std::vector<uint32_t> handle_users_;
+  std::vector<int> device_pos_;  // per graph: its place in device_order, -1 for host graphs
   uint32_t top_ = 0;         // the top-level graph being walked
   bool top_device_ = false;  // whether it is a device graph
   // What its top level holds (bodies do not count: they have their own rules).

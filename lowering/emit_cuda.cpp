@@ -148,24 +148,12 @@ void Emitter::name_things() {
     if (p_.graphs[g].device && p_.graphs[g].family_size > 0)
       table_names_[g] = graph_scope_.take(graph_names_[g] + "_table");
 
-  // Device graphs in an order where every graph a kernel takes as a `graph` argument is
-  // instantiated first; arguments naming a graph not ready yet (`self`, or a cycle) are set
-  // on the executable graph after instantiation.
-  std::vector<int> state(p_.graphs.size(), 0);
-  std::function<void(int)> visit = [&](int g) {
-    state[g] = 1;
-    for (int t : graph_args(p_.graphs[g].body))
-      if (t != g && p_.graphs[t].device && state[t] == 0) visit(t);
-    state[g] = 2;
-    device_order_.push_back(g);
-  };
-  for (size_t g = 0; g < p_.graphs.size(); ++g)
-    if (p_.graphs[g].device && state[g] == 0) visit(static_cast<int>(g));
-  std::set<int> ready;
+  // Device graphs in lowering's order (order_device_graphs); kernel nodes with a late graph
+  // argument are set on the executable graph after instantiation, by the graph's patcher.
+  device_order_ = p_.device_order;
   late_nodes_.resize(p_.graphs.size());
   for (int g : device_order_) {
-    collect_late(p_.graphs[g].body, g, ready);
-    ready.insert(g);
+    collect_late(p_.graphs[g].body, g);
     if (!late_nodes_[g].empty()) patch_names_[g] = graph_scope_.take(graph_names_[g] + "_patch");
   }
 
@@ -190,27 +178,11 @@ bool Emitter::built(int g) const {
          std::find(p_.segments.begin(), p_.segments.end(), g) != p_.segments.end();
 }
 
-std::vector<int> Emitter::graph_args(const lir::Body& r) const {
-  std::vector<int> out;
+void Emitter::collect_late(const lir::Body& r, int graph) {
   lir::for_each_node(r, [&](const lir::Node& n) {
-    if (const auto* k = std::get_if<lir::KernelNode>(&n.op))
-      for (const lir::KernelArg& a : k->args)
-        if (a.kind == lir::ArgKind::GraphExec && a.ref >= 0) out.push_back(a.ref);
-  });
-  return out;
-}
-
-bool Emitter::is_late(const lir::Node& n, int graph, const std::set<int>& ready) const {
-  const auto* k = std::get_if<lir::KernelNode>(&n.op);
-  if (!k) return false;
-  for (const lir::KernelArg& a : k->args)
-    if (a.kind == lir::ArgKind::GraphExec && (a.ref == graph || !ready.count(a.ref))) return true;
-  return false;
-}
-
-void Emitter::collect_late(const lir::Body& r, int graph, const std::set<int>& ready) {
-  lir::for_each_node(r, [&](const lir::Node& n) {
-    if (is_late(n, graph, ready)) late_nodes_[graph].push_back(&n);
+    const auto* k = std::get_if<lir::KernelNode>(&n.op);
+    if (k && std::any_of(k->args.begin(), k->args.end(), [](const lir::KernelArg& a) { return a.late; }))
+      late_nodes_[graph].push_back(&n);
   });
 }
 

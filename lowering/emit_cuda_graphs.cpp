@@ -284,11 +284,7 @@ void Emitter::kernel_params(const lir::Node& n, const lir::KernelNode& kn, const
       case lir::ArgKind::GraphExec: {
         const lir::Graph& t = p_.graphs[a.ref];
         std::string exec = "out->" + exec_names_[a.ref] + (t.family_size > 0 ? "[member]" : "");
-        bool late =
-            s.device && (a.ref == s.graph ||
-                         std::find(device_order_.begin(), device_order_.end(), a.ref) >
-                             std::find(device_order_.begin(), device_order_.end(), s.graph));
-        if (late && !patching_)
+        if (s.device && a.late && !patching_)
           line("cudaGraphExec_t " + var + " = nullptr;  // " + q.name + " = " +
                (a.self ? "self" : t.name) + ": set by orch_patch_" + graph_names_[s.graph] +
                "() after instantiation");

@@ -86,12 +86,8 @@ class Emitter {
 
   bool built(int g) const;
 
-  // Graphs taken as single `graph` arguments by the kernels of a region (recursively).
-  std::vector<int> graph_args(const lir::Body& r) const;
-
-  bool is_late(const lir::Node& n, int graph, const std::set<int>& ready) const;
-
-  void collect_late(const lir::Body& r, int graph, const std::set<int>& ready);
+  // The kernel nodes of a region (recursively) with a late graph argument, into late_nodes_.
+  void collect_late(const lir::Body& r, int graph);
 
   void find_handles(const lir::Body& r);
 

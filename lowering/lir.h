@@ -124,6 +124,10 @@ struct KernelArg {
   Expr value;         // Value: converted to the parameter's type
   int ref = -1;       // Buffer: buffer; CondHandle: handle; GraphExec, GraphTable: graph
   bool self = false;  // GraphExec: the graph being executed (`self`)
+  // GraphExec in a device graph: the graph it names is not instantiated before this one
+  // (itself, or later in Program::device_order), so the exec is set on the executable graph
+  // after every device graph is instantiated (order_device_graphs).
+  bool late = false;
 };
 
 struct KernelNode {
@@ -328,6 +332,9 @@ struct Program {
   std::vector<Graph> graphs;  // main, device graphs and families (all, at the checker's indices)
   int main_graph = -1;
   std::vector<int> segments;  // host graphs launched in order
+  // Every device graph (families once) in the order they are instantiated: a graph a kernel
+  // takes as a `graph` argument comes first where a cycle allows (order_device_graphs).
+  std::vector<int> device_order;
   std::vector<ConditionalHandle> handles;
   std::vector<BindCheck> bind_checks;
   std::vector<StatusSite> status_sites;

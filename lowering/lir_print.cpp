@@ -84,6 +84,11 @@ class Printer {
     std::string segments;
     for (int s : p_.segments) segments += (segments.empty() ? "" : ", ") + graph_name(s);
     line("segments " + segments);
+    if (!p_.device_order.empty()) {
+      std::string order;
+      for (int g : p_.device_order) order += (order.empty() ? "" : ", ") + graph_name(g);
+      line("device order " + order);
+    }
     for (size_t g = 0; g < p_.graphs.size(); ++g) graph(g);
     return out_;
   }
@@ -180,7 +185,8 @@ class Printer {
       case ArgKind::Value: return a.value.text;
       case ArgKind::Buffer: return buffer_name(a.ref);
       case ArgKind::CondHandle: return "handle " + std::to_string(a.ref);
-      case ArgKind::GraphExec: return a.self ? "exec self" : "exec " + graph_name(a.ref);
+      case ArgKind::GraphExec:
+        return (a.self ? "exec self" : "exec " + graph_name(a.ref)) + (a.late ? " (late)" : "");
       case ArgKind::GraphTable: return "table " + graph_name(a.ref);
       case ArgKind::Status: return "status";
     }

@@ -115,6 +115,7 @@ void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const Sour
   r.show([&l, &sources] { return lir::print(l, sources); });
   r.run("build_lir", [&] { l = lowering::build_lir(p, ir_lowering); });
   r.note(r.run("assign_guards", [&] { return lowering::assign_guards(l); }));
+  r.note(r.run("order_device_graphs", [&] { return lowering::order_device_graphs(l); }));
   r.run("hash_collectives", [&] { lowering::hash_collectives(l); });
   r.note(r.run("line_up_collectives", [&] { return lowering::line_up_collectives(l, o); }));
   r.note(r.run("collectives_in_order", [&] { return lowering::collectives_in_order(l); }));

@@ -128,6 +128,13 @@ void rebuild_edges(ir::Program& program);
 // kernel, memcpy, memset, conditional or collective node, with its dependencies.
 lir::Program build_lir(const ir::Program& program, const IrLowering& lowering);
 
+// order_device_graphs.cpp: Program::device_order, every device graph after the graphs its
+// kernels take as `graph` arguments where no cycle prevents it, and KernelArg::late on each
+// graph argument naming a graph not instantiated before its own (itself, or later in the order),
+// which is set on the executable graph after instantiation. Returns a line per graph with late
+// arguments for --print-passes.
+std::vector<std::string> order_device_graphs(lir::Program& program);
+
 // hash_collectives.cpp: a hash of the collective sequence, which ranks compare at bind time.
 void hash_collectives(lir::Program& program);
 

@@ -115,6 +115,7 @@ class Serializer {
     auto kernels_v = fbb().CreateVector(kernels);
     auto graphs_v = fbb().CreateVector(graphs);
     auto segments_v = fbb().CreateVector(p_.segments);
+    auto device_order_v = p_.device_order.empty() ? 0 : fbb().CreateVector(p_.device_order);
     auto handles_v = fbb().CreateVector(handles);
     auto checks_v = fbb().CreateVector(checks);
     auto sites_v = fbb().CreateVector(sites);
@@ -142,6 +143,7 @@ class Serializer {
     b.add_ops(ops_v);
     if (!plan.IsNull()) b.add_memory_plan(plan);
     if (!nvshmem_version.IsNull()) b.add_nvshmem_version(nvshmem_version);
+    if (!p_.device_order.empty()) b.add_device_order(device_order_v);
     fb::FinishPipelineBuffer(fbb(), b.Finish());
     return artifact::wrap_payload(fbb().GetBufferPointer(), fbb().GetSize());
   }
@@ -234,7 +236,7 @@ class Serializer {
       case lir::ArgKind::CondHandle:
         return fb::CreateKernelArg(fbb(), fb::ArgKind::CondHandle, fb::ScalarType::U8, 0, a.ref);
       case lir::ArgKind::GraphExec:
-        return fb::CreateKernelArg(fbb(), fb::ArgKind::GraphExec, fb::ScalarType::U8, 0, a.ref);
+        return fb::CreateKernelArg(fbb(), fb::ArgKind::GraphExec, fb::ScalarType::U8, 0, a.ref, a.late);
       case lir::ArgKind::GraphTable:
         return fb::CreateKernelArg(fbb(), fb::ArgKind::GraphTable, fb::ScalarType::U8, 0, a.ref);
       case lir::ArgKind::Status:

@@ -144,9 +144,16 @@ Status Executable::Impl::kernel_args(const NodeRef& at, const Top& t, KernelCall
                                 ", which belongs to no graph being built");
         slot = static_cast<uint64_t>(handles[a->ref()]);
         break;
-      case fb::ArgKind::GraphExec:
-        slot = reinterpret_cast<uint64_t>(exec_of(a->ref(), t));
+      case fb::ArgKind::GraphExec: {
+        const cudaGraphExec_t exec = exec_of(a->ref(), t);
+        // validate() proved an argument not marked late names a graph instantiated before this
+        // one (device_order); a late one is null until refresh(Scope::LateArguments) sets it.
+        if (!exec && !a->late())
+          return node_error(ErrorCode::InvalidArtifact, at, t,
+                            "argument '" + pname() + "' names a graph not instantiated yet, but is not marked late");
+        slot = reinterpret_cast<uint64_t>(exec);
         break;
+      }
       case fb::ArgKind::GraphTable:
         slot = reinterpret_cast<uint64_t>(tables[a->ref()].get());
         break;

@@ -131,6 +131,15 @@ struct ObservedPhase {
   }
 };
 
+// Whether `op` is a kernel with a graph argument set after instantiation (KernelArg.late).
+inline bool has_late_argument(const fb::Op& op) {
+  const fb::KernelOp* k = op.body_as_KernelOp();
+  if (!k || !k->args()) return false;
+  for (const fb::KernelArg* a : *k->args())
+    if (a->late()) return true;
+  return false;
+}
+
 }  // namespace rt
 
 struct Executable::Impl {
@@ -208,7 +217,7 @@ struct Executable::Impl {
     bool update_needed = false;  // a patch was refused: cudaGraphExecUpdate from the template
     bool node_priority = false;  // instantiated with node priorities (a high-priority collective)
   };
-  std::vector<Top> tops;                  // device graphs (and family members) first, then segments
+  std::vector<Top> tops;                  // device graphs (and family members) first, in device_order, then segments
   std::vector<int> segments;              // indices into tops, launch order
   std::vector<int> top_of_graph;          // Pipeline.graphs index -> tops index (non-family device graphs)
   std::vector<std::vector<int>> members;  // Pipeline.graphs index -> tops of the family members
@@ -320,8 +329,10 @@ struct Executable::Impl {
   Status rebuild_top(int top, Rebuilt* saved);
   cudaError_t set_node(NodeRecord& rec, const KernelCall* k, const CopyCall* c, const FillCall* f,
                        cudaGraphExec_t exec, cudaError_t* exec_error);
-  // Which top-level graphs refresh() re-evaluates.
-  enum class Scope { Everything, DeviceGraphs };
+  // What refresh() re-evaluates: every node, or (at instantiate, once every device graph is
+  // instantiated) only the kernel nodes of device graphs with a late graph argument
+  // (KernelArg.late), built with a null exec there.
+  enum class Scope { Everything, LateArguments };
   Status refresh(Scope scope);
 
   // ---- buffers (executable_buffers.cpp) -------------------------------------------------

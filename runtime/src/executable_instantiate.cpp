@@ -1,9 +1,10 @@
 // Instantiation: Pipeline::instantiate checks the device and the stream, opens the
 // communicators, resolves params and buffers (executable_buffers.cpp), then builds every
 // top-level graph (executable_build.cpp) in the order CUDA needs: device graphs and family
-// members first, instantiated for device launch, their execs handed to the kernels that launch
-// them (a self exec, a family's device table), then the host segments, which see every exec;
-// each instantiated and uploaded. Apart from the builder and the patcher, which it calls.
+// members first, in the artifact's device_order, instantiated for device launch, their execs
+// handed to the kernels that launch them (at build time where the callee came first; the late
+// arguments, a self exec or a cycle's, patched after), then the host segments, which see every
+// exec; each instantiated and uploaded. Apart from the builder and the patcher, which it calls.
 #include <chrono>
 
 #include "runtime/src/executable_impl.h"
@@ -159,10 +160,13 @@ Status Executable::Impl::build_all(cudaStream_t stream) {
     }
   }
 
-  // The top-level graphs: device graphs and family members first, then the segments.
-  for (uint32_t g = 0; g < ngraphs; ++g) {
+  // The top-level graphs: device graphs and family members first, in the artifact's
+  // device_order (orchc's: a graph before the kernels that take its exec, validate() proved it
+  // holds every device graph once), then the segments.
+  std::vector<int> device_order;
+  if (const auto* order = p->device_order()) device_order.assign(order->begin(), order->end());
+  for (int g : device_order) {
     const fb::Graph* graph = p->graphs()->Get(g);
-    if (!graph->device()) continue;
     const uint32_t n = graph->family_size() > 0 ? graph->family_size() : 1;
     for (uint32_t m = 0; m < n; ++m) {
       Top t;
@@ -204,8 +208,9 @@ Status Executable::Impl::build_all(cudaStream_t stream) {
     if (!s.ok()) return s;
   }
 
-  // Device graphs: build, instantiate for device launch, then give kernels the execs they
-  // launch (their own for a self tail launch) and fill the family tables, then upload.
+  // Device graphs in that order: build (an exec argument of a graph earlier in the order is set
+  // now; a late one, of the graph itself or a later one, is null) and instantiate for device
+  // launch; then fill the family tables, set the late arguments, and upload.
   for (size_t t = 0; t < tops.size(); ++t) {
     if (!tops[t].device) continue;
     {
@@ -231,7 +236,7 @@ Status Executable::Impl::build_all(cudaStream_t stream) {
       return rt::cuda_error(e, "cannot fill the exec table of family '" + str(p->graphs()->Get(g)->name()) + "'");
     }
   }
-  s = refresh(Scope::DeviceGraphs);
+  s = refresh(Scope::LateArguments);
   if (!s.ok()) return s.error();
   lap(&clock, &times.build_s);
   for (auto& t : tops) {

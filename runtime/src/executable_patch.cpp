@@ -119,7 +119,8 @@ Status Executable::Impl::refresh(Scope scope) {
   std::vector<bool> rebuild(tops.size(), false);
   for (size_t r = 0; r < records.size(); ++r) {
     NodeRecord& rec = records[r];
-    if (scope == Scope::DeviceGraphs && !tops[rec.top].device) continue;
+    if (scope == Scope::LateArguments && !(tops[rec.top].device && rt::has_late_argument(*rec.node.op)))
+      continue;
     const Top& t = tops[rec.top];
     Change c;
     c.node = rec.handle;
