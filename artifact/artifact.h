@@ -121,6 +121,23 @@ inline NodeKind op_kind(const orch::fb::OpT& op) { return node_kind(op.body.type
 // "Kernel", "Memcpy", ...: the body type's name without "Op".
 const char* node_kind_name(NodeKind kind);
 
+// The graphs an op holds: a conditional's bodies; none (nullptr) for every other kind. The one
+// answer to "which kinds nest graphs" for the walks over nested graphs (the runtime's plan,
+// orch-run's sites), so a kind added to NodeKind is reported here by -Werror=switch.
+inline const flatbuffers::Vector<flatbuffers::Offset<orch::fb::Graph>>* nested_graphs(const orch::fb::Op& op) {
+  switch (op_kind(op)) {
+    case NodeKind::Conditional:
+      return op.body_as_ConditionalOp() ? op.body_as_ConditionalOp()->bodies() : nullptr;
+    case NodeKind::Kernel:
+    case NodeKind::Memcpy:
+    case NodeKind::Memset:
+    case NodeKind::Empty:
+    case NodeKind::Collective:
+      return nullptr;
+  }
+  return nullptr;
+}
+
 // A node of a graph of a pipeline that open_pipeline() accepted: the op it runs (what it does,
 // Pipeline.ops, shared by nodes that do the same thing) and the node itself (its statement and
 // where its dependencies end).

@@ -127,8 +127,8 @@ const fb::Op* find_collective(const fb::Pipeline& p, const fb::Graph* g, int dep
   for (const fb::Node* at : *g->nodes()) {
     const fb::Op* n = p.ops()->Get(at->op());
     if (artifact::op_kind(*n) == artifact::NodeKind::Collective) return n;
-    if (const fb::ConditionalOp* c = n->body_as_ConditionalOp(); c && c->bodies())
-      for (const fb::Graph* b : *c->bodies())
+    if (const auto* nested = artifact::nested_graphs(*n))
+      for (const fb::Graph* b : *nested)
         if (const fb::Op* c = find_collective(p, b, depth + 1)) return c;
   }
   return nullptr;

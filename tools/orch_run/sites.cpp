@@ -90,11 +90,12 @@ void SiteTable::add_graph(const orch::fb::Graph* g, int graph, int member, const
     }
     const int me = static_cast<int>(sites_.size());
     sites_.push_back(std::move(s));
-    if (const orch::fb::ConditionalOp* c = n->body_as_ConditionalOp(); c && c->bodies()) {
-      const bool loop = c->type() == orch::fb::ConditionalType::While;
-      for (uint32_t b = 0; b < c->bodies()->size(); ++b) {
+    if (const auto* nested = orch::artifact::nested_graphs(*n)) {
+      const orch::fb::ConditionalOp* c = n->body_as_ConditionalOp();
+      const bool loop = c && c->type() == orch::fb::ConditionalType::While;
+      for (uint32_t b = 0; b < nested->size(); ++b) {
         path.push_back(b);
-        add_graph(c->bodies()->Get(b), graph, member, graph_name, device, me, b, depth + 1, in_while || loop, path);
+        add_graph(nested->Get(b), graph, member, graph_name, device, me, b, depth + 1, in_while || loop, path);
         path.pop_back();
       }
     }
