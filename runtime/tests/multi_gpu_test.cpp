@@ -551,6 +551,14 @@ int scenario_mismatch(const std::vector<std::string>& args) {
 // What the driver accepts is reported (PROBE lines, for docs/multi-gpu.md) and either outcome
 // passes; but a graph CUDA accepts and launches must compute the right answer, so a silent
 // wrong result fails the scenario.
+// " (NCCL_GRAPH_MIXING_SUPPORT=0)" where the probe runs with NCCL's graph mixing off: NCCL then
+// leaves out the event record/wait nodes it adds to captured work for launches mixed with
+// uncaptured ones, the nodes CUDA refuses inside a conditional body (pytorch/pytorch#180960).
+const char* mixing_note() {
+  const char* v = std::getenv("NCCL_GRAPH_MIXING_SUPPORT");
+  return v && std::string(v) == "0" ? " (NCCL_GRAPH_MIXING_SUPPORT=0)" : "";
+}
+
 int scenario_nccl1986(const std::vector<std::string>&) {
   auto api_r = orch::rt::nccl::api();
   WREQUIRE_OK(api_r);
@@ -631,7 +639,7 @@ int scenario_nccl1986(const std::vector<std::string>&) {
     if (variant == 1) {
       cudaError_t ce = capture_allreduce(body);
       if (ce != cudaSuccess) {
-        say("PROBE nccl#1986 %s: capturing into the body: %s", name, cudaGetErrorString(ce));
+        say("PROBE nccl#1986%s %s: capturing into the body: %s", mixing_note(), name, cudaGetErrorString(ce));
         (void)cudaGetLastError();
         cudaGraphDestroy(g);
         WREQUIRE(everyone(0) == false);
@@ -667,7 +675,7 @@ int scenario_nccl1986(const std::vector<std::string>&) {
     } else {
       outcome += "; not launched (a rank could not instantiate)";
     }
-    say("PROBE nccl#1986 %s: %s", name, outcome.c_str());
+    say("PROBE nccl#1986%s %s: %s", mixing_note(), name, outcome.c_str());
     if (exec) cudaGraphExecDestroy(exec);
     cudaGraphDestroy(g);
   }
@@ -708,7 +716,7 @@ std::string last_lines(const std::string& text, int n) {
 
 // Runs `scenario` on one process per GPU and checks that every rank succeeded.
 void run_ranks(const std::string& scenario, const std::vector<std::string>& args, int timeout_s,
-               bool show_logs = false) {
+               bool show_logs = false, const std::vector<std::pair<std::string, std::string>>& env = {}) {
   static int serial = 0;
   const std::string logs = orch::test::temp_dir() + "/ranks-" + scenario + "-" + std::to_string(serial++);
   std::filesystem::create_directories(logs);
@@ -719,6 +727,7 @@ void run_ranks(const std::string& scenario, const std::vector<std::string>& args
   o.timeout = std::chrono::seconds(timeout_s);
   o.log_dir = logs;
   o.env = {{"ORCH_NCCL_TIMEOUT", "60"}, {"NCCL_NVLS_ENABLE", "0"}};
+  o.env.insert(o.env.end(), env.begin(), env.end());
   std::vector<std::string> argv = {"/proc/self/exe", "--orch-rank-worker=" + scenario};
   argv.insert(argv.end(), args.begin(), args.end());
   const int world = world_for_tests();
@@ -857,6 +866,13 @@ TEST_CASE("ranks that run different pipelines, or fail, are refused with a clear
 
 TEST_CASE("probe: NCCL's captured work beside and inside a conditional node (NVIDIA/nccl#1986)") {
   run_ranks("nccl1986", {}, 120, true);
+}
+
+// The same with NCCL's graph mixing off (read once per process, so ranks of their own): if CUDA
+// then accepts the allreduce inside the IF body, and it computes the right answer, E0401 could
+// be lifted for applications that run NCCL that way (docs/multi-gpu.md, nccl#1986).
+TEST_CASE("probe: the same with NCCL_GRAPH_MIXING_SUPPORT=0") {
+  run_ranks("nccl1986", {}, 120, true, {{"NCCL_GRAPH_MIXING_SUPPORT", "0"}});
 }
 
 }  // TEST_SUITE
