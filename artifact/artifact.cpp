@@ -1,5 +1,5 @@
 // The envelope (wrap and open) and the atomic file write. The semantic checks live in
-// validate.cpp, the summary in describe.cpp.
+// validate*.cpp, the summary in describe.cpp.
 #include "artifact/artifact.h"
 #include "expr/expr.h"
 

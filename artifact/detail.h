@@ -1,4 +1,4 @@
-// Helpers shared by validate.cpp and describe.cpp; not part of the library's interface.
+// Helpers shared by the validator (validate*.cpp) and describe.cpp; not the library's interface.
 #pragma once
 
 #include <string>
