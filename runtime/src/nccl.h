@@ -68,8 +68,9 @@ struct Api {
   std::string version_string() const;
 };
 
-// Loads NCCL from `path` exactly (no search, no caching), with every function orch uses.
-// Errors name the path, dlerror()'s reason or the missing symbol.
+// Loads NCCL from `path` exactly (no search, no environment variable), with every function orch
+// uses; once per path, like api() (runtime/src/shared_library.h). Errors name the path,
+// dlerror()'s reason or the missing symbol.
 orch::Result<const Api*> open(const std::string& path);
 
 // The process's NCCL: $ORCH_NCCL_LIBRARY if set, else libnccl.so.2, else libnccl.so. Loaded

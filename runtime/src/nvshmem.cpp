@@ -1,78 +1,38 @@
 // NVSHMEM through dlopen/dlsym: see nvshmem.h.
 #include "runtime/src/nvshmem.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+
+#include "runtime/src/shared_library.h"
 
 namespace orch::rt::nvshmem {
 
 namespace {
 
-std::mutex& mutex() {
-  static std::mutex m;
-  return m;
+const dynlib::Kind kNvshmem{ErrorCode::Nvshmem, "NVSHMEM", "NVSHMEM host library"};
+
+void find_symbols(dynlib::Symbols& s, Api& api) {
+  s.require("nvshmemx_vendor_get_version_info", &api.vendor_get_version_info);
+  s.require("nvshmemx_get_uniqueid", &api.get_uniqueid);
+  s.require("nvshmemx_set_attr_uniqueid_args", &api.set_attr_uniqueid_args);
+  s.require("nvshmemx_hostlib_init_attr", &api.hostlib_init_attr);
+  s.require("nvshmemx_hostlib_finalize", &api.hostlib_finalize);
+  s.require("nvshmem_my_pe", &api.my_pe);
+  s.require("nvshmem_n_pes", &api.n_pes);
+  s.require("nvshmem_malloc", &api.malloc);
+  s.require("nvshmem_free", &api.free);
+  s.require("nvshmem_barrier_all", &api.barrier_all);
+  s.require("nvshmemx_culibrary_init", &api.culibrary_init);
+  s.require("nvshmemx_cumodule_init", &api.cumodule_init);
+  s.require("nvshmemx_culibrary_finalize", &api.culibrary_finalize);
+  s.require("nvshmemx_init_status", &api.init_status);
 }
 
-// Loaded libraries by the path asked for; never freed (symmetric memory and initialised modules
-// may outlive any one user).
-std::map<std::string, std::unique_ptr<Api>>& loaded() {
-  static auto* m = new std::map<std::string, std::unique_ptr<Api>>();
-  return *m;
-}
-
-template <class F>
-void find(void* lib, const char* name, F* out, std::string* missing) {
-  void* s = dlsym(lib, name);
-  if (!s) {
-    if (missing->empty()) *missing = name;
-    return;
-  }
-  *out = reinterpret_cast<F>(s);
-}
-
-orch::Result<const Api*> open_locked(const std::string& path) {
-  auto& cache = loaded();
-  auto it = cache.find(path);
-  if (it != cache.end()) return static_cast<const Api*>(it->second.get());
-
-  (void)dlerror();
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = dlerror();
-    return Error(ErrorCode::Nvshmem,
-                 "cannot load NVSHMEM from '" + path + "': " + (why ? why : "dlopen failed"));
-  }
-  auto api = std::make_unique<Api>();
-  api->path = path;
-  std::string missing;
-  find(lib, "nvshmemx_vendor_get_version_info", &api->vendor_get_version_info, &missing);
-  find(lib, "nvshmemx_get_uniqueid", &api->get_uniqueid, &missing);
-  find(lib, "nvshmemx_set_attr_uniqueid_args", &api->set_attr_uniqueid_args, &missing);
-  find(lib, "nvshmemx_hostlib_init_attr", &api->hostlib_init_attr, &missing);
-  find(lib, "nvshmemx_hostlib_finalize", &api->hostlib_finalize, &missing);
-  find(lib, "nvshmem_my_pe", &api->my_pe, &missing);
-  find(lib, "nvshmem_n_pes", &api->n_pes, &missing);
-  find(lib, "nvshmem_malloc", &api->malloc, &missing);
-  find(lib, "nvshmem_free", &api->free, &missing);
-  find(lib, "nvshmem_barrier_all", &api->barrier_all, &missing);
-  find(lib, "nvshmemx_culibrary_init", &api->culibrary_init, &missing);
-  find(lib, "nvshmemx_cumodule_init", &api->cumodule_init, &missing);
-  find(lib, "nvshmemx_culibrary_finalize", &api->culibrary_finalize, &missing);
-  find(lib, "nvshmemx_init_status", &api->init_status, &missing);
-  if (!missing.empty()) {
-    dlclose(lib);
-    return Error(ErrorCode::Nvshmem,
-                 "'" + path + "' is not a usable NVSHMEM host library: it has no symbol " + missing);
-  }
-  api->vendor_get_version_info(&api->major, &api->minor, &api->patch);
-  const Api* out = api.get();
-  cache.emplace(path, std::move(api));
-  return out;
+Status read_version(Api& api) {
+  api.vendor_get_version_info(&api.major, &api.minor, &api.patch);
+  return {};
 }
 
 }  // namespace
@@ -82,15 +42,13 @@ std::string Api::version_string() const {
 }
 
 orch::Result<const Api*> open(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex());
-  return open_locked(path);
+  return dynlib::load_once<Api>(kNvshmem, path, find_symbols, read_version);
 }
 
 orch::Result<const Api*> api(const std::string& version) {
-  std::lock_guard<std::mutex> lock(mutex());
-  const char* env = std::getenv("ORCH_NVSHMEM_LIBRARY");
-  const bool from_env = env && *env;
-  orch::Result<const Api*> r = open_locked(from_env ? std::string(env) : std::string("libnvshmem_host.so.3"));
+  const char* env = dynlib::path_from_env("ORCH_NVSHMEM_LIBRARY");
+  const bool from_env = env != nullptr;
+  orch::Result<const Api*> r = open(from_env ? std::string(env) : std::string("libnvshmem_host.so.3"));
   if (!r.ok()) {
     return Error(ErrorCode::Nvshmem,
                  "the pipeline needs NVSHMEM, which could not be loaded: " + r.error().message() +

@@ -84,9 +84,9 @@ struct Api {
   std::string version_string() const;  // "3.4.5"
 };
 
-// Loads NVSHMEM's host library from `path` exactly (no search, no caching), with every function
-// orch uses. Errors (ErrorCode::Nvshmem) name the path, dlerror()'s reason or the missing
-// symbol.
+// Loads NVSHMEM's host library from `path` exactly (no search, no environment variable), with
+// every function orch uses; once per path, like api() (runtime/src/shared_library.h). Errors
+// (ErrorCode::Nvshmem) name the path, dlerror()'s reason or the missing symbol.
 orch::Result<const Api*> open(const std::string& path);
 
 // The process's NVSHMEM: $ORCH_NVSHMEM_LIBRARY if set, else libnvshmem_host.so.3; loaded once
