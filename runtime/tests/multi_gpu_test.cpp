@@ -26,6 +26,7 @@
 #include "orch/runtime.h"
 #include "runtime/src/nccl.h"
 #include "runtime/src/plan.h"
+#include "runtime/tests/rank_check.h"
 #include "runtime/tests/test_util.h"
 
 namespace {
@@ -33,47 +34,7 @@ namespace {
 // ---- inside a rank process --------------------------------------------------------------
 
 orch::ranks::Rank g_me;
-int g_failures = 0;
-
-#define WCHECK(cond)                                                                                  \
-  do {                                                                                                \
-    if (!(cond)) {                                                                                    \
-      std::printf("rank %d: CHECK FAILED at %s:%d: %s\n", g_me.rank, __FILE__, __LINE__, #cond);       \
-      std::fflush(stdout);                                                                            \
-      ++g_failures;                                                                                   \
-    }                                                                                                 \
-  } while (0)
-
-#define WREQUIRE(cond)                                                                                \
-  do {                                                                                                \
-    if (!(cond)) {                                                                                    \
-      std::printf("rank %d: REQUIRE FAILED at %s:%d: %s\n", g_me.rank, __FILE__, __LINE__, #cond);     \
-      std::fflush(stdout);                                                                            \
-      return 1;                                                                                       \
-    }                                                                                                 \
-  } while (0)
-
-#define WREQUIRE_OK(x)                                                                                \
-  do {                                                                                                \
-    const auto& w_r_ = (x);                                                                           \
-    if (!w_r_.ok()) {                                                                                 \
-      std::printf("rank %d: FAILED at %s:%d: %s: %s\n", g_me.rank, __FILE__, __LINE__, #x,             \
-                  w_r_.error().to_string().c_str());                                                  \
-      std::fflush(stdout);                                                                            \
-      return 1;                                                                                       \
-    }                                                                                                 \
-  } while (0)
-
-#define WCUDA(x)                                                                                      \
-  do {                                                                                                \
-    cudaError_t w_e_ = (x);                                                                           \
-    if (w_e_ != cudaSuccess) {                                                                        \
-      std::printf("rank %d: CUDA FAILED at %s:%d: %s: %s\n", g_me.rank, __FILE__, __LINE__, #x,        \
-                  cudaGetErrorString(w_e_));                                                          \
-      std::fflush(stdout);                                                                            \
-      return 1;                                                                                       \
-    }                                                                                                 \
-  } while (0)
+int& g_failures = orch::test::rank_checks().failures;
 
 template <class... A>
 void say(const char* fmt, A... a) {
@@ -184,46 +145,46 @@ size_t count_differences(const std::vector<float>& got, const std::vector<float>
 // dp_step with orch making the communicator from a unique id (C++ API), then set_param.
 int scenario_dp_step(const std::vector<std::string>& args) {
   auto p = orch::Pipeline::load(args.at(0));
-  WREQUIRE_OK(p);
+  RANK_REQUIRE_OK(p);
   Stream s;
   const uint32_t n = 100003;
   const int world = g_me.world_size;
   auto id = shared_id(0);
-  WREQUIRE_OK(id);
+  RANK_REQUIRE_OK(id);
   orch::Bindings b;
   b.param("n", n).param("lr", 0.5f).comm_from_unique_id("world", id->data(), g_me.rank, world);
   auto x = (*p)->instantiate(b, s);
-  WREQUIRE_OK(x);
+  RANK_REQUIRE_OK(x);
   orch::Executable& e = **x;
-  WCHECK(e.rank() == g_me.rank);
-  WCHECK(e.world_size() == world);
-  WCHECK(e.comm("world") != nullptr);
+  RANK_CHECK(e.rank() == g_me.rank);
+  RANK_CHECK(e.world_size() == world);
+  RANK_CHECK(e.comm("world") != nullptr);
   std::vector<float> w(n), data(n);
   for (size_t i = 0; i < n; ++i) {
     w[i] = dp_w0(i);
     data[i] = dp_data(g_me.rank, i);
   }
-  WREQUIRE(copy_in(e, "w", w.data(), n * 4) && copy_in(e, "data", data.data(), n * 4));
+  RANK_REQUIRE(copy_in(e, "w", w.data(), n * 4) && copy_in(e, "data", data.data(), n * 4));
   std::vector<float> got(n);
   for (int step = 1; step <= 2; ++step) {
-    WREQUIRE(launch_and_wait(e, s));
+    RANK_REQUIRE(launch_and_wait(e, s));
     dp_reference_step(w, n, 0.5f, world);
-    WREQUIRE(copy_out(e, "w", got.data(), n * 4));
+    RANK_REQUIRE(copy_out(e, "w", got.data(), n * 4));
     WCLOSE(got, w, 1e-5, step == 1 ? "w after step 1" : "w after step 2");
   }
   // lr only reaches the sgd kernel: patched in place, nothing captured again.
-  WREQUIRE_OK(e.set_param("lr", 0.25f));
-  WCHECK(e.stats().segments_rebuilt == 0);
-  WREQUIRE(launch_and_wait(e, s));
+  RANK_REQUIRE_OK(e.set_param("lr", 0.25f));
+  RANK_CHECK(e.stats().segments_rebuilt == 0);
+  RANK_REQUIRE(launch_and_wait(e, s));
   dp_reference_step(w, n, 0.25f, world);
-  WREQUIRE(copy_out(e, "w", got.data(), n * 4));
+  RANK_REQUIRE(copy_out(e, "w", got.data(), n * 4));
   WCLOSE(got, w, 1e-5, "w after set_param(lr)");
   // n changes the allreduce's count: the segment is captured, built and instantiated again.
-  WREQUIRE_OK(e.set_param("n", n - 3));
-  WCHECK(e.stats().segments_rebuilt == 1);
-  WREQUIRE(launch_and_wait(e, s));
+  RANK_REQUIRE_OK(e.set_param("n", n - 3));
+  RANK_CHECK(e.stats().segments_rebuilt == 1);
+  RANK_REQUIRE(launch_and_wait(e, s));
   dp_reference_step(w, n - 3, 0.25f, world);
-  WREQUIRE(copy_out(e, "w", got.data(), n * 4));
+  RANK_REQUIRE(copy_out(e, "w", got.data(), n * 4));
   WCLOSE(got, w, 1e-5, "w after set_param(n)");
   say("dp_step: 4 steps equal the reference (world %d); %zu nodes patched in place, %zu segments rebuilt", world,
       e.stats().nodes_patched_in_place, e.stats().segments_rebuilt);
@@ -233,12 +194,12 @@ int scenario_dp_step(const std::vector<std::string>& args) {
 // dp_step through the C API on the application's communicator; a wrong rank is refused.
 int scenario_dp_step_c_api(const std::vector<std::string>& args) {
   auto comm = app_comm(0);
-  WREQUIRE_OK(comm);
+  RANK_REQUIRE_OK(comm);
   orch_pipeline* p = nullptr;
   orch_error* err = orch_pipeline_load(args.at(0).c_str(), &p);
-  WREQUIRE(err == nullptr);
+  RANK_REQUIRE(err == nullptr);
   cudaStream_t s = nullptr;
-  WCUDA(cudaStreamCreate(&s));
+  RANK_CUDA(cudaStreamCreate(&s));
   const uint32_t n = 4099;
   const int world = g_me.world_size;
   orch_bindings* b = orch_bindings_create();
@@ -248,10 +209,10 @@ int scenario_dp_step_c_api(const std::vector<std::string>& args) {
   orch_bindings_comm(b, "world", *comm, (g_me.rank + 1) % world, world);
   orch_executable* x = nullptr;
   err = orch_instantiate(p, b, s, &x);
-  WREQUIRE(err != nullptr);
+  RANK_REQUIRE(err != nullptr);
   say("wrong rank refused: %s", orch_error_message(err));
-  WCHECK(orch_error_code(err) == ORCH_ERROR_INVALID_VALUE);
-  WCHECK(std::string(orch_error_message(err)).find("comm 'world' is bound as rank " +
+  RANK_CHECK(orch_error_code(err) == ORCH_ERROR_INVALID_VALUE);
+  RANK_CHECK(std::string(orch_error_message(err)).find("comm 'world' is bound as rank " +
                                                    std::to_string((g_me.rank + 1) % world) + " of " +
                                                    std::to_string(world) + ", but the communicator is rank " +
                                                    std::to_string(g_me.rank)) == 0);
@@ -259,23 +220,23 @@ int scenario_dp_step_c_api(const std::vector<std::string>& args) {
   orch_bindings_comm(b, "world", *comm, -1, -1);  // from the communicator
   err = orch_instantiate(p, b, s, &x);
   if (err) say("instantiate: %s", orch_error_message(err));
-  WREQUIRE(err == nullptr);
-  WCHECK(orch_executable_rank(x) == g_me.rank);
-  WCHECK(orch_executable_world_size(x) == world);
-  WCHECK(orch_executable_comm(x, "world") == *comm);
+  RANK_REQUIRE(err == nullptr);
+  RANK_CHECK(orch_executable_rank(x) == g_me.rank);
+  RANK_CHECK(orch_executable_world_size(x) == world);
+  RANK_CHECK(orch_executable_comm(x, "world") == *comm);
   std::vector<float> w(n), data(n), got(n);
   for (size_t i = 0; i < n; ++i) {
     w[i] = dp_w0(i);
     data[i] = dp_data(g_me.rank, i);
   }
-  WCUDA(cudaMemcpy(orch_executable_buffer(x, "w"), w.data(), n * 4, cudaMemcpyDefault));
-  WCUDA(cudaMemcpy(orch_executable_buffer(x, "data"), data.data(), n * 4, cudaMemcpyDefault));
-  WCUDA(cudaDeviceSynchronize());
+  RANK_CUDA(cudaMemcpy(orch_executable_buffer(x, "w"), w.data(), n * 4, cudaMemcpyDefault));
+  RANK_CUDA(cudaMemcpy(orch_executable_buffer(x, "data"), data.data(), n * 4, cudaMemcpyDefault));
+  RANK_CUDA(cudaDeviceSynchronize());
   err = orch_launch(x, s);
-  WREQUIRE(err == nullptr);
-  WCUDA(cudaStreamSynchronize(s));
+  RANK_REQUIRE(err == nullptr);
+  RANK_CUDA(cudaStreamSynchronize(s));
   dp_reference_step(w, n, 0.125f, world);
-  WCUDA(cudaMemcpy(got.data(), orch_executable_buffer(x, "w"), n * 4, cudaMemcpyDefault));
+  RANK_CUDA(cudaMemcpy(got.data(), orch_executable_buffer(x, "w"), n * 4, cudaMemcpyDefault));
   WCLOSE(got, w, 1e-5, "w through the C API");
   orch_executable_destroy(x);
   orch_bindings_destroy(b);
@@ -360,32 +321,32 @@ bool expect(const orch::Executable& x, const TypeInfo& t, const char* name, size
 
 int scenario_collectives(const std::vector<std::string>& args) {
   auto comm = app_comm(0);
-  WREQUIRE_OK(comm);
+  RANK_REQUIRE_OK(comm);
   const int world = g_me.world_size, me = g_me.rank, root = world - 1;
   const std::vector<uint32_t> sizes = {1048583, 1, 3, 1000, 4097, 65536};
   Stream s;
   for (const std::string& arg : args) {
     const size_t eq = arg.find('=');
     const TypeInfo* t = type_named(arg.substr(0, eq));
-    WREQUIRE(t != nullptr);
+    RANK_REQUIRE(t != nullptr);
     auto p = orch::Pipeline::load(arg.substr(eq + 1));
-    WREQUIRE_OK(p);
+    RANK_REQUIRE_OK(p);
     orch::Bindings b;
     b.param("n", sizes[0]).comm("world", *comm);  // rank and size from the communicator
     auto x = (*p)->instantiate(b, s);
-    WREQUIRE_OK(x);
+    RANK_REQUIRE_OK(x);
     orch::Executable& e = **x;
     int checked = 0;
     for (uint32_t n : sizes) {
-      if (n != sizes[0]) WREQUIRE_OK(e.set_param("n", n));
+      if (n != sizes[0]) RANK_REQUIRE_OK(e.set_param("n", n));
       const size_t nn = n, wn = static_cast<size_t>(world) * n;
       auto in = [&](const char* name, size_t count, int salt) {
         auto bytes = encode(*t, count, [&](size_t i) { return val(me, i, salt); });
         return copy_in(e, name, bytes.data(), bytes.size());
       };
-      WREQUIRE(in("a", nn, 1) && in("b", nn, 2) && in("c", nn, 3) && in("s", nn, 4) && in("big", wn, 5) &&
+      RANK_REQUIRE(in("a", nn, 1) && in("b", nn, 2) && in("c", nn, 3) && in("s", nn, 4) && in("big", wn, 5) &&
                in("v", nn, 6));
-      WREQUIRE(launch_and_wait(e, s));
+      RANK_REQUIRE(launch_and_wait(e, s));
       const std::string what = std::string(t->name) + " n=" + std::to_string(n);
       bool ok = true;
       ok &= expect(e, *t, "a", nn, [&](size_t i) { double z = 0; for (int r = 0; r < world; ++r) z += val(r, i, 1); return z; },
@@ -408,7 +369,7 @@ int scenario_collectives(const std::vector<std::string>& args) {
     }
     say("%s: 6 collectives x %d sizes checked (%zu segments rebuilt by set_param)", t->name, checked,
         e.stats().segments_rebuilt);
-    WCHECK(e.stats().segments_rebuilt == sizes.size() - 1);
+    RANK_CHECK(e.stats().segments_rebuilt == sizes.size() - 1);
   }
   destroy_app_comm(*comm);
   return 0;
@@ -417,44 +378,44 @@ int scenario_collectives(const std::vector<std::string>& args) {
 // pipelines/guarded_step.orch: allreduce, then an `if` on the reduced data (two segments).
 int scenario_guarded(const std::vector<std::string>& args) {
   auto p = orch::Pipeline::load(args.at(0));
-  WREQUIRE_OK(p);
+  RANK_REQUIRE_OK(p);
   auto id = shared_id(0);
-  WREQUIRE_OK(id);
+  RANK_REQUIRE_OK(id);
   Stream s;
   const uint32_t n = 4099;
   const int world = g_me.world_size;
   orch::Bindings b;
   b.param("n", n).param("lr", 0.5f).comm_from_unique_id("world", id->data(), g_me.rank, world);
   auto x = (*p)->instantiate(b, s);
-  WREQUIRE_OK(x);
+  RANK_REQUIRE_OK(x);
   orch::Executable& e = **x;
   std::vector<float> w(n), xs(n), got(n);
   for (size_t i = 0; i < n; ++i) {
     w[i] = dp_w0(i);
     xs[i] = dp_data(g_me.rank, i);
   }
-  WREQUIRE(copy_in(e, "w", w.data(), n * 4) && copy_in(e, "x", xs.data(), n * 4));
-  WREQUIRE(launch_and_wait(e, s));
+  RANK_REQUIRE(copy_in(e, "w", w.data(), n * 4) && copy_in(e, "x", xs.data(), n * 4));
+  RANK_REQUIRE(launch_and_wait(e, s));
   dp_reference_step(w, n, 0.5f, world);  // same arithmetic as dp_step
-  WREQUIRE(copy_out(e, "w", got.data(), n * 4));
+  RANK_REQUIRE(copy_out(e, "w", got.data(), n * 4));
   WCLOSE(got, w, 1e-5, "guarded_step: finite gradients update w");
   // What the GPU holds now: the skipped step below must leave exactly these bits. (Not the CPU's
   // w: its sum runs in another order than NCCL's, which at 4 ranks differs by an ulp.)
   const std::vector<float> after_first = got;
   uint32_t bad = 7;
-  WREQUIRE(copy_out(e, "bad", &bad, 4));
-  WCHECK(bad == 0);
+  RANK_REQUIRE(copy_out(e, "bad", &bad, 4));
+  RANK_CHECK(bad == 0);
   // The last rank's data turns non-finite: the reduced gradient is non-finite everywhere, and
   // every rank skips the update alike.
   if (g_me.rank == world - 1) {
     xs[17] = INFINITY;
-    WREQUIRE(copy_in(e, "x", xs.data(), n * 4));
+    RANK_REQUIRE(copy_in(e, "x", xs.data(), n * 4));
   }
-  WREQUIRE(launch_and_wait(e, s));
-  WREQUIRE(copy_out(e, "w", got.data(), n * 4));
+  RANK_REQUIRE(launch_and_wait(e, s));
+  RANK_REQUIRE(copy_out(e, "w", got.data(), n * 4));
   WCLOSE(got, after_first, 0, "guarded_step: a non-finite gradient leaves w alone");
-  WREQUIRE(copy_out(e, "bad", &bad, 4));
-  WCHECK(bad == 1);
+  RANK_REQUIRE(copy_out(e, "bad", &bad, 4));
+  RANK_CHECK(bad == 1);
   say("guarded_step: updates when finite, skips on every rank when not");
   return 0;
 }
@@ -462,20 +423,20 @@ int scenario_guarded(const std::vector<std::string>& args) {
 // A collective before and after a WHILE loop (three segments), launched twice.
 int scenario_while(const std::vector<std::string>& args) {
   auto p = orch::Pipeline::load(args.at(0));
-  WREQUIRE_OK(p);
+  RANK_REQUIRE_OK(p);
   auto id = shared_id(0);
-  WREQUIRE_OK(id);
+  RANK_REQUIRE_OK(id);
   Stream s;
   const uint32_t n = 3001, rounds = 5;
   const int world = g_me.world_size;
   orch::Bindings b;
   b.param("n", n).param("rounds", rounds).comm_from_unique_id("world", id->data(), g_me.rank, world);
   auto x = (*p)->instantiate(b, s);
-  WREQUIRE_OK(x);
+  RANK_REQUIRE_OK(x);
   orch::Executable& e = **x;
   std::vector<float> xv(n), got(n);
   for (size_t i = 0; i < n; ++i) xv[i] = static_cast<float>(val(g_me.rank, i, 9));
-  WREQUIRE(copy_in(e, "x", xv.data(), n * 4));
+  RANK_REQUIRE(copy_in(e, "x", xv.data(), n * 4));
   // Every rank's x after the first allreduce is the same sum.
   std::vector<float> want(n);
   for (size_t i = 0; i < n; ++i) {
@@ -483,18 +444,18 @@ int scenario_while(const std::vector<std::string>& args) {
     for (int r = 0; r < world; ++r) z += val(r, i, 9);
     want[i] = static_cast<float>(world * (z + rounds));
   }
-  WREQUIRE(launch_and_wait(e, s));
-  WREQUIRE(copy_out(e, "x", got.data(), n * 4));
+  RANK_REQUIRE(launch_and_wait(e, s));
+  RANK_REQUIRE(copy_out(e, "x", got.data(), n * 4));
   WCLOSE(got, want, 0, "allreduce, while (5 rounds), allreduce");
   uint32_t it = 0;
-  WREQUIRE(copy_out(e, "it", &it, 4));
-  WCHECK(it == rounds);
+  RANK_REQUIRE(copy_out(e, "it", &it, 4));
+  RANK_CHECK(it == rounds);
   // The loop bound is a param of the condition kernel: patched in place, no capture again.
-  WREQUIRE_OK(e.set_param("rounds", 2u));
-  WCHECK(e.stats().segments_rebuilt == 0);
-  WREQUIRE(launch_and_wait(e, s));
+  RANK_REQUIRE_OK(e.set_param("rounds", 2u));
+  RANK_CHECK(e.stats().segments_rebuilt == 0);
+  RANK_REQUIRE(launch_and_wait(e, s));
   for (size_t i = 0; i < n; ++i) want[i] = static_cast<float>(world * (double(world) * want[i] + 2));
-  WREQUIRE(copy_out(e, "x", got.data(), n * 4));
+  RANK_REQUIRE(copy_out(e, "x", got.data(), n * 4));
   WCLOSE(got, want, 0, "the second launch, 2 rounds");
   say("collective + while + collective: correct on two launches");
   return 0;
@@ -503,42 +464,42 @@ int scenario_while(const std::vector<std::string>& args) {
 // Ranks with different pipelines, and a rank that fails, are refused on every rank.
 int scenario_mismatch(const std::vector<std::string>& args) {
   auto comm = app_comm(0);
-  WREQUIRE_OK(comm);
+  RANK_REQUIRE_OK(comm);
   const int me = g_me.rank;
   auto mine = orch::Pipeline::load(args.at(me == 0 ? 0 : 1));
-  WREQUIRE_OK(mine);
+  RANK_REQUIRE_OK(mine);
   Stream s;
   orch::Bindings b;
   b.param("n", 1024u).comm("world", *comm);
   auto x = (*mine)->instantiate(b, s);
-  WREQUIRE(!x.ok());
+  RANK_REQUIRE(!x.ok());
   say("different pipelines: %s", x.error().to_string().c_str());
-  WCHECK(x.error().code() == orch::ErrorCode::RankMismatch);
+  RANK_CHECK(x.error().code() == orch::ErrorCode::RankMismatch);
   const std::string other = me == 0 ? "rank 1" : "rank 0";
-  WCHECK(x.error().message().find(other + " runs a different pipeline (collective sequence hash 0x") == 0);
+  RANK_CHECK(x.error().message().find(other + " runs a different pipeline (collective sequence hash 0x") == 0);
 
   // Same pipeline, but one rank's buffer is too small: that rank's own error, and the others
   // learn it failed instead of waiting for it.
   auto same = orch::Pipeline::load(args.at(0));
-  WREQUIRE_OK(same);
+  RANK_REQUIRE_OK(same);
   void* tiny = nullptr;
-  WCUDA(cudaMalloc(&tiny, 16));
+  RANK_CUDA(cudaMalloc(&tiny, 16));
   orch::Bindings b2 = b;
   if (me == 1) b2.buffer("w", tiny, 16);
   x = (*same)->instantiate(b2, s);
-  WREQUIRE(!x.ok());
+  RANK_REQUIRE(!x.ok());
   say("one rank fails: %s", x.error().to_string().c_str());
   if (me == 1) {
-    WCHECK(x.error().code() == orch::ErrorCode::BufferTooSmall);
+    RANK_CHECK(x.error().code() == orch::ErrorCode::BufferTooSmall);
   } else {
-    WCHECK(x.error().code() == orch::ErrorCode::RankMismatch);
-    WCHECK(x.error().message().find("rank 1 could not instantiate pipeline 'dp_step'") == 0);
+    RANK_CHECK(x.error().code() == orch::ErrorCode::RankMismatch);
+    RANK_CHECK(x.error().message().find("rank 1 could not instantiate pipeline 'dp_step'") == 0);
   }
   // The communicator is still in step: the same pipeline everywhere runs.
   {
     auto good = (*same)->instantiate(b, s);
-    WREQUIRE_OK(good);
-    WREQUIRE(launch_and_wait(**good, s));
+    RANK_REQUIRE_OK(good);
+    RANK_REQUIRE(launch_and_wait(**good, s));
   }
   cudaFree(tiny);
   destroy_app_comm(*comm);
@@ -561,10 +522,10 @@ const char* mixing_note() {
 
 int scenario_nccl1986(const std::vector<std::string>&) {
   auto api_r = orch::rt::nccl::api();
-  WREQUIRE_OK(api_r);
+  RANK_REQUIRE_OK(api_r);
   const orch::rt::nccl::Api& nccl = **api_r;
   auto comm_r = app_comm(0);
-  WREQUIRE_OK(comm_r);
+  RANK_REQUIRE_OK(comm_r);
   void* comm = *comm_r;
   const int world = g_me.world_size;
   int driver = 0, runtime = 0;
@@ -575,9 +536,9 @@ int scenario_nccl1986(const std::vector<std::string>&) {
   float* d = nullptr;
   int* flag = nullptr;
   int* agree = nullptr;
-  WCUDA(cudaMalloc(reinterpret_cast<void**>(&d), n * sizeof(float)));
-  WCUDA(cudaMalloc(reinterpret_cast<void**>(&flag), sizeof(int)));
-  WCUDA(cudaMalloc(reinterpret_cast<void**>(&agree), sizeof(int)));
+  RANK_CUDA(cudaMalloc(reinterpret_cast<void**>(&d), n * sizeof(float)));
+  RANK_CUDA(cudaMalloc(reinterpret_cast<void**>(&flag), sizeof(int)));
+  RANK_CUDA(cudaMalloc(reinterpret_cast<void**>(&agree), sizeof(int)));
   Stream s, cap;
   std::vector<float> host(n);
 
@@ -604,20 +565,20 @@ int scenario_nccl1986(const std::vector<std::string>&) {
     const char* name = variant == 0 ? "A: a captured allreduce (child graph node) before an IF node in the same graph"
                                     : "B: a captured allreduce inside the IF node's body";
     std::vector<float> init(n, static_cast<float>(g_me.rank + 1));
-    WCUDA(cudaMemcpy(d, init.data(), n * 4, cudaMemcpyHostToDevice));
-    WCUDA(cudaMemset(flag, 0, sizeof(int)));
+    RANK_CUDA(cudaMemcpy(d, init.data(), n * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(flag, 0, sizeof(int)));
     cudaGraph_t g = nullptr;
-    WCUDA(cudaGraphCreate(&g, 0));
+    RANK_CUDA(cudaGraphCreate(&g, 0));
     cudaGraphConditionalHandle h = 0;
-    WCUDA(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
+    RANK_CUDA(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
     cudaGraphNode_t before = nullptr;
     if (variant == 0) {
       cudaGraph_t child = nullptr;
-      WCUDA(cudaGraphCreate(&child, 0));
+      RANK_CUDA(cudaGraphCreate(&child, 0));
       cudaError_t ce = capture_allreduce(child);
       if (ce != cudaSuccess) say("%s: capture: %s", name, cudaGetErrorString(ce));
-      WREQUIRE(ce == cudaSuccess);
-      WCUDA(cudaGraphAddChildGraphNode(&before, g, nullptr, 0, child));
+      RANK_REQUIRE(ce == cudaSuccess);
+      RANK_CUDA(cudaGraphAddChildGraphNode(&before, g, nullptr, 0, child));
       cudaGraphDestroy(child);
     }
     cudaGraphNodeParams cp = {};
@@ -626,7 +587,7 @@ int scenario_nccl1986(const std::vector<std::string>&) {
     cp.conditional.type = cudaGraphCondTypeIf;
     cp.conditional.size = 1;
     cudaGraphNode_t cond = nullptr;
-    WCUDA(cudaGraphAddNode(&cond, g, before ? &before : nullptr, nullptr, before ? 1 : 0, &cp));
+    RANK_CUDA(cudaGraphAddNode(&cond, g, before ? &before : nullptr, nullptr, before ? 1 : 0, &cp));
     cudaGraph_t body = cp.conditional.phGraph_out[0];
     cudaMemsetParams mp = {};
     mp.dst = flag;
@@ -635,14 +596,14 @@ int scenario_nccl1986(const std::vector<std::string>&) {
     mp.width = 1;
     mp.height = 1;
     cudaGraphNode_t set_flag = nullptr;
-    WCUDA(cudaGraphAddMemsetNode(&set_flag, body, nullptr, 0, &mp));
+    RANK_CUDA(cudaGraphAddMemsetNode(&set_flag, body, nullptr, 0, &mp));
     if (variant == 1) {
       cudaError_t ce = capture_allreduce(body);
       if (ce != cudaSuccess) {
         say("PROBE nccl#1986%s %s: capturing into the body: %s", mixing_note(), name, cudaGetErrorString(ce));
         (void)cudaGetLastError();
         cudaGraphDestroy(g);
-        WREQUIRE(everyone(0) == false);
+        RANK_REQUIRE(everyone(0) == false);
         continue;
       }
     }
@@ -659,14 +620,14 @@ int scenario_nccl1986(const std::vector<std::string>&) {
       outcome += std::string("; launch ") + cudaGetErrorName(le);
       if (le == cudaSuccess) {
         int f = 0;
-        WCUDA(cudaMemcpy(&f, flag, 4, cudaMemcpyDeviceToHost));
-        WCUDA(cudaMemcpy(host.data(), d, n * 4, cudaMemcpyDeviceToHost));
+        RANK_CUDA(cudaMemcpy(&f, flag, 4, cudaMemcpyDeviceToHost));
+        RANK_CUDA(cudaMemcpy(host.data(), d, n * 4, cudaMemcpyDeviceToHost));
         const float want = static_cast<float>(world * (world + 1) / 2);
         const bool sum_ok = std::all_of(host.begin(), host.end(), [&](float v) { return v == want; });
         outcome += std::string(sum_ok ? ", allreduce correct" : ", allreduce WRONG") +
                    (f == 1 ? ", IF body ran" : ", IF body did not run");
-        WCHECK(sum_ok);
-        WCHECK(f == 1);  // the handle's default is 1: the body runs
+        RANK_CHECK(sum_ok);
+        RANK_CHECK(f == 1);  // the handle's default is 1: the body runs
       } else {
         // Instantiated on every rank but failed to run: an error CUDA reports, not a wrong
         // answer; reported, and the next variant goes on.
@@ -808,6 +769,7 @@ int run_rank_worker(const std::string& scenario, const std::vector<std::string>&
     return 2;
   }
   g_me = *me;
+  orch::test::rank_checks().rank = g_me.rank;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   orch::Status s = orch::ranks::use_device(g_me);
   if (!s.ok()) {

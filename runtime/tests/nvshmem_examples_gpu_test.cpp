@@ -39,6 +39,7 @@
 
 #include "orch/ranks.h"
 #include "orch/runtime.h"
+#include "runtime/tests/rank_check.h"
 #include "runtime/tests/test_util.h"
 
 namespace {
@@ -65,38 +66,9 @@ constexpr int kPipeline = 1, kHalo = 2, kQueue = 3;
 
 // ---- inside a rank process --------------------------------------------------------------
 
-int failures = 0;
-int my_rank = -1;
+int& failures = orch::test::rank_checks().failures;
+int& my_rank = orch::test::rank_checks().rank;
 int world = 0;
-
-#define XCHECK(cond)                                                                             \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      std::printf("rank %d: CHECK FAILED at %s:%d: %s\n", my_rank, __FILE__, __LINE__, #cond);   \
-      std::fflush(stdout);                                                                       \
-      ++failures;                                                                                \
-    }                                                                                            \
-  } while (0)
-#define XREQUIRE(cond, ...)                                                                      \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      std::printf("rank %d: REQUIRE FAILED at %s:%d: %s: ", my_rank, __FILE__, __LINE__, #cond); \
-      std::printf(__VA_ARGS__);                                                                  \
-      std::printf("\n");                                                                         \
-      std::fflush(stdout);                                                                       \
-      return 1;                                                                                  \
-    }                                                                                            \
-  } while (0)
-#define XREQUIRE_OK(x)                                                                           \
-  do {                                                                                           \
-    const auto& x_r_ = (x);                                                                      \
-    XREQUIRE(x_r_.ok(), "%s", x_r_.ok() ? "" : x_r_.error().to_string().c_str());               \
-  } while (0)
-#define XCUDA(x)                                                                                 \
-  do {                                                                                           \
-    cudaError_t x_e_ = (x);                                                                      \
-    XREQUIRE(x_e_ == cudaSuccess, "%s", cudaGetErrorString(x_e_));                               \
-  } while (0)
 
 // One compiled example: what it was compiled with (for the logs) and its pipeline.bin.
 struct Variant {
@@ -144,25 +116,25 @@ int next_id = 0;
 template <class Bind>
 int load_and_instantiate(const Args& a, Held* h, Bind bind) {
   setenv("ORCH_NVSHMEM_LIBRARY", a.library.c_str(), 1);
-  XCUDA(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
+  RANK_CUDA(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
   const char* id_file = std::getenv("ORCH_NCCL_ID_FILE");
-  XREQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
+  RANK_REQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
   for (const Variant& v : a.variants) {
     auto p = orch::Pipeline::load(v.bin);
-    XREQUIRE_OK(p);
+    RANK_REQUIRE_OK(p);
     h->pipelines.push_back(std::move(*p));
   }
   for (size_t i = 0; i < a.variants.size(); ++i) {
     const std::string path = std::string(id_file) + ".example-" + std::to_string(next_id++);
     auto id = orch::ranks::share_unique_id(path, my_rank, std::chrono::seconds(60));
-    XREQUIRE_OK(id);
+    RANK_REQUIRE_OK(id);
     orch::Bindings b;
     b.comm_from_unique_id("world", id->data(), my_rank, world);
     if (bind(b, h) != 0) return 1;
     auto x = h->pipelines[i]->instantiate(b, h->stream);
-    XREQUIRE(x.ok(), "%s: instantiate: %s", a.variants[i].label.c_str(), x.ok() ? "" : x.error().to_string().c_str());
-    XCHECK((*x)->rank() == my_rank);
-    XCHECK((*x)->world_size() == world);
+    RANK_REQUIRE(x.ok(), "%s: instantiate: %s", a.variants[i].label.c_str(), x.ok() ? "" : x.error().to_string().c_str());
+    RANK_CHECK((*x)->rank() == my_rank);
+    RANK_CHECK((*x)->world_size() == world);
     h->executables.push_back(std::move(*x));
   }
   return 0;
@@ -171,37 +143,37 @@ int load_and_instantiate(const Args& a, Held* h, Bind bind) {
 template <class T>
 int copy_in(orch::Executable& e, const char* name, const std::vector<T>& data) {
   void* p = e.buffer(name);
-  XREQUIRE(p != nullptr, "no buffer '%s'", name);
-  XREQUIRE(e.buffer_bytes(name) == data.size() * sizeof(T), "buffer '%s' holds %zu bytes, want %zu", name,
+  RANK_REQUIRE(p != nullptr, "no buffer '%s'", name);
+  RANK_REQUIRE(e.buffer_bytes(name) == data.size() * sizeof(T), "buffer '%s' holds %zu bytes, want %zu", name,
            e.buffer_bytes(name), data.size() * sizeof(T));
-  XCUDA(cudaMemcpy(p, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemcpy(p, data.data(), data.size() * sizeof(T), cudaMemcpyHostToDevice));
   return 0;
 }
 
 template <class T>
 int copy_out(const orch::Executable& e, const char* name, std::vector<T>* data, size_t count) {
   void* p = e.buffer(name);
-  XREQUIRE(p != nullptr, "no buffer '%s'", name);
-  XREQUIRE(e.buffer_bytes(name) >= count * sizeof(T), "buffer '%s' holds %zu bytes, want %zu", name,
+  RANK_REQUIRE(p != nullptr, "no buffer '%s'", name);
+  RANK_REQUIRE(e.buffer_bytes(name) >= count * sizeof(T), "buffer '%s' holds %zu bytes, want %zu", name,
            e.buffer_bytes(name), count * sizeof(T));
   data->assign(count, T{});
-  XCUDA(cudaMemcpy(data->data(), p, count * sizeof(T), cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(data->data(), p, count * sizeof(T), cudaMemcpyDeviceToHost));
   return 0;
 }
 
 int fill_bytes(orch::Executable& e, const char* name, int byte) {
   void* p = e.buffer(name);
-  XREQUIRE(p != nullptr, "no buffer '%s'", name);
-  XCUDA(cudaMemset(p, byte, e.buffer_bytes(name)));
+  RANK_REQUIRE(p != nullptr, "no buffer '%s'", name);
+  RANK_CUDA(cudaMemset(p, byte, e.buffer_bytes(name)));
   return 0;
 }
 
 int launch_and_wait(orch::Executable& e, cudaStream_t s, const std::string& label) {
   orch::Status st = e.launch(s);
-  XREQUIRE(st.ok(), "%s: launch: %s", label.c_str(), st.ok() ? "" : st.error().to_string().c_str());
-  XCUDA(cudaStreamSynchronize(s));
+  RANK_REQUIRE(st.ok(), "%s: launch: %s", label.c_str(), st.ok() ? "" : st.error().to_string().c_str());
+  RANK_CUDA(cudaStreamSynchronize(s));
   orch::Status d = e.device_status();
-  XREQUIRE(d.ok(), "%s: device status: %s", label.c_str(), d.ok() ? "" : d.error().to_string().c_str());
+  RANK_REQUIRE(d.ok(), "%s: device status: %s", label.c_str(), d.ok() ? "" : d.error().to_string().c_str());
   return 0;
 }
 
@@ -240,7 +212,7 @@ int compare_variants(const Args& a, const std::vector<std::vector<Fingerprint>>&
     bad += mismatches(label, what, prints[1][launch], prints[0][launch]);
     compared += prints[0][launch].size();
   }
-  XCHECK(bad == 0);
+  RANK_CHECK(bad == 0);
   std::printf("rank %d: %s and %s: %zu values of %s over %zu launches %s\n", my_rank, a.variants[0].label.c_str(),
               a.variants[1].label.c_str(), compared, what, prints[0].size(),
               bad == 0 ? "identical bit for bit" : "DIFFER");
@@ -264,8 +236,8 @@ std::vector<float> pipeline_x(uint64_t seed, int launch, int rank) {
 
 int scenario_pipeline(const std::vector<std::string>& argv) {
   Args a;
-  XREQUIRE(parse_args(argv, &a), "bad arguments");
-  XREQUIRE(world == 2, "examples/nvshmem_pipeline.orch runs on exactly 2 PEs (its peer is 1 - my_pe), not %d", world);
+  RANK_REQUIRE(parse_args(argv, &a), "bad arguments");
+  RANK_REQUIRE(world == 2, "examples/nvshmem_pipeline.orch runs on exactly 2 PEs (its peer is 1 - my_pe), not %d", world);
   Held h;
   int rc = load_and_instantiate(a, &h, [](orch::Bindings& b, Held*) {
     b.param("n", kPipeN).param("steps", kPipeSteps);
@@ -310,8 +282,8 @@ int scenario_pipeline(const std::vector<std::string>& argv) {
         bad += mismatches(label, "y", y, want_y);
         bad += mismatches(label, "inbox", inbox, want_last);
         bad += mismatches(label, "send", send, zeros);
-        XCHECK(full[0] == kPipeSteps || full[0] == kPipeSteps + 1);
-        XCHECK(free_[0] <= kPipeSteps + 1);
+        RANK_CHECK(full[0] == kPipeSteps || full[0] == kPipeSteps + 1);
+        RANK_CHECK(free_[0] <= kPipeSteps + 1);
         std::printf("rank 1 (%s): y (%zu floats) = (2x + 1)^2 - 1 of PE 0's x, inbox = PE 0's last microbatch, send "
                     "untouched, full = %llu: %s\n",
                     label.c_str(), total, static_cast<unsigned long long>(full[0]), bad ? "MISMATCH" : "ok");
@@ -327,14 +299,14 @@ int scenario_pipeline(const std::vector<std::string>& argv) {
         bad += written;
         bad += mismatches(label, "send", send, want_last);
         bad += mismatches(label, "inbox", inbox, zeros);
-        XCHECK(free_[0] == kPipeSteps + 1);
-        XCHECK(full[0] <= kPipeSteps + 1);
+        RANK_CHECK(free_[0] == kPipeSteps + 1);
+        RANK_CHECK(full[0] <= kPipeSteps + 1);
         std::printf("rank 0 (%s): send = 2x + 1 of the last microbatch (%zu floats), y untouched, inbox zeros, free = "
                     "%llu: %s\n",
                     label.c_str(), n, static_cast<unsigned long long>(free_[0]), bad ? "MISMATCH" : "ok");
         prints[v].push_back(send);
       }
-      XCHECK(bad == 0);
+      RANK_CHECK(bad == 0);
     }
   }
   if (compare_variants(a, prints, my_rank == 1 ? "y" : "send")) return 1;
@@ -378,8 +350,8 @@ std::vector<float> halo_rows(const std::vector<float>& grid, size_t first_row, s
 
 int scenario_halo(const std::vector<std::string>& argv) {
   Args a;
-  XREQUIRE(parse_args(argv, &a), "bad arguments");
-  XREQUIRE(world >= 1 && kHaloTotalRows % static_cast<uint32_t>(world) == 0, "world size %d", world);
+  RANK_REQUIRE(parse_args(argv, &a), "bad arguments");
+  RANK_REQUIRE(world >= 1 && kHaloTotalRows % static_cast<uint32_t>(world) == 0, "world size %d", world);
   const uint32_t rows_each = kHaloTotalRows / static_cast<uint32_t>(world);
   Held h;
   int rc = load_and_instantiate(a, &h, [rows_each](orch::Bindings& b, Held*) {
@@ -431,9 +403,9 @@ int scenario_halo(const std::vector<std::string>& argv) {
       bad += mismatches(label, "lo_b", lo_b, want_lo_b);
       bad += mismatches(label, "hi_b", hi_b, want_hi_b);
       // Every b row was waited for; the last trip's a rows were put but not waited for.
-      XCHECK(got_b[0] == 2ull * kHaloPairs);
-      XCHECK(got_a[0] >= 2ull * kHaloPairs && got_a[0] <= 2ull * kHaloPairs + 2);
-      XCHECK(bad == 0);
+      RANK_CHECK(got_b[0] == 2ull * kHaloPairs);
+      RANK_CHECK(got_a[0] >= 2ull * kHaloPairs && got_a[0] <= 2ull * kHaloPairs + 2);
+      RANK_CHECK(bad == 0);
       std::printf("rank %d (%s): u (%zu x %zu) after %u sweeps of the %zu-row periodic grid, first/last rows, "
                   "halos lo_b (row %zu) and hi_b (row %zu), got_b = %llu, got_a = %llu: %s\n",
                   my_rank, label.c_str(), rows, nx, 2 * kHaloPairs, total_rows, below, above,
@@ -460,14 +432,14 @@ constexpr uint32_t kQueueBlocks = 8;  // work<<<8, 256>>> in the example
 
 int scenario_queue(const std::vector<std::string>& argv) {
   Args a;
-  XREQUIRE(parse_args(argv, &a), "bad arguments");
-  XREQUIRE(world >= 2, "world size %d", world);
+  RANK_REQUIRE(parse_args(argv, &a), "bad arguments");
+  RANK_REQUIRE(world >= 2, "world size %d", world);
   Held h;
   // `taken` is bound to memory of the test's, so it is readable after the launch whatever the
   // memory plan does with it.
   int rc = load_and_instantiate(a, &h, [](orch::Bindings& b, Held* held) {
     void* taken = nullptr;
-    XCUDA(cudaMalloc(&taken, 256));
+    RANK_CUDA(cudaMalloc(&taken, 256));
     held->memory.push_back(taken);
     b.param("tasks", kQueueTasks).param("n", kQueueN).buffer("taken", taken, sizeof(uint32_t));
     return 0;
@@ -483,7 +455,7 @@ int scenario_queue(const std::vector<std::string>& argv) {
       double s = 0;
       for (size_t i = 0; i < n; ++i) s += x[t * n + i];
       const float sum = static_cast<float>(s);  // exact
-      XREQUIRE(static_cast<double>(sum) == s, "row %zu's sum %g is not exact in f32", t, s);
+      RANK_REQUIRE(static_cast<double>(sum) == s, "row %zu's sum %g is not exact in f32", t, s);
       want[t] = sum * static_cast<float>(t + 1);
     }
     for (size_t v = 0; v < a.variants.size(); ++v) {
@@ -504,23 +476,23 @@ int scenario_queue(const std::vector<std::string>& argv) {
       // empty, so head = tasks + blocks * PEs. The other PEs' head stays as filled.
       if (my_rank == 0) {
         bad += mismatches(label, "results", results, want);
-        XCHECK(head[0] == tasks + uint64_t(kQueueBlocks) * static_cast<uint64_t>(world));
+        RANK_CHECK(head[0] == tasks + uint64_t(kQueueBlocks) * static_cast<uint64_t>(world));
       } else {
-        XCHECK(head[0] == 0);
+        RANK_CHECK(head[0] == 0);
       }
-      XCHECK(taken[0] <= tasks);
+      RANK_CHECK(taken[0] <= tasks);
       // Every task is taken exactly once: the PEs' `taken` add up to `tasks`.
       auto counts = orch::ranks::allgather(e.comm("world"), {static_cast<double>(taken[0])}, h.stream);
-      XREQUIRE_OK(counts);
+      RANK_REQUIRE_OK(counts);
       double sum = 0;
       std::string spread;
       for (const std::vector<double>& c : *counts) {
-        XREQUIRE(c.size() == 1, "allgather gave %zu values", c.size());
+        RANK_REQUIRE(c.size() == 1, "allgather gave %zu values", c.size());
         sum += c[0];
         spread += (spread.empty() ? "" : " ") + std::to_string(static_cast<long long>(c[0]));
       }
-      XCHECK(sum == static_cast<double>(tasks));
-      XCHECK(bad == 0);
+      RANK_CHECK(sum == static_cast<double>(tasks));
+      RANK_CHECK(bad == 0);
       std::printf("rank %d (%s): all (%zu results) = (t + 1) * sum of row t%s, taken by PE: %s (sum %.0f of %zu)%s: "
                   "%s\n",
                   my_rank, label.c_str(), tasks, my_rank == 0 ? ", and PE 0's results" : "", spread.c_str(), sum,
@@ -536,7 +508,7 @@ int scenario_queue(const std::vector<std::string>& argv) {
 
 int in_rank(int (*scenario)(const std::vector<std::string>&), const std::vector<std::string>& args) {
   auto me = orch::ranks::from_environment();
-  XREQUIRE(me.ok(), "%s", me.ok() ? "" : me.error().to_string().c_str());
+  RANK_REQUIRE(me.ok(), "%s", me.ok() ? "" : me.error().to_string().c_str());
   my_rank = me->rank;
   world = me->world_size;
   return scenario(args);

@@ -31,6 +31,7 @@
 #include "orch/ranks.h"
 #include "orch/runtime.h"
 #include "runtime/src/nvshmem.h"
+#include "runtime/tests/rank_check.h"
 #include "runtime/tests/test_util.h"
 
 namespace {
@@ -73,40 +74,16 @@ float input(int rank, unsigned i) { return static_cast<float>(rank * 100000 + st
 
 // ---- inside a rank process --------------------------------------------------------------
 
-int failures = 0;
-int my_rank = -1;
-
-#define NCHECK(cond)                                                                             \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      std::printf("rank %d: CHECK FAILED at %s:%d: %s\n", my_rank, __FILE__, __LINE__, #cond);   \
-      std::fflush(stdout);                                                                       \
-      ++failures;                                                                                \
-    }                                                                                            \
-  } while (0)
-#define NREQUIRE(cond, ...)                                                                      \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      std::printf("rank %d: REQUIRE FAILED at %s:%d: %s ", my_rank, __FILE__, __LINE__, #cond);  \
-      std::printf(__VA_ARGS__);                                                                  \
-      std::printf("\n");                                                                         \
-      std::fflush(stdout);                                                                       \
-      return 1;                                                                                  \
-    }                                                                                            \
-  } while (0)
-#define NCUDA(x)                                                                                 \
-  do {                                                                                           \
-    cudaError_t e_ = (x);                                                                        \
-    NREQUIRE(e_ == cudaSuccess, "%s: %s", #x, cudaGetErrorString(e_));                           \
-  } while (0)
+int& failures = orch::test::rank_checks().failures;
+int& my_rank = orch::test::rank_checks().rank;
 
 // args: the artifact, NVSHMEM's host library.
 int scenario_put_signal(const std::vector<std::string>& args) {
   auto me = orch::ranks::from_environment();
-  NREQUIRE(me.ok(), "%s", me.ok() ? "" : me.error().to_string().c_str());
+  RANK_REQUIRE(me.ok(), "%s", me.ok() ? "" : me.error().to_string().c_str());
   my_rank = me->rank;
   const int world = me->world_size;
-  NREQUIRE(args.size() == 2, "expected the artifact and the library");
+  RANK_REQUIRE(args.size() == 2, "expected the artifact and the library");
 
   std::ifstream in(args[0], std::ios::binary);
   std::stringstream bytes;
@@ -116,56 +93,56 @@ int scenario_put_signal(const std::vector<std::string>& args) {
   std::memcpy(storage.data(), file.data(), file.size());
   orch::artifact::OpenResult open =
       orch::artifact::open_pipeline(reinterpret_cast<const uint8_t*>(storage.data()), file.size());
-  NREQUIRE(open.ok(), "%s", open.error.c_str());
+  RANK_REQUIRE(open.ok(), "%s", open.error.c_str());
   const orch::fb::Pipeline& p = *open.pipeline;
-  NREQUIRE(p.nvshmem_version() != nullptr, "no NVSHMEM version in the artifact");
+  RANK_REQUIRE(p.nvshmem_version() != nullptr, "no NVSHMEM version in the artifact");
 
   setenv("ORCH_NVSHMEM_LIBRARY", args[1].c_str(), 1);
   auto api_r = orch::rt::nvshmem::api(p.nvshmem_version()->str());
-  NREQUIRE(api_r.ok(), "%s", api_r.ok() ? "" : api_r.error().to_string().c_str());
+  RANK_REQUIRE(api_r.ok(), "%s", api_r.ok() ? "" : api_r.error().to_string().c_str());
   const orch::rt::nvshmem::Api& api = **api_r;
 
   // The bootstrap: rank 0's unique id, through the same file channel as NCCL's.
   const char* id_file = std::getenv("ORCH_NCCL_ID_FILE");
-  NREQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
+  RANK_REQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
   const std::string path = std::string(id_file) + ".nvshmem";
   orch::rt::nvshmem::UniqueId id;
   std::array<char, 128> raw{};
   if (me->rank == 0) {
-    NREQUIRE(api.get_uniqueid(&id) == 0, "nvshmemx_get_uniqueid failed");
+    RANK_REQUIRE(api.get_uniqueid(&id) == 0, "nvshmemx_get_uniqueid failed");
     std::memcpy(raw.data(), &id, sizeof id);
     orch::Status w = orch::ranks::write_unique_id(path, raw);
-    NREQUIRE(w.ok(), "%s", w.ok() ? "" : w.error().to_string().c_str());
+    RANK_REQUIRE(w.ok(), "%s", w.ok() ? "" : w.error().to_string().c_str());
   } else {
     auto r = orch::ranks::read_unique_id(path, std::chrono::seconds(60));
-    NREQUIRE(r.ok(), "%s", r.ok() ? "" : r.error().to_string().c_str());
+    RANK_REQUIRE(r.ok(), "%s", r.ok() ? "" : r.error().to_string().c_str());
     std::memcpy(&id, r->data(), sizeof id);
   }
   orch::rt::nvshmem::InitAttr attr;
-  NREQUIRE(api.set_attr_uniqueid_args(me->rank, world, &id, &attr) == 0, "nvshmemx_set_attr_uniqueid_args failed");
-  NREQUIRE(api.hostlib_init_attr(orch::rt::nvshmem::kInitWithUniqueId, &attr) == 0, "nvshmemx_hostlib_init_attr failed");
-  NCHECK(api.my_pe() == me->rank);
-  NCHECK(api.n_pes() == world);
+  RANK_REQUIRE(api.set_attr_uniqueid_args(me->rank, world, &id, &attr) == 0, "nvshmemx_set_attr_uniqueid_args failed");
+  RANK_REQUIRE(api.hostlib_init_attr(orch::rt::nvshmem::kInitWithUniqueId, &attr) == 0, "nvshmemx_hostlib_init_attr failed");
+  RANK_CHECK(api.my_pe() == me->rank);
+  RANK_CHECK(api.n_pes() == world);
 
   // The kernel's CUBIN for this GPU, as orchc linked it.
   int device = 0, major = 0, minor = 0;
-  NCUDA(cudaGetDevice(&device));
-  NCUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  NCUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  RANK_CUDA(cudaGetDevice(&device));
+  RANK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  RANK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   const std::string arch = "sm_" + std::to_string(major * 10 + minor);
   const orch::fb::Kernel* k = nullptr;
   for (uint32_t i = 0; p.kernels() && i < p.kernels()->size(); ++i)
     if (p.kernels()->Get(i)->name()->str() == "put_signal") k = p.kernels()->Get(i);
-  NREQUIRE(k && k->images(), "no kernel put_signal with images");
+  RANK_REQUIRE(k && k->images(), "no kernel put_signal with images");
   const orch::fb::KernelImage* image = nullptr;
   for (uint32_t i = 0; i < k->images()->size(); ++i)
     if (k->images()->Get(i)->arch()->str() == arch) image = k->images()->Get(i);
-  NREQUIRE(image, "no %s CUBIN", arch.c_str());
+  RANK_REQUIRE(image, "no %s CUBIN", arch.c_str());
   cudaLibrary_t library = nullptr;
-  NCUDA(cudaLibraryLoadData(&library, image->cubin()->data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  NREQUIRE(api.culibrary_init(library) == 0, "nvshmemx_culibrary_init failed");
+  RANK_CUDA(cudaLibraryLoadData(&library, image->cubin()->data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  RANK_REQUIRE(api.culibrary_init(library) == 0, "nvshmemx_culibrary_init failed");
   cudaKernel_t kernel = nullptr;
-  NCUDA(cudaLibraryGetKernel(&kernel, library, k->lowered_name()->c_str()));
+  RANK_CUDA(cudaLibraryGetKernel(&kernel, library, k->lowered_name()->c_str()));
 
   // Symmetric buffers from NVSHMEM's heap, the source from CUDA's.
   unsigned n = 1000;
@@ -173,29 +150,29 @@ int scenario_put_signal(const std::vector<std::string>& args) {
   auto* sig = static_cast<unsigned long long*>(api.malloc(sizeof(unsigned long long)));
   float* dst2 = static_cast<float*>(api.malloc(n * sizeof(float)));
   auto* sig2 = static_cast<unsigned long long*>(api.malloc(sizeof(unsigned long long)));
-  NREQUIRE(dst && sig && dst2 && sig2, "nvshmem_malloc failed");
+  RANK_REQUIRE(dst && sig && dst2 && sig2, "nvshmem_malloc failed");
   float* src = nullptr;
-  NCUDA(cudaMalloc(reinterpret_cast<void**>(&src), n * sizeof(float)));
+  RANK_CUDA(cudaMalloc(reinterpret_cast<void**>(&src), n * sizeof(float)));
   std::vector<float> mine(n);
   for (unsigned i = 0; i < n; ++i) mine[i] = input(me->rank, i);
-  NCUDA(cudaMemcpy(src, mine.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-  NCUDA(cudaMemset(dst, 0xff, n * sizeof(float)));  // NaN: an element never written fails
-  NCUDA(cudaMemset(sig, 0, sizeof *sig));
-  NCUDA(cudaMemset(dst2, 0xff, n * sizeof(float)));
-  NCUDA(cudaMemset(sig2, 0, sizeof *sig2));
-  NCUDA(cudaDeviceSynchronize());
+  RANK_CUDA(cudaMemcpy(src, mine.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(dst, 0xff, n * sizeof(float)));  // NaN: an element never written fails
+  RANK_CUDA(cudaMemset(sig, 0, sizeof *sig));
+  RANK_CUDA(cudaMemset(dst2, 0xff, n * sizeof(float)));
+  RANK_CUDA(cudaMemset(sig2, 0, sizeof *sig2));
+  RANK_CUDA(cudaDeviceSynchronize());
   api.barrier_all();  // every PE's signal is 0 before any PE's kernel can set it
 
   void* params[] = {&n, &src, &dst, &sig, &dst2, &sig2};
-  NCUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(256), params, 0, nullptr));
-  NCUDA(cudaDeviceSynchronize());
+  RANK_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(256), params, 0, nullptr));
+  RANK_CUDA(cudaDeviceSynchronize());
 
   std::vector<float> got(n), got2(n);
   unsigned long long got_sig = 0, got_sig2 = 0;
-  NCUDA(cudaMemcpy(got.data(), dst, n * sizeof(float), cudaMemcpyDeviceToHost));
-  NCUDA(cudaMemcpy(&got_sig, sig, sizeof got_sig, cudaMemcpyDeviceToHost));
-  NCUDA(cudaMemcpy(got2.data(), dst2, n * sizeof(float), cudaMemcpyDeviceToHost));
-  NCUDA(cudaMemcpy(&got_sig2, sig2, sizeof got_sig2, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(got.data(), dst, n * sizeof(float), cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(&got_sig, sig, sizeof got_sig, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(got2.data(), dst2, n * sizeof(float), cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(&got_sig2, sig2, sizeof got_sig2, cudaMemcpyDeviceToHost));
   const int from = (me->rank + world - 1) % world;
   unsigned wrong = 0, wrong2 = 0;
   for (unsigned i = 0; i < n; ++i) {
@@ -204,10 +181,10 @@ int scenario_put_signal(const std::vector<std::string>& args) {
     if (got2[i] != input(from, i) && wrong2++ < 4)
       std::printf("rank %d: dst2[%u] = %g, want %g (from rank %d)\n", me->rank, i, got2[i], input(from, i), from);
   }
-  NCHECK(wrong == 0);
-  NCHECK(wrong2 == 0);
-  NCHECK(got_sig == 1);
-  NCHECK(got_sig2 == 7);
+  RANK_CHECK(wrong == 0);
+  RANK_CHECK(wrong2 == 0);
+  RANK_CHECK(got_sig == 1);
+  RANK_CHECK(got_sig2 == 7);
   std::printf("rank %d: %u + %u floats from rank %d, signals %llu and %llu\n", me->rank, n - wrong, n - wrong2,
               from, got_sig, got_sig2);
 
@@ -216,9 +193,9 @@ int scenario_put_signal(const std::vector<std::string>& args) {
   api.free(sig);
   api.free(dst2);
   api.free(sig2);
-  NCUDA(cudaFree(src));
+  RANK_CUDA(cudaFree(src));
   api.hostlib_finalize();
-  NCUDA(cudaLibraryUnload(library));
+  RANK_CUDA(cudaLibraryUnload(library));
   return failures == 0 ? 0 : 1;
 }
 
@@ -228,15 +205,15 @@ int scenario_put_signal(const std::vector<std::string>& args) {
 // NVSHMEM session and gets buffers of its own. args: the artifact, NVSHMEM's host library.
 int scenario_runtime_put_signal(const std::vector<std::string>& args) {
   auto me = orch::ranks::from_environment();
-  NREQUIRE(me.ok(), "%s", me.ok() ? "" : me.error().to_string().c_str());
+  RANK_REQUIRE(me.ok(), "%s", me.ok() ? "" : me.error().to_string().c_str());
   my_rank = me->rank;
   const int world = me->world_size;
-  NREQUIRE(args.size() == 2, "expected the artifact and the library");
+  RANK_REQUIRE(args.size() == 2, "expected the artifact and the library");
   setenv("ORCH_NVSHMEM_LIBRARY", args[1].c_str(), 1);
   auto p = orch::Pipeline::load(args[0]);
-  NREQUIRE(p.ok(), "%s", p.ok() ? "" : p.error().to_string().c_str());
+  RANK_REQUIRE(p.ok(), "%s", p.ok() ? "" : p.error().to_string().c_str());
   const char* id_file = std::getenv("ORCH_NCCL_ID_FILE");
-  NREQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
+  RANK_REQUIRE(id_file, "ORCH_NCCL_ID_FILE is not set");
   // A fresh NCCL unique id for every communicator orch makes: ncclCommInitRank with an id used
   // before waits in the bootstrap forever (NVIDIA/nccl#1038).
   auto bindings = [&](int k, orch::Bindings* out) -> bool {
@@ -250,7 +227,7 @@ int scenario_runtime_put_signal(const std::vector<std::string>& args) {
     return true;
   };
   cudaStream_t stream = nullptr;
-  NCUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const unsigned n = 1000;
   std::vector<float> mine(n);
   for (unsigned i = 0; i < n; ++i) mine[i] = input(me->rank, i);
@@ -259,52 +236,52 @@ int scenario_runtime_put_signal(const std::vector<std::string>& args) {
   auto check = [&](orch::Executable& e, const char* which) -> int {
     // Symmetric buffers start zeroed on every PE.
     unsigned long long sig0 = 99;
-    NCUDA(cudaMemcpy(&sig0, e.buffer("sig"), sizeof sig0, cudaMemcpyDeviceToHost));
-    NCHECK(sig0 == 0);
-    NCUDA(cudaMemcpy(e.buffer("src"), mine.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    NREQUIRE(e.launch(stream).ok(), "%s: launch", which);
-    NCUDA(cudaStreamSynchronize(stream));
+    RANK_CUDA(cudaMemcpy(&sig0, e.buffer("sig"), sizeof sig0, cudaMemcpyDeviceToHost));
+    RANK_CHECK(sig0 == 0);
+    RANK_CUDA(cudaMemcpy(e.buffer("src"), mine.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    RANK_REQUIRE(e.launch(stream).ok(), "%s: launch", which);
+    RANK_CUDA(cudaStreamSynchronize(stream));
     std::vector<float> got(n), got2(n);
     unsigned long long got_sig = 0, got_sig2 = 0;
-    NCUDA(cudaMemcpy(got.data(), e.buffer("dst"), n * sizeof(float), cudaMemcpyDeviceToHost));
-    NCUDA(cudaMemcpy(got2.data(), e.buffer("dst2"), n * sizeof(float), cudaMemcpyDeviceToHost));
-    NCUDA(cudaMemcpy(&got_sig, e.buffer("sig"), sizeof got_sig, cudaMemcpyDeviceToHost));
-    NCUDA(cudaMemcpy(&got_sig2, e.buffer("sig2"), sizeof got_sig2, cudaMemcpyDeviceToHost));
+    RANK_CUDA(cudaMemcpy(got.data(), e.buffer("dst"), n * sizeof(float), cudaMemcpyDeviceToHost));
+    RANK_CUDA(cudaMemcpy(got2.data(), e.buffer("dst2"), n * sizeof(float), cudaMemcpyDeviceToHost));
+    RANK_CUDA(cudaMemcpy(&got_sig, e.buffer("sig"), sizeof got_sig, cudaMemcpyDeviceToHost));
+    RANK_CUDA(cudaMemcpy(&got_sig2, e.buffer("sig2"), sizeof got_sig2, cudaMemcpyDeviceToHost));
     unsigned wrong = 0;
     for (unsigned i = 0; i < n; ++i)
       if ((got[i] != input(from, i) || got2[i] != input(from, i)) && wrong++ < 4)
         std::printf("rank %d (%s): dst[%u] = %g, dst2[%u] = %g, want %g\n", me->rank, which, i, got[i], i, got2[i],
                     input(from, i));
-    NCHECK(wrong == 0);
-    NCHECK(got_sig == 1);
-    NCHECK(got_sig2 == 7);
+    RANK_CHECK(wrong == 0);
+    RANK_CHECK(got_sig == 1);
+    RANK_CHECK(got_sig2 == 7);
     std::printf("rank %d (%s): %u floats twice from rank %d through the runtime\n", me->rank, which, n - wrong, from);
     return 0;
   };
   // The first Executable lives to the end, so NVSHMEM starts once in this process (whether
   // NVSHMEM starts again after orch finalised it is not asked here).
   orch::Bindings b0, b1, b2;
-  NREQUIRE(bindings(0, &b0) && bindings(1, &b1) && bindings(2, &b2), "unique ids");
+  RANK_REQUIRE(bindings(0, &b0) && bindings(1, &b1) && bindings(2, &b2), "unique ids");
   auto first = (*p)->instantiate(b0, stream);
-  NREQUIRE(first.ok(), "first: %s", first.ok() ? "" : first.error().to_string().c_str());
-  NREQUIRE(check(**first, "first executable") == 0, "first executable");
+  RANK_REQUIRE(first.ok(), "first: %s", first.ok() ? "" : first.error().to_string().c_str());
+  RANK_REQUIRE(check(**first, "first executable") == 0, "first executable");
   {
     // Two at once: the second shares NVSHMEM, and its symmetric buffers are its own.
     auto second = (*p)->instantiate(b1, stream);
-    NREQUIRE(second.ok(), "second: %s", second.ok() ? "" : second.error().to_string().c_str());
-    NCHECK((*second)->buffer("dst") != (*first)->buffer("dst"));
-    NREQUIRE(check(**second, "beside another") == 0, "beside another");
+    RANK_REQUIRE(second.ok(), "second: %s", second.ok() ? "" : second.error().to_string().c_str());
+    RANK_CHECK((*second)->buffer("dst") != (*first)->buffer("dst"));
+    RANK_REQUIRE(check(**second, "beside another") == 0, "beside another");
   }
   // A symmetric buffer cannot be bound (refused on every rank, after the communicator is made).
   orch::Bindings bad = b2;
   float* mem = nullptr;
-  NCUDA(cudaMalloc(reinterpret_cast<void**>(&mem), n * sizeof(float)));
+  RANK_CUDA(cudaMalloc(reinterpret_cast<void**>(&mem), n * sizeof(float)));
   bad.buffer("dst", mem, n * sizeof(float));
   auto refused = (*p)->instantiate(bad, stream);
-  NCHECK(!refused.ok());
-  if (!refused.ok()) NCHECK(refused.error().message().find("is symmetric") != std::string::npos);
-  NCUDA(cudaFree(mem));
-  NCUDA(cudaStreamDestroy(stream));
+  RANK_CHECK(!refused.ok());
+  if (!refused.ok()) RANK_CHECK(refused.error().message().find("is symmetric") != std::string::npos);
+  RANK_CUDA(cudaFree(mem));
+  RANK_CUDA(cudaStreamDestroy(stream));
   return failures == 0 ? 0 : 1;
 }
 
