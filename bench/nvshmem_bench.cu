@@ -6,7 +6,10 @@
 //                    `put ... signal` statement and a `wait` (orchc's defaults; and
 //                    --no-pdl --unroll 1),
 //       kernel:      nvshmem_pingpong_kernel.orch, the whole loop inside one kernel (NVSHMEM's
-//                    put + signal with no graph node between messages: the floor),
+//                    put + signal with no graph node between messages),
+//       kernel, NVLink stores: nvshmem_pingpong_ptr.orch, the same loop with plain stores to
+//                    the peer's memory (nvshmem_ptr) and a release store of the counter, no
+//                    fence or atomic a message: the floor between two GPUs,
 //       nccl graph:  ncclSend/ncclRecv of the same messages, captured by hand into one CUDA
 //                    graph of 100 round trips (NCCL calls cannot stand in a WHILE body),
 //       memcpy peer: a copy to the other GPU and back (cudaMemcpyAsync between the two GPUs'
@@ -169,6 +172,8 @@ void run_pingpong(const Context& cx, unsigned n) {
   report(cx, "pingpong", config, "orch --no-pdl --unroll 1", plain_us, ok, check, unit, -orch_us);
   const double kernel_us = orch_pingpong(cx, cx.dir + "/nvshmem_pingpong_kernel.bin", n, &ok, &check);
   report(cx, "pingpong", config, "kernel (one kernel)", kernel_us, ok, check, unit);
+  const double ptr_us = orch_pingpong(cx, cx.dir + "/nvshmem_pingpong_ptr.bin", n, &ok, &check);
+  report(cx, "pingpong", config, "kernel, NVLink stores", ptr_us, ok, check, unit);
 
   // NCCL send/recv captured by hand: rank 0 sends then receives, rank 1 receives then sends.
   float *x, *inbox;
@@ -408,6 +413,7 @@ int main(int argc, char** argv) {
   for (const Job& j : {Job{"bench/nvshmem_pingpong.orch", "nvshmem_pingpong", ""},
                        Job{"bench/nvshmem_pingpong.orch", "nvshmem_pingpong-plain", "--no-pdl --unroll 1"},
                        Job{"bench/nvshmem_pingpong_kernel.orch", "nvshmem_pingpong_kernel", ""},
+                       Job{"bench/nvshmem_pingpong_ptr.orch", "nvshmem_pingpong_ptr", ""},
                        Job{"examples/nvshmem_halo.orch", "nvshmem_halo", ""},
                        Job{"bench/nvshmem_halo_nccl.orch", "nvshmem_halo_nccl", ""}}) {
     const std::string cmd = "'" + std::string(argv[1]) + "' " + j.options + " --nvshmem '" + home + "' '" + root +
