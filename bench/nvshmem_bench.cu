@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "bench/check_calls.h"
+#include "bench/gpu_timing.h"
 #include "orch/ranks.h"
 #include "orch/runtime.h"
 #include "runtime/src/nccl.h"
@@ -58,6 +59,14 @@ constexpr int kBatches = 7;
 constexpr int kRoundTripsPerGraph = 100;  // the hand-built graphs' round trips
 constexpr unsigned kIters = 1000;         // the orch loops' round trips a launch
 constexpr unsigned kHaloPairs = 10;       // nvshmem_halo's trips: 20 sweeps, as nvshmem_halo_nccl's
+
+using orch::bench::driver_version;
+
+// µs per launch of `launch`: the median of kBatches batches of `per_batch` launches.
+template <class F>
+double us_per_launch(cudaStream_t s, int per_batch, F&& launch) {
+  return orch::bench::median_us_per_launch(s, 3, kBatches, per_batch, launch);
+}
 
 const orch::rt::nccl::Api* nccl = nullptr;
 using SendRecv = int (*)(void*, size_t, int, int, void*, cudaStream_t);  // ncclSend / ncclRecv, the buffer cast
@@ -71,32 +80,10 @@ struct Context {
   std::string dir;  // the compiled pipelines
 };
 
-template <class F>
-double us_per_launch(cudaStream_t s, int per_batch, F&& launch) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) launch();  // warm-up
-  CHECK_CUDA(cudaStreamSynchronize(s));
-  std::vector<double> t;
-  for (int batch = 0; batch < kBatches; ++batch) {
-    CHECK_CUDA(cudaEventRecord(a, s));
-    for (int i = 0; i < per_batch; ++i) launch();
-    CHECK_CUDA(cudaEventRecord(b, s));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1000.0 / per_batch);
-  }
-  std::sort(t.begin(), t.end());
-  CHECK_CUDA(cudaEventDestroy(a));
-  CHECK_CUDA(cudaEventDestroy(b));
-  return t[t.size() / 2];
-}
-
-// The slower rank's time, and whether both ranks' checks passed; rank 0 prints the row.
+// The slower rank's time, and whether both ranks' checks passed; rank 0 prints the row, and
+// where `orch_us` is given, how many times faster orch's variant of the row's size was.
 void report(const Context& cx, const std::string& bench, const std::string& config, const std::string& variant,
-            double us, bool ok, const std::string& check, const char* unit, double baseline_us = 0) {
+            double us, bool ok, const std::string& check, const char* unit, double orch_us = 0) {
   auto all = orch::ranks::allgather(cx.comm, {us, ok ? 1.0 : 0.0}, cx.stream);
   CHECK_ORCH(all);
   double worst = 0;
@@ -108,8 +95,7 @@ void report(const Context& cx, const std::string& bench, const std::string& conf
   any_wrong |= !every;
   if (cx.rank != 0) return;
   char ratio[48] = "";
-  if (baseline_us > 0) std::snprintf(ratio, sizeof ratio, "  %.2fx faster than orch", baseline_us / worst);
-  if (baseline_us < 0) std::snprintf(ratio, sizeof ratio, "  orch %.2fx faster", worst / -baseline_us);
+  if (orch_us > 0) std::snprintf(ratio, sizeof ratio, "  orch %.2fx faster", worst / orch_us);
   std::printf("%-9s %-22s %-28s %10.2f %s%s  %s: %s\n", bench.c_str(), config.c_str(), variant.c_str(), worst, unit,
               ratio, every ? "ok" : "WRONG", check.c_str());
   std::fflush(stdout);
@@ -169,7 +155,7 @@ void run_pingpong(const Context& cx, unsigned n) {
   const double orch_us = orch_pingpong(cx, cx.dir + "/nvshmem_pingpong.bin", n, &ok, &check);
   report(cx, "pingpong", config, "orch (while, put+wait)", orch_us, ok, check, unit);
   const double plain_us = orch_pingpong(cx, cx.dir + "/nvshmem_pingpong-plain.bin", n, &ok, &check);
-  report(cx, "pingpong", config, "orch --no-pdl --unroll 1", plain_us, ok, check, unit, -orch_us);
+  report(cx, "pingpong", config, "orch --no-pdl --unroll 1", plain_us, ok, check, unit, orch_us);
   const double kernel_us = orch_pingpong(cx, cx.dir + "/nvshmem_pingpong_kernel.bin", n, &ok, &check);
   report(cx, "pingpong", config, "kernel (one kernel)", kernel_us, ok, check, unit);
   const double ptr_us = orch_pingpong(cx, cx.dir + "/nvshmem_pingpong_ptr.bin", n, &ok, &check);
@@ -203,7 +189,7 @@ void run_pingpong(const Context& cx, unsigned n) {
   const double nccl_us =
       us_per_launch(cx.stream, 5, [&] { CHECK_CUDA(cudaGraphLaunch(exec, cx.stream)); }) / kRoundTripsPerGraph;
   report(cx, "pingpong", config, "nccl send/recv graph", nccl_us, ok,
-         "inbox = the peer's " + std::to_string(n) + " random floats", unit, -orch_us);
+         "inbox = the peer's " + std::to_string(n) + " random floats", unit, orch_us);
   CHECK_CUDA(cudaGraphExecDestroy(exec));
   CHECK_CUDA(cudaGraphDestroy(graph));
 
@@ -250,7 +236,7 @@ void run_pingpong(const Context& cx, unsigned n) {
       CHECK_CUDA(cudaFree(remote));
     }
   }
-  report(cx, "pingpong", config, "memcpy peer graph", peer_us, ok, check, unit, -orch_us);
+  report(cx, "pingpong", config, "memcpy peer graph", peer_us, ok, check, unit, orch_us);
   CHECK_CUDA(cudaFree(x));
   CHECK_CUDA(cudaFree(inbox));
 }
@@ -311,19 +297,7 @@ void run_halo(const Context& cx, unsigned nx, unsigned rows) {
   const std::string what = "u after 20 sweeps = the CPU reference of the " + std::to_string(total_rows) + "-row grid";
   report(cx, "halo", config, "orch nvshmem (one while)", shmem_us, shmem_ok, what + (shmem_ok ? "" : " (differs)"), unit);
   report(cx, "halo", config, "orch nccl (segments)", nccl_us, nccl_ok, what + (nccl_ok ? ", = nvshmem's bits" : " (differs)"),
-         unit, -shmem_us);
-}
-
-std::string driver_version() {
-  std::ifstream f("/proc/driver/nvidia/version");
-  std::string line;
-  if (std::getline(f, line)) {
-    std::istringstream words(line);
-    std::string w;
-    while (words >> w)
-      if (std::count(w.begin(), w.end(), '.') >= 1 && std::isdigit(static_cast<unsigned char>(w[0]))) return w;
-  }
-  return "unknown";
+         unit, shmem_us);
 }
 
 int rank_main(Context cx) {

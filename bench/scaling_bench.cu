@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "bench/check_calls.h"
+#include "bench/gpu_timing.h"
 #include "bench/scaling_kernels.cuh"
 #include "orch/ranks.h"
 #include "orch/runtime.h"
@@ -112,6 +113,14 @@ __global__ void init_grid(unsigned nx, unsigned rows, long long first_row, float
 
 namespace {
 
+using orch::bench::driver_version;
+
+// µs per launch of `launch`: the median of kBatches batches of `per_batch` launches.
+template <class F>
+double us_per_launch(cudaStream_t s, int per_batch, F&& launch) {
+  return orch::bench::median_us_per_launch(s, 5, kBatches, per_batch, launch);
+}
+
 const orch::rt::nccl::Api* nccl = nullptr;
 bool any_wrong = false;  // a variant's check failed on some rank: the exit status says so
 
@@ -122,30 +131,6 @@ struct Context {
   std::string results;  // rank 0 appends here
   std::string dp_bin, halo_bin;
 };
-
-// µs per launch of `launch`: the median of kBatches batches of `per_batch` launches.
-template <class F>
-double us_per_launch(cudaStream_t s, int per_batch, F&& launch) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  for (int i = 0; i < 5; ++i) launch();  // warm-up
-  CHECK_CUDA(cudaStreamSynchronize(s));
-  std::vector<double> t;
-  for (int batch = 0; batch < kBatches; ++batch) {
-    CHECK_CUDA(cudaEventRecord(a, s));
-    for (int i = 0; i < per_batch; ++i) launch();
-    CHECK_CUDA(cudaEventRecord(b, s));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1000.0 / per_batch);
-  }
-  std::sort(t.begin(), t.end());
-  CHECK_CUDA(cudaEventDestroy(a));
-  CHECK_CUDA(cudaEventDestroy(b));
-  return t[t.size() / 2];
-}
 
 std::string json_escape(const std::string& s) {
   std::string out;
@@ -527,20 +512,6 @@ void run_halo(const Context& cx, bool strong) {
   CHECK_CUDA(cudaGraphExecDestroy(exec));
   CHECK_CUDA(cudaGraphDestroy(graph));
   for (float* ptr : {u, v, edges, gathered}) CHECK_CUDA(cudaFree(ptr));
-}
-
-std::string driver_version() {
-  std::ifstream f("/proc/driver/nvidia/version");
-  std::string line;
-  if (std::getline(f, line)) {
-    std::istringstream words(line);
-    std::string w;
-    while (words >> w)
-      if (std::count(w.begin(), w.end(), '.') >= 1 && std::isdigit(static_cast<unsigned char>(w[0]))) return w;
-  }
-  int v = 0;
-  CHECK_CUDA(cudaDriverGetVersion(&v));
-  return "CUDA " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10) + " driver";
 }
 
 int rank_main(Context cx) {

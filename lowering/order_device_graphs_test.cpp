@@ -5,30 +5,13 @@
 
 #include <cstring>
 
-#include "artifact/artifact.h"
-#include "artifact/pipeline_generated.h"
-#include "compiler/check.h"
-#include "lowering/lower.h"
-#include "lowering/passes.h"
+#include "lowering/speed_test_support.h"
 
 namespace orch {
 namespace {
 
-struct Lowered {
-  SourceManager sources;
-  DiagnosticEngine diags;
-  CheckResult checked;
-  lir::Program program;
-};
-
-std::unique_ptr<Lowered> lower_text(const std::string& text) {
-  auto l = std::make_unique<Lowered>();
-  l->checked = check_text("t.orch", text, l->sources, {}, l->diags);
-  REQUIRE_MESSAGE(!l->diags.has_errors(),
-                  format_diagnostics(l->diags.sorted(), l->sources, DiagnosticFormat::Text));
-  l->program = lower_to_lir(*l->checked.program, plain_lowering());
-  return l;
-}
+// The structure build_lir makes, without the speed passes.
+std::unique_ptr<Lowered> lower_plain(const std::string& text) { return lower_text(text, plain_lowering()); }
 
 int graph(const lir::Program& p, const std::string& name) {
   for (size_t g = 0; g < p.graphs.size(); ++g)
@@ -79,7 +62,7 @@ std::string pipeline(const std::string& graphs) {
 }
 
 TEST_CASE("order_device_graphs: a self tail launch is late, the host's launch is not") {
-  auto l = lower_text(R"orch(pipeline rounds
+  auto l = lower_plain(R"orch(pipeline rounds
 target sm_90
 buffer x: f32[32]
 kernel again(x: inout f32[], self: graph) launches self tail <= 1 source """
@@ -105,7 +88,7 @@ graph main {
 
 TEST_CASE("order_device_graphs: a chain is instantiated callee first, nothing late") {
   // Declared caller first: a launches b, b launches c.
-  auto l = lower_text(pipeline(R"orch(
+  auto l = lower_plain(pipeline(R"orch(
 graph a device {
   hop<<<1, 1>>>(b)
 }
@@ -130,7 +113,7 @@ TEST_CASE("order_device_graphs: in a cycle, the graph that closes it takes the o
   // a launches b and b launches a: b is placed first (a is on the path when b is visited), so
   // b's argument naming a is late and a's naming b is not. (main launches neither: a launch from
   // the host could launch a twice in one execution, E0608.)
-  auto l = lower_text(pipeline(R"orch(
+  auto l = lower_plain(pipeline(R"orch(
 graph a device {
   hop<<<1, 1>>>(b)
 }
@@ -150,7 +133,7 @@ graph main {
 TEST_CASE("order_device_graphs: a family's table is never late, a single graph's exec is ordered") {
   // route's graph comes before the family in the order (only `graph` arguments order it), and
   // still takes the family's table at build time: tables exist before any graph is built.
-  auto l = lower_text(R"orch(pipeline family
+  auto l = lower_plain(R"orch(pipeline family
 target sm_90
 buffer x: f32[32]
 kernel route(experts: graph[4], finish: graph) launches experts fire_and_forget <= 4, finish tail <= 1
@@ -182,7 +165,7 @@ graph main {
 }
 
 TEST_CASE("order_device_graphs: the artifact records the order and the late arguments") {
-  auto l = lower_text(pipeline(R"orch(
+  auto l = lower_plain(pipeline(R"orch(
 graph a device {
   hop<<<1, 1>>>(b)
   again<<<1, 1>>>(self)

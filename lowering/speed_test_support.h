@@ -1,4 +1,4 @@
-// What the speed-pass tests (lowering/speed_test.cpp, lowering/unroll_test.cpp) share: lowering a
+// What the lowering pass tests (speed_test.cpp, unroll_test.cpp, order_device_graphs_test.cpp) share: lowering a
 // pipeline text with options, compiling it to an artifact, and reading the lowered program back.
 #pragma once
 

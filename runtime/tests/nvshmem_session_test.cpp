@@ -26,8 +26,16 @@ using orch::rt::nvshmem::Session;
 using orch::rt::nvshmem::SymmetricMemory;
 using orch::rt::nvshmem::UniqueId;
 
-// What the fake library saw and what it answers.
+struct Fake;
+Fake* fake = nullptr;  // the fake the fake library answers from, while one lives
+
+// What the fake library saw and what it answers; the library's for as long as it lives, so a
+// test that stops at a failed REQUIRE leaves no dangling fake behind.
 struct Fake {
+  Fake() { fake = this; }
+  ~Fake() { fake = nullptr; }
+  Fake(const Fake&) = delete;
+  Fake& operator=(const Fake&) = delete;
   std::vector<std::string> calls;
   int status = 0;  // nvshmemx_init_status
   int pe = -1, pes = -1;
@@ -36,7 +44,6 @@ struct Fake {
   char attr_id[8] = {};  // the first bytes of the id the initialisation got
   int frees = 0;
 };
-Fake* fake = nullptr;
 
 Api make_api() {
   Api a;
@@ -96,7 +103,6 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("nvshmem session: the first join initialises over the shared id, later ones share it, it outlives them") {
   Fake f;
-  fake = &f;
   const Api api = make_api();
   Share share;
   auto a = Session::join(api, 0, 2, share.fn());
@@ -139,12 +145,10 @@ TEST_CASE("nvshmem session: the first join initialises over the shared id, later
   CHECK((*e)->generation() != generation);
   e->reset();
   Session::end_for_tests();
-  fake = nullptr;
 }
 
 TEST_CASE("nvshmem session: a rank other than 0 makes no id, and takes rank 0's from the share") {
   Fake f;
-  fake = &f;
   const Api api = make_api();
   auto s = Session::join(api, 1, 2, [](UniqueId* id) {
     std::memcpy(id->internal, "fromzero", 8);
@@ -155,12 +159,10 @@ TEST_CASE("nvshmem session: a rank other than 0 makes no id, and takes rank 0's 
   CHECK(std::string(f.attr_id, 8) == "fromzero");
   s->reset();
   Session::end_for_tests();
-  fake = nullptr;
 }
 
 TEST_CASE("nvshmem session: the application's NVSHMEM is adopted, checked against the rank, and never finalised") {
   Fake f;
-  fake = &f;
   f.status = 2;
   f.pe = 1;
   f.pes = 4;
@@ -179,12 +181,10 @@ TEST_CASE("nvshmem session: the application's NVSHMEM is adopted, checked agains
   CHECK(wrong.error().message() ==
         "the application initialised NVSHMEM as PE 1 of 4, but the pipeline's communicator makes this process PE 2 "
         "of 4; PE r must be the communicator's rank r");
-  fake = nullptr;
 }
 
 TEST_CASE("nvshmem session: failures are error values and leave NVSHMEM as it was") {
   Fake f;
-  fake = &f;
   const Api api = make_api();
   Share share;
 
@@ -221,12 +221,10 @@ TEST_CASE("nvshmem session: failures are error values and leave NVSHMEM as it wa
   ok->reset();
   Session::end_for_tests();
   CHECK(f.calls.back() == "finalize");
-  fake = nullptr;
 }
 
 TEST_CASE("nvshmem session: symmetric memory is freed before its session can end") {
   Fake f;
-  fake = &f;
   const Api api = make_api();
   Share share;
   auto s = Session::join(api, 0, 1, share.fn());
@@ -245,7 +243,6 @@ TEST_CASE("nvshmem session: symmetric memory is freed before its session can end
   CHECK(f.calls.size() >= 2);
   CHECK(f.calls[f.calls.size() - 2] == "free");
   CHECK(f.calls.back() == "finalize");
-  fake = nullptr;
 }
 
 TEST_CASE("symmetric_sizes_hash: equal for equal sizes, different when a symmetric size differs, blind to others") {

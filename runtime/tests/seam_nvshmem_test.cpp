@@ -40,8 +40,17 @@ graph main {
 }
 )";
 
-// What the fake NVSHMEM saw, and what it answers.
+struct FakeShmem;
+FakeShmem* shmem = nullptr;  // the fake the fake API answers from, while one lives
+
+// What the fake NVSHMEM saw, and what it answers. It is the fake API's for as long as it lives,
+// so a test that stops at a failed REQUIRE leaves no dangling fake behind.
 struct FakeShmem {
+  FakeShmem() { shmem = this; }
+  ~FakeShmem() { shmem = nullptr; }
+  FakeShmem(const FakeShmem&) = delete;
+  FakeShmem& operator=(const FakeShmem&) = delete;
+
   std::vector<std::string> calls;
   std::vector<size_t> mallocs;
   size_t fail_malloc = SIZE_MAX;  // this malloc (0-based) returns nullptr
@@ -50,7 +59,6 @@ struct FakeShmem {
   size_t cuda_calls_at_barrier = 0;
   orch::test::FakeGraphApi* cuda = nullptr;
 };
-FakeShmem* shmem = nullptr;
 
 Api fake_api() {
   Api a;
@@ -108,7 +116,6 @@ struct ShmemBuild {
 
 TEST_CASE("nvshmem at instantiate: symmetric buffers in order, rounded, zeroed, waited for, then one barrier") {
   FakeShmem s;
-  shmem = &s;
   {
     ShmemBuild f;
     s.cuda = &f.cuda;
@@ -143,12 +150,10 @@ TEST_CASE("nvshmem at instantiate: symmetric buffers in order, rounded, zeroed, 
   }
   // The Executable gone: both buffers back to NVSHMEM; the application's NVSHMEM not finalised.
   CHECK(s.calls == std::vector<std::string>{"malloc", "malloc", "barrier_all", "free", "free"});
-  shmem = nullptr;
 }
 
 TEST_CASE("nvshmem at instantiate: a failed nvshmem_malloc names its buffer; what was allocated goes back") {
   FakeShmem s;
-  shmem = &s;
   s.fail_malloc = 1;
   {
     ShmemBuild f;
@@ -166,12 +171,10 @@ TEST_CASE("nvshmem at instantiate: a failed nvshmem_malloc names its buffer; wha
     CHECK(s.calls == std::vector<std::string>{"malloc", "malloc"});  // no barrier
   }
   CHECK(s.calls == std::vector<std::string>{"malloc", "malloc", "free"});
-  shmem = nullptr;
 }
 
 TEST_CASE("nvshmem at instantiate: without NVSHMEM running, a comm without NCCL cannot start it") {
   FakeShmem s;
-  shmem = &s;
   s.status = 0;  // not initialised
   ShmemBuild f;
   s.cuda = &f.cuda;
@@ -186,12 +189,10 @@ TEST_CASE("nvshmem at instantiate: without NVSHMEM running, a comm without NCCL 
   CHECK(!static_cast<bool>(f.x->nvshmem));
   CHECK(s.calls.empty());
   Session::end_for_tests();
-  shmem = nullptr;
 }
 
 TEST_CASE("nvshmem at instantiate: the application's NVSHMEM as another PE than the comm's rank is refused") {
   FakeShmem s;
-  shmem = &s;
   s.pe = 2;
   ShmemBuild f;
   s.cuda = &f.cuda;
@@ -201,5 +202,4 @@ TEST_CASE("nvshmem at instantiate: the application's NVSHMEM as another PE than 
   CHECK(st.error().message() ==
         "the application initialised NVSHMEM as PE 2 of 4, but the pipeline's communicator makes this process PE 1 "
         "of 4; PE r must be the communicator's rank r");
-  shmem = nullptr;
 }
