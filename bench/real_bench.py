@@ -441,6 +441,8 @@ def bench(a, builder: Builder, rows: list) -> int:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     notes, results = [], []
     try:
+        if a.orch_only:
+            raise ImportError("--orch-only")
         import torch
         torch.backends.cuda.matmul.allow_tf32 = False  # float32 products in float32 (the bound assumes it)
         torch.set_float32_matmul_precision("highest")
@@ -448,7 +450,8 @@ def bench(a, builder: Builder, rows: list) -> int:
     except Exception as e:  # ImportError, or no GPU for torch
         torch = None
         notes.append(f"torch columns '-': torch is not usable here ({type(e).__name__}: {e})")
-    probe = subprocess.run([sys.executable, "-c", "import jax; print(jax.__version__)"], capture_output=True, text=True)
+    probe = subprocess.run([sys.executable, "-c", "import sys, jax; print(jax.__version__); sys.exit(%d)" % a.orch_only],
+                           capture_output=True, text=True)
     have_jax = probe.returncode == 0
     if not have_jax:
         notes.append("JAX columns '-': jax is not importable by this interpreter")
@@ -598,6 +601,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="a third of the repetitions")
     ap.add_argument("--only", action="append", default=[], help="rows whose name contains SUBSTRING (repeatable)")
     ap.add_argument("--markdown", action="store_true", help="print the tables as markdown")
+    ap.add_argument("--orch-only", action="store_true", help="no torch or JAX columns (A/B runs of orchc's flags)")
     ap.add_argument("--no-profile", action="store_true", help="no `profile` column (orch-run --profile, orchc --profile)")
     ap.add_argument("--cache", help="compiled pipelines and by-hand binaries (default BUILD_DIR/real_bench_cache)")
     ap.add_argument("--prepare", action="store_true", help="compile and build every row into the cache; no GPU")

@@ -220,6 +220,7 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
     lir::Kernel& k = p.kernels[i];
     CompiledKernel& c = *compiled[input_of[i]];
     k.lowered_name = c.symbols.at(entry_of[i]);
+    k.code_choice = c.code_choice;
     if (users[input_of[i]] == 1) {
       take_code(c, k.images, k.ptx, k.ptx_arch);
       continue;

@@ -168,4 +168,80 @@ const std::set<std::string>& ptx_graph_launch_calls() {
   return names;
 }
 
+namespace {
+
+// The opcode of one PTX line, without its predicate ("@%p1 bra $L__BB0_2;" -> "bra"); empty for
+// labels, directives, braces and blank lines. `rest` gets what follows the opcode.
+std::string ptx_opcode(const std::string& line, std::string* rest) {
+  size_t i = line.find_first_not_of(" \t");
+  if (i == std::string::npos) return {};
+  if (line[i] == '@') {
+    i = line.find_first_of(" \t", i);
+    if (i == std::string::npos) return {};
+    i = line.find_first_not_of(" \t", i);
+    if (i == std::string::npos) return {};
+  }
+  if (!std::isalpha(static_cast<unsigned char>(line[i]))) return {};
+  size_t end = line.find_first_of(" \t;", i);
+  if (end == std::string::npos) end = line.size();
+  if (rest) *rest = line.substr(end);
+  return line.substr(i, end - i);
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+std::optional<PtxSharedLoop> ptx_shared_memory_loop(const std::string& ptx) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at <= ptx.size();) {
+    size_t end = ptx.find('\n', at);
+    if (end == std::string::npos) end = ptx.size();
+    lines.push_back(ptx.substr(at, end - at));
+    at = end + 1;
+  }
+  std::optional<PtxSharedLoop> best;
+  std::string function;
+  std::map<std::string, size_t> labels;  // of the function so far, by line
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const size_t entry = line.find(".entry "), func = line.find(".func ");
+    if (entry != std::string::npos || func != std::string::npos) {
+      std::vector<std::string> t = tokenize(line);
+      for (size_t k = 0; k + 1 < t.size(); ++k)
+        if (t[k] == ".entry" || t[k] == ".func") {
+          size_t name = k + 1;
+          if (t[name] == "(") name = skip_balanced(t, name, "(", ")");  // .func (.reg .b32 r) f(...)
+          function = name < t.size() ? t[name] : std::string();
+          break;
+        }
+      labels.clear();
+      continue;
+    }
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] == '$') {
+      const size_t colon = line.find(':', first);
+      if (colon != std::string::npos) labels[line.substr(first, colon - first)] = i;
+      continue;
+    }
+    std::string rest;
+    const std::string op = ptx_opcode(line, &rest);
+    if (op != "bra" && op != "bra.uni") continue;
+    const size_t dollar = rest.find('$');
+    if (dollar == std::string::npos) continue;
+    size_t stop = rest.find_first_of(" \t;", dollar);
+    auto target = labels.find(rest.substr(dollar, stop == std::string::npos ? std::string::npos : stop - dollar));
+    if (target == labels.end()) continue;  // a forward branch
+    PtxSharedLoop loop{function, target->first, 0, 0};
+    for (size_t k = target->second + 1; k < i; ++k) {
+      const std::string o = ptx_opcode(lines[k], nullptr);
+      if (starts_with(o, "fma.") || (starts_with(o, "mad.") && o.find(".f") != std::string::npos)) ++loop.fmas;
+      if ((starts_with(o, "ld.") && o.find(".shared") != std::string::npos) || starts_with(o, "ldmatrix"))
+        ++loop.shared_loads;
+    }
+    if (loop.fmas && loop.shared_loads && (!best || loop.fmas > best->fmas)) best = loop;
+  }
+  return best;
+}
+
 }  // namespace orch::lowering

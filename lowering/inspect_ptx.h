@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,5 +42,19 @@ bool ptx_reaches(const PtxModule& m, const std::string& function,
 const std::set<std::string>& ptx_kernel_launch_calls();
 // Device-side graph launch (cudaGraphLaunch).
 const std::set<std::string>& ptx_graph_launch_calls();
+
+// A loop of a kernel's PTX (a label and a later branch back to it; its inner loops are part of
+// its body) that does arithmetic on shared memory: how many floating-point multiply-adds
+// (`fma.*`, `mad.*.f*`) and shared-memory loads (`ld.shared`, `ld.volatile.shared`, `ldmatrix`)
+// its body holds, as written (a trip of an inner loop counts once).
+struct PtxSharedLoop {
+  std::string function;  // the .entry or .func it is in
+  std::string label;     // "$L__BB0_12"
+  uint32_t fmas = 0;
+  uint32_t shared_loads = 0;
+};
+// The loop with the most multiply-adds among those that also load shared memory; nullopt where no
+// loop does both.
+std::optional<PtxSharedLoop> ptx_shared_memory_loop(const std::string& ptx);
 
 }  // namespace orch::lowering

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <thread>
 
+#include "lowering/inspect_ptx.h"
 #include "lowering/kernel_cache.h"
 #include "lowering/kernel_nvrtc.h"
 #include "lowering/kernel_toolchain.h"
@@ -46,6 +47,13 @@ namespace fs = std::filesystem;
 namespace {
 
 using namespace toolchain;  // Toolkit, probe_toolkit, nvcc_ptx, NvrtcProgram, JitLinker, ...
+
+// SharedMemoryCode::automatic relocates a unit with a loop of at least 16 multiply-adds on 8
+// shared-memory loads: the MoE expert kernel's inner loop has 32 on 24, the SGEMM's 260 on 128;
+// the heat solver's reductions have none in a loop. kAutoRule keys the cache, so a new rule
+// recompiles.
+constexpr uint32_t kMinFmas = 16, kMinSharedLoads = 8;
+constexpr const char* kAutoRule = " (a loop of 16 multiply-adds on 8 shared loads)";
 
 // Bumped whenever what we pass NVRTC or store changes in a way the other key fields miss.
 constexpr const char* kKeySalt = "orch-kernel-cache-v2";  // v2: a module of several entries
@@ -395,7 +403,10 @@ BuildResult KernelJob::build(const Target& target) const {
       // Other code is compiled whole, as NVRTC's own CUBIN would be (ptxas_cubin), or linked
       // by nvJitLink (ptxas -c) where a relocatable mode asks; where that fails, NVRTC's.
       if (device_runtime_) return link(target, NVJITLINK_INPUT_PTX, *n, std::move(out));
-      if (options_.shared_memory_code != SharedMemoryCode::whole_program) {
+      const SharedMemoryCode mode = options_.shared_memory_code == SharedMemoryCode::automatic
+                                        ? auto_shared_memory_code(*n, nullptr)
+                                        : options_.shared_memory_code;
+      if (mode != SharedMemoryCode::whole_program) {
         BuildResult linked = link(target, NVJITLINK_INPUT_PTX, *n, out);
         if (linked.linked) return linked;
       } else {
@@ -525,7 +536,8 @@ std::optional<CompiledKernel> KernelJob::run() {
     // only once NVRTC has compiled it).
     key.add(nvcc_ ? toolkit_.nvcc : std::string());
     if (nvcc_)
-      key.add(std::string("shared-memory-code=") + to_string(options_.shared_memory_code))
+      key.add(std::string("shared-memory-code=") + to_string(options_.shared_memory_code) +
+              (options_.shared_memory_code == SharedMemoryCode::automatic ? kAutoRule : ""))
           .add(toolkit_.nvcc_size)
           .add(uint64_t(toolkit_.nvcc_mtime))
           .add(toolkit_.ptxas)
@@ -656,6 +668,14 @@ std::optional<CompiledKernel> KernelJob::run() {
       result.cubins.push_back({target.arch, std::move(entry->image), from_cache});
     }
   }
+  // What `automatic` chose, read again from the PTX it chose from (a cache hit compiles nothing).
+  if (nvcc_ && !device_runtime_ && options_.shared_memory_code == SharedMemoryCode::automatic &&
+      mentions_shared_memory(result.ptx)) {
+    std::string why;
+    const SharedMemoryCode mode = auto_shared_memory_code(result.ptx, &why);
+    result.code_choice = std::string(to_string(mode)) + ": " + why;
+    if (patched_) result.code_choice += "; patched at entry, so linked by nvJitLink either way";
+  }
   return result;
 }
 
@@ -668,6 +688,8 @@ struct Outcome {
 
 const char* to_string(SharedMemoryCode code) {
   switch (code) {
+    case SharedMemoryCode::automatic:
+      return "auto";
     case SharedMemoryCode::whole_program:
       return "whole-program";
     case SharedMemoryCode::relocatable:
@@ -679,13 +701,27 @@ const char* to_string(SharedMemoryCode code) {
 }
 
 bool parse_shared_memory_code(const std::string& text, SharedMemoryCode* out) {
-  for (SharedMemoryCode c : {SharedMemoryCode::whole_program, SharedMemoryCode::relocatable,
-                             SharedMemoryCode::relocatable_whole_ptx})
+  for (SharedMemoryCode c : {SharedMemoryCode::automatic, SharedMemoryCode::whole_program,
+                             SharedMemoryCode::relocatable, SharedMemoryCode::relocatable_whole_ptx})
     if (text == to_string(c)) {
       *out = c;
       return true;
     }
   return false;
+}
+
+SharedMemoryCode auto_shared_memory_code(const std::string& ptx, std::string* why) {
+  const std::optional<lowering::PtxSharedLoop> loop = lowering::ptx_shared_memory_loop(ptx);
+  const bool relocate = loop && loop->fmas >= kMinFmas && loop->shared_loads >= kMinSharedLoads;
+  if (why) {
+    if (!loop)
+      *why = "no loop does multiply-adds on shared-memory loads";
+    else
+      *why = "loop " + loop->label + " of " + loop->function + ": " + std::to_string(loop->fmas) +
+             " multiply-adds on " + std::to_string(loop->shared_loads) + " shared-memory loads" +
+             (relocate ? "" : " (under " + std::to_string(kMinFmas) + " on " + std::to_string(kMinSharedLoads) + ")");
+  }
+  return relocate ? SharedMemoryCode::relocatable_whole_ptx : SharedMemoryCode::whole_program;
 }
 
 std::string default_kernel_cache_dir() {

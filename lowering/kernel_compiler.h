@@ -100,6 +100,9 @@ struct CompiledKernel {
   bool nvshmem = false;
   std::string nvshmem_version;
   std::string log;            // NVRTC and nvJitLink logs, as they came
+  // Which of nvcc's code a unit that touches shared memory took, and why, where
+  // SharedMemoryCode::automatic chose ("relocatable-whole-ptx: ..."); empty otherwise.
+  std::string code_choice;
   unsigned cache_hits = 0;    // images (CUBINs and the PTX) read from the cache
   unsigned cache_misses = 0;  // images compiled while a cache was in use
 };
@@ -109,7 +112,10 @@ struct CompiledKernel {
 // kept, compile the same in every mode; so do device-runtime units, whose PTX is nvcc's -rdc
 // code linked by nvJitLink in every mode.
 enum class SharedMemoryCode {
-  // nvcc's whole-program PTX, compiled whole by ptxas (what `nvcc -cubin` makes). The default.
+  // The default: per unit, relocatable_whole_ptx where its PTX has a loop of multiply-adds on
+  // shared-memory loads, whole_program otherwise (auto_shared_memory_code).
+  automatic,
+  // nvcc's whole-program PTX, compiled whole by ptxas (what `nvcc -cubin` makes).
   whole_program,
   // nvcc's relocatable PTX (-rdc=true), linked by nvJitLink (ptxas -c): what `nvcc -rdc=true`
   // and nvlink make, the code of the by-hand binaries of bench/.
@@ -118,10 +124,19 @@ enum class SharedMemoryCode {
   // the second is.
   relocatable_whole_ptx,
 };
-// "whole-program", "relocatable", "relocatable-whole-ptx": orchc's --shared-memory-code values.
+// "auto", "whole-program", "relocatable", "relocatable-whole-ptx": orchc's --shared-memory-code
+// values.
 const char* to_string(SharedMemoryCode code);
 // The mode a --shared-memory-code value names; false for anything else.
 bool parse_shared_memory_code(const std::string& text, SharedMemoryCode* out);
+
+// What `automatic` compiles a unit to, from nvcc's whole-program PTX of it, and why in a phrase
+// (printed with the lowered program: --print-passes). Compiled whole, ptxas schedules a loop's shared-memory loads one at a time,
+// each consumed before the next issues; linked by nvJitLink (ptxas -c), the same PTX keeps
+// several in flight (docs/performance.md, "MoE against by hand": the MoE expert kernel 1.27x
+// and the SGEMM 1.42x faster). Where no loop feeds multiply-adds from shared memory (the heat
+// solver's reductions), the whole-program code was as fast or faster (2.3% at 1024^2), so it stays.
+SharedMemoryCode auto_shared_memory_code(const std::string& ptx, std::string* why);
 
 struct CompileOptions {
   std::vector<std::string> archs;  // {"sm_80", "sm_90"}; PTX is made for the newest
@@ -136,7 +151,7 @@ struct CompileOptions {
   // used where nvcc is missing or fails. Not with extra_flags. false: NVRTC's PTX always.
   bool use_nvcc = true;
   // Which of nvcc's code such a unit takes (docs/performance.md, "MoE against by hand").
-  SharedMemoryCode shared_memory_code = SharedMemoryCode::whole_program;
+  SharedMemoryCode shared_memory_code = SharedMemoryCode::automatic;
   // NVSHMEM's folder (include/nvshmem.h, lib/libnvshmem_device.a) for kernels that call it;
   // empty: $ORCH_NVSHMEM_HOME, else $NVSHMEM_HOME. Looked for only when a kernel needs it.
   std::string nvshmem_home;

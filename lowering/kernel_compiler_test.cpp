@@ -1,6 +1,6 @@
 // The kernel compiler end to end: NVRTC and nvJitLink run for real (no GPU needed), the
 // examples' kernels are read in place from examples/.
-#include "lowering/expert_ffn_test_kernel.h"
+#include "lowering/shared_memory_test_kernels.h"
 #include "lowering/kernel_compiler.h"
 
 #include <doctest/doctest.h>
@@ -301,41 +301,8 @@ extern "C" __global__ void parent(int* p) {
 // memory. NVRTC 13.0 addresses shared memory with 64-bit pointers and leaves the loop rolled (48
 // registers on sm_90); nvcc, with 32-bit ones, unrolls it twice (40): kernel_toolchain.cpp, nvcc_ptx.
 const char* const kExpert = orch::lowering::test::kExpertFfn;
+const char* const kSgemm = orch::lowering::test::kSgemm;
 
-// bench/real_workloads.py's SGEMM: shared tiles, everything unrolled. Compiled whole (not -c), it
-// takes 48 registers from NVRTC's PTX and from nvcc's; as relocatable code (nvJitLink) 72-74.
-const char* kSgemm = R"(extern "C" __global__ void __launch_bounds__(256) sgemm(unsigned n, const float* a, const float* b, float* c) {
-  __shared__ float sa[16][68];
-  __shared__ float sb[16][64];
-  const unsigned tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-  const unsigned row0 = blockIdx.y * 64, col0 = blockIdx.x * 64;
-  float acc[4][4] = {};
-  for (unsigned k0 = 0; k0 < n; k0 += 16) {
-    for (unsigned q = threadIdx.x; q < 1024; q += 256) {
-      sa[q & 15][q >> 4] = a[(size_t)(row0 + (q >> 4)) * n + k0 + (q & 15)];
-      sb[q >> 6][q & 63] = b[(size_t)(k0 + (q >> 6)) * n + col0 + (q & 63)];
-    }
-    __syncthreads();
-    #pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      float av[4], bv[4];
-      #pragma unroll
-      for (int i = 0; i < 4; ++i) av[i] = sa[k][ty + 16 * i];
-      #pragma unroll
-      for (int j = 0; j < 4; ++j) bv[j] = sb[k][tx + 16 * j];
-      #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        #pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-    }
-    __syncthreads();
-  }
-  #pragma unroll
-  for (int i = 0; i < 4; ++i)
-    #pragma unroll
-    for (int j = 0; j < 4; ++j) c[(size_t)(row0 + ty + 16 * i) * n + col0 + tx + 16 * j] = acc[i][j];
-}
-)";
 
 // The nvcc tests compare with: $ORCH_NVCC, else $CUDA_HOME's, else /usr/local/cuda's; empty if none.
 std::string test_nvcc() {
@@ -406,10 +373,13 @@ TEST_CASE("a kernel that uses shared memory is compiled as nvcc compiles it: no 
   CHECK(shared_addresses_64_bit(alone[0]->ptx, "xs"));
   MESSAGE("NVRTC alone: " << registers_of(alone[0]->cubins[0].cubin, "expert_ffn") << " registers");
 
-  // nvcc's PTX of a unit without the device runtime is compiled whole, as NVRTC's is: no more
-  // registers than either NVRTC alone or nvcc -cubin.
+  // nvcc's PTX of a unit without the device runtime compiled whole (--shared-memory-code
+  // whole-program; auto links the SGEMM's by nvJitLink, shared_memory_code_test.cpp), as NVRTC's
+  // is: no more registers than either NVRTC alone or nvcc -cubin.
   DiagnosticEngine d3;
-  auto sgemm = compile_kernels({plain("sgemm", kSgemm)}, no_cache({"sm_90"}), d3);
+  CompileOptions whole = no_cache({"sm_90"});
+  whole.shared_memory_code = SharedMemoryCode::whole_program;
+  auto sgemm = compile_kernels({plain("sgemm", kSgemm)}, whole, d3);
   auto sgemm_alone = compile_kernels({plain("sgemm", kSgemm)}, o, d3);
   REQUIRE(sgemm[0].has_value());
   REQUIRE(sgemm_alone[0].has_value());

@@ -96,6 +96,9 @@ struct Kernel : ir::Kernel {
   std::string ptx_arch;
   int module = -1;  // >= 0: the code is Program::modules[module] (images and ptx stay empty)
   bool launches_kernels = false;  // its PTX calls the device runtime's kernel launch
+  // Which of nvcc's code its unit took where --shared-memory-code=auto chose, and why
+  // (CompiledKernel::code_choice); printed with the program after compile_all_kernels.
+  std::string code_choice;
   // What each block takes of an SM (registers, static shared memory), once its images are read
   // (check_compiled_kernels), for the speed passes' one-wave test after compiling.
   lowering::BlockDemand demand;

@@ -152,7 +152,8 @@ class Printer {
                         (k.guard->copy ? " copy " + std::to_string(k.guard->copy) : std::string()) + " (" +
                         ir::to_string(k.guard->role) + ")"
                   : "") +
-         (k.guard_of >= 0 ? ", guarded variant of kernel " + std::to_string(k.guard_of) : ""));
+         (k.guard_of >= 0 ? ", guarded variant of kernel " + std::to_string(k.guard_of) : "") +
+         (k.code_choice.empty() ? "" : ", shared-memory code " + k.code_choice));
     ++indent_;
     if (k.module >= 0)
       line("code: module " + std::to_string(k.module) + ", symbol " + k.lowered_name);

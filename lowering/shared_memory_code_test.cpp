@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "lowering/expert_ffn_test_kernel.h"
+#include "lowering/shared_memory_test_kernels.h"
+#include "lowering/inspect_ptx.h"
 #include "lowering/kernel_compiler.h"
 
 namespace orch {
@@ -112,8 +113,9 @@ constexpr SharedMemoryCode kModes[] = {SharedMemoryCode::whole_program, SharedMe
 // float at a time (xs 4-byte aligned).
 const char* const kExpert = orch::lowering::test::kExpertFfn;
 
-TEST_CASE("--shared-memory-code names its three modes and nothing else") {
-  for (SharedMemoryCode m : kModes) {
+TEST_CASE("--shared-memory-code names its four modes and nothing else; auto is the default") {
+  for (SharedMemoryCode m : {SharedMemoryCode::automatic, SharedMemoryCode::whole_program,
+                             SharedMemoryCode::relocatable, SharedMemoryCode::relocatable_whole_ptx}) {
     SharedMemoryCode back = SharedMemoryCode::whole_program;
     CHECK(parse_shared_memory_code(to_string(m), &back));
     CHECK(back == m);
@@ -122,7 +124,8 @@ TEST_CASE("--shared-memory-code names its three modes and nothing else") {
   CHECK_FALSE(parse_shared_memory_code("rdc", &untouched));
   CHECK_FALSE(parse_shared_memory_code("", &untouched));
   CHECK(untouched == SharedMemoryCode::relocatable);
-  CHECK(CompileOptions{}.shared_memory_code == SharedMemoryCode::whole_program);
+  CHECK(std::string(to_string(SharedMemoryCode::automatic)) == "auto");
+  CHECK(CompileOptions{}.shared_memory_code == SharedMemoryCode::automatic);
 }
 
 TEST_CASE("each shared-memory mode gives the expert kernel the code nvcc gives it in that mode") {
@@ -244,6 +247,118 @@ TEST_CASE("the shared-memory mode is part of the kernel cache key") {
     CHECK(warm.cache_hits == 2);
     CHECK(warm.cubins[0].cubin == cold[i].cubins[0].cubin);
     CHECK(warm.ptx == cold[i].ptx);
+  }
+}
+
+// ---- auto: relocatable-whole-ptx where a loop does multiply-adds on shared-memory loads --------
+
+// A loop with a forward branch inside, a predicated backward branch, an integer mad (addressing,
+// not counted), and a .func whose labels are its own.
+const char* const kLoopPtx = R"(
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	mov.u32 	%r1, 0;
+$L__BB0_1:
+	ld.shared.f32 	%f1, [%r2];
+	ld.shared.v2.f32 	{%f2, %f3}, [%r3];
+	fma.rn.f32 	%f4, %f1, %f2, %f4;
+	mad.lo.s32 	%r5, %r1, 4, %r2;
+	@%p1 bra 	$L__BB0_3;
+	fma.rn.f32 	%f4, %f1, %f3, %f4;
+$L__BB0_3:
+	add.s32 	%r1, %r1, 1;
+	setp.lt.u32 	%p2, %r1, 16;
+	@%p2 bra.uni 	$L__BB0_1;
+	ret;
+}
+.func  (.param .b32 func_retval0) f(
+	.param .b32 f_param_0
+)
+{
+$L__BB1_1:
+	ld.global.f32 	%f1, [%rd1];
+	fma.rn.f32 	%f2, %f1, %f1, %f2;
+	@%p1 bra 	$L__BB1_1;
+	bra.uni 	$L__BB0_1;
+	ret;
+}
+)";
+
+TEST_CASE("ptx_shared_memory_loop counts a loop's multiply-adds and shared loads") {
+  const std::optional<lowering::PtxSharedLoop> loop = lowering::ptx_shared_memory_loop(kLoopPtx);
+  REQUIRE(loop.has_value());
+  CHECK(loop->function == "k");
+  CHECK(loop->label == "$L__BB0_1");
+  CHECK(loop->fmas == 2);          // not the integer mad.lo
+  CHECK(loop->shared_loads == 2);  // f's loop loads global memory; its branch to k's label is not a loop of f
+  std::string why;
+  CHECK(auto_shared_memory_code(kLoopPtx, &why) == SharedMemoryCode::whole_program);
+  CHECK(why == "loop $L__BB0_1 of k: 2 multiply-adds on 2 shared-memory loads (under 16 on 8)");
+
+  // No loop at all, and a loop of shared loads without arithmetic (a copy, a reduction's tree).
+  CHECK_FALSE(lowering::ptx_shared_memory_loop("").has_value());
+  const std::string copy_loop = ".entry c()\n{\n$L__BB0_1:\n\tld.shared.u32 \t%r1, [%r2];\n\tst.global.u32 \t[%rd1], %r1;\n"
+                                "\t@%p1 bra \t$L__BB0_1;\n}\n";
+  CHECK_FALSE(lowering::ptx_shared_memory_loop(copy_loop).has_value());
+  CHECK(auto_shared_memory_code(copy_loop, &why) == SharedMemoryCode::whole_program);
+  CHECK(why == "no loop does multiply-adds on shared-memory loads");
+
+  // 16 multiply-adds on 8 shared loads (ld.volatile.shared and ldmatrix count): relocated.
+  std::string big = ".entry g()\n{\n$L__BB0_7:\n";
+  for (int i = 0; i < 6; ++i) big += "\tld.shared.f32 \t%f1, [%r2];\n";
+  big += "\tld.volatile.shared.f32 \t%f1, [%r2];\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 \t{%r1, %r2, %r3, %r4}, [%r5];\n";
+  for (int i = 0; i < 16; ++i) big += "\tfma.rn.f32 \t%f3, %f1, %f2, %f3;\n";
+  big += "\t@%p1 bra \t$L__BB0_7;\n}\n";
+  CHECK(auto_shared_memory_code(big, &why) == SharedMemoryCode::relocatable_whole_ptx);
+  CHECK(why == "loop $L__BB0_7 of g: 16 multiply-adds on 8 shared-memory loads");
+}
+
+const char* const kSgemm = orch::lowering::test::kSgemm;
+const char* const kMaxChange = orch::lowering::test::kMaxChange;
+
+TEST_CASE("auto: the expert kernel and the SGEMM take relocatable-whole-ptx code, the reduction whole-program code") {
+  if (test_nvcc().empty()) {
+    MESSAGE("SKIPPED: no nvcc (set ORCH_NVCC or CUDA_HOME)");
+    return;
+  }
+  TempDir dir;
+  struct Unit {
+    const char* name;
+    const char* code;
+    SharedMemoryCode want;
+    const char* why;
+  };
+  for (const Unit& u : {Unit{"expert_ffn", kExpert, SharedMemoryCode::relocatable_whole_ptx,
+                             "relocatable-whole-ptx: loop $L__BB0_"},
+                        Unit{"sgemm", kSgemm, SharedMemoryCode::relocatable_whole_ptx,
+                             "relocatable-whole-ptx: loop $L__BB0_2 of sgemm: 256 multiply-adds on 128 shared-memory loads"},
+                        Unit{"max_change", kMaxChange, SharedMemoryCode::whole_program,
+                             "whole-program: no loop does multiply-adds on shared-memory loads"}}) {
+    INFO("unit " << std::string(u.name));
+    auto compile = [&](SharedMemoryCode m, bool cache) {
+      CompileOptions o = in_mode(m);
+      o.use_cache = cache;
+      o.cache_dir = cache ? dir.path() : "";
+      DiagnosticEngine diags;
+      auto out = compile_kernels({plain(u.name, u.code)}, o, diags);
+      CHECK_FALSE(diags.has_errors());
+      REQUIRE(out[0].has_value());
+      return std::move(*out[0]);
+    };
+    const CompiledKernel chosen = compile(SharedMemoryCode::automatic, true);
+    const CompiledKernel want = compile(u.want, false);
+    CHECK(chosen.cubins[0].cubin == want.cubins[0].cubin);
+    CHECK(chosen.ptx == want.ptx);
+    INFO("code_choice: " << chosen.code_choice);
+    CHECK(chosen.code_choice.rfind(u.why, 0) == 0);
+    CHECK(want.code_choice.empty());  // a mode asked for is not a choice
+    // A cache hit compiles nothing and says the same.
+    const CompiledKernel warm = compile(SharedMemoryCode::automatic, true);
+    CHECK(warm.cache_hits == 2);
+    CHECK(warm.cubins[0].cubin == chosen.cubins[0].cubin);
+    CHECK(warm.code_choice == chosen.code_choice);
   }
 }
 

@@ -25,7 +25,7 @@ namespace {
 struct Flags {
   std::string input, emit, target, targets_dir, format = "text", color = "auto", output, profile;
   std::string nvshmem;  // NVSHMEM's folder for kernels that call it (else $ORCH_NVSHMEM_HOME)
-  std::string shared_memory_code = "whole-program";  // orch::SharedMemoryCode, as text
+  std::string shared_memory_code = "auto";  // orch::SharedMemoryCode, as text
   bool check_only = false, no_kernels = false, no_cache = false, print_passes = false, no_pdl = false;
   std::vector<std::string> archs;
   unsigned jobs = 0;
@@ -197,11 +197,12 @@ int run(int argc, char** argv) {
                "allocate every buffer alone (default: buffers never in use at the same time share one arena; "
                "docs/performance.md, \"Memory: the memory plan\")");
   app.add_option("--shared-memory-code", f.shared_memory_code,
-                 "what a kernel source that uses shared memory compiles to: whole-program (default: nvcc's "
-                 "PTX, ptxas whole program), relocatable (nvcc -rdc=true's PTX, linked by nvJitLink) or "
-                 "relocatable-whole-ptx (nvcc's whole-program PTX, linked by nvJitLink); docs/language.md, "
-                 "\"Shared memory: nvcc's code\"")
-      ->check(CLI::IsMember({"whole-program", "relocatable", "relocatable-whole-ptx"}));
+                 "what a kernel source that uses shared memory compiles to: auto (default: "
+                 "relocatable-whole-ptx where a loop does multiply-adds on shared-memory loads, else "
+                 "whole-program; --print-passes says which and why), whole-program (nvcc's PTX, ptxas whole "
+                 "program), relocatable (nvcc -rdc=true's PTX, linked by nvJitLink) or relocatable-whole-ptx "
+                 "(nvcc's whole-program PTX, linked by nvJitLink); docs/language.md, \"Shared memory: nvcc's code\"")
+      ->check(CLI::IsMember({"auto", "whole-program", "relocatable", "relocatable-whole-ptx"}));
   app.add_option("--profile", f.profile,
                  "decide the speed passes from the launches and times orch-run --profile measured "
                  "(docs/observe.md, \"--profile\")")
