@@ -23,8 +23,8 @@ struct LowerOptions {
   // (orchc --no-pdl turns them off).
   bool pdl = true;
   // Copies of a `while` body per WHILE iteration, each a no-op once the condition is false
-  // (orchc --unroll N); 0: the compiler's choice per loop (lowering::auto_unroll: 16 for a body
-  // of one node, 8 otherwise), 1: no unrolling.
+  // (orchc --unroll N); 0: the compiler's choice per loop (lowering::auto_unroll: copies for 32 nodes
+  // per iteration, 8 to 16), 1: no unrolling.
   uint32_t unroll = 0;
   // A kernel that fits in one wave waits for the collective before it rather than running
   // beside it (lowering/line_up_collectives.cpp; orchc --no-line-up turns it off).

@@ -507,7 +507,7 @@ TEST_CASE("profile decisions: launches measured in one wave and short get progra
   CHECK(d.program.unrolled_loops.size() == 1);
   REQUIRE(d.unroll_notes.size() == 1);
   CHECK(d.unroll_notes[0] ==
-        "`while c > 0` at line 11:3: 8 copies of its body per WHILE iteration (the compiler's choice for 2 nodes; "
+        "`while c > 0` at line 11:3: 16 copies of its body per WHILE iteration (the compiler's choice for 2 nodes; "
         "from the profile: its body ran 2.30 us per iteration (its nodes' medians, summed), its measured launches in "
         "one wave)");
   // A profile that has only the loop's statements: the top-level edge keeps the static rule.
@@ -550,7 +550,7 @@ TEST_CASE("profile decisions: a loop's measured time is reported, not a reason t
   CHECK(programmatic(d.program) == 1);
   CHECK(d.program.unrolled_loops.size() == 1);
   REQUIRE(d.unroll_notes.size() == 1);
-  CHECK(d.unroll_notes[0] == "`while c > 0` at line 11:3: 8 copies of its body per WHILE iteration (the compiler's "
+  CHECK(d.unroll_notes[0] == "`while c > 0` at line 11:3: 16 copies of its body per WHILE iteration (the compiler's "
                              "choice for 2 nodes; from the profile: its body ran 9.80 us per iteration (its nodes' "
                              "medians, summed), its measured launches in one wave)");
   // --unroll N and --no-pdl are still the user's word.

@@ -387,14 +387,17 @@ class Unroller {
 // A WHILE iteration pays the node's turn-around and the condition kernel once (4.3-5.2 µs on an
 // H200 and an H100) and each guarded copy about 0.5-0.75 µs per node, so more copies amortize
 // the turn-around further, while a loop that ends early runs up to U - 1 copies that do nothing.
-// 8 copies leave about a quarter of a one-node iteration to the turn-around; a one-node body
-// gets 16, which measured 1.02 µs per iteration by hand against 1.27 with 8 (H200, driver
-// 580.159.04, 2026-11-23, bench/launch_bench rows n and m). So: enough copies for 16 nodes per
-// WHILE iteration, at least 8.
+// A one-node body with 16 copies measured 1.02 µs per iteration by hand against 1.27 with 8
+// (H200, driver 580.159.04, 2026-11-23, bench/launch_bench rows n and m); on real kernels
+// (bench/real_bench.py, 2026-11-28) 16 copies beat 8 on every loop the compiler unrolls: 2-node
+// bodies 10% (the 1 K and 64 K loops), the 3-node sum-while 7%, the 5-node 256^2 stencil 2%.
+// So: enough copies for 32 nodes per WHILE iteration (a quarter or less of the turn-around left
+// per iteration), at least 8, at most 16 (more was never measured).
 uint32_t auto_unroll(size_t nodes) {
-  constexpr size_t kNodesPerIteration = 16;
-  constexpr size_t kAtLeast = 8;
-  return static_cast<uint32_t>(std::max(kAtLeast, (kNodesPerIteration + nodes - 1) / std::max<size_t>(nodes, 1)));
+  constexpr size_t kNodesPerIteration = 32;
+  constexpr size_t kAtLeast = 8, kAtMost = 16;
+  return static_cast<uint32_t>(
+      std::clamp((kNodesPerIteration + nodes - 1) / std::max<size_t>(nodes, 1), kAtLeast, kAtMost));
 }
 
 std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options) {

@@ -102,16 +102,19 @@ TEST_CASE("unroll: a guarded generated kernel triggers its dependents after its 
   CHECK(verify(l->program) == "");
 }
 
-TEST_CASE("unroll: the compiler's choice is 16 copies for a body of one node, 8 for longer ones") {
+TEST_CASE("unroll: the compiler's choice is copies for 32 nodes per iteration, 8 to 16") {
+  CHECK(lowering::auto_unroll(0) == 16);
   CHECK(lowering::auto_unroll(1) == 16);
-  CHECK(lowering::auto_unroll(2) == 8);
-  CHECK(lowering::auto_unroll(3) == 8);
+  CHECK(lowering::auto_unroll(2) == 16);
+  CHECK(lowering::auto_unroll(3) == 11);
+  CHECK(lowering::auto_unroll(4) == 8);
+  CHECK(lowering::auto_unroll(5) == 8);
   CHECK(lowering::auto_unroll(40) == 8);
-  // A body of two statements: 8 copies, 16 nodes.
+  // A body of two statements: 16 copies, 32 nodes.
   auto two = lower_text("pipeline p\ntarget sm_90\nbuffer c: i32\nbuffer x: i32\ngraph main {\n  fill c = 9\n"
                         "  while c > 0 {\n    x += 2\n    c -= 1\n  }\n}\n");
   REQUIRE(two->program.unrolled_loops.size() == 1);
-  CHECK(two->program.unrolled_loops[0].copies == 8);
+  CHECK(two->program.unrolled_loops[0].copies == 16);
 }
 
 TEST_CASE("unroll: what is not unrolled says why") {
@@ -237,10 +240,10 @@ graph main {
   }
 }
 )");
-  CHECK(copies(chain->program, first_loop(chain->program).bodies[0]) ==
-        "update memset update[2/decide] fill[2/follow] update[3/decide] fill[3/follow] update[4/decide] "
-        "fill[4/follow] update[5/decide] fill[5/follow] update[6/decide] fill[6/follow] update[7/decide] "
-        "fill[7/follow] update[8/decide] fill[8/follow] condition");
+  std::string want = "update memset";  // copy 1, then copies 2 to 16 (the compiler's choice for 2 nodes)
+  for (int k = 2; k <= 16; ++k)
+    want += " update[" + std::to_string(k) + "/decide] fill[" + std::to_string(k) + "/follow]";
+  CHECK(copies(chain->program, first_loop(chain->program).bodies[0]) == want + " condition");
   CHECK(verify(chain->program) == "");
 }
 
@@ -292,9 +295,9 @@ graph main {
 }
 )");
   // Within a copy the two updates are one kernel; never across copies, never with the condition.
-  CHECK(copies(l->program, first_loop(l->program).bodies[0]) ==
-        "update update[2/alone] update[3/alone] update[4/alone] update[5/alone] update[6/alone] update[7/alone] "
-        "update[8/alone] condition");
+  std::string want = "update";  // 16 copies: the compiler's choice for 2 statements
+  for (int k = 2; k <= 16; ++k) want += " update[" + std::to_string(k) + "/alone]";
+  CHECK(copies(l->program, first_loop(l->program).bodies[0]) == want + " condition");
 }
 
 TEST_CASE("unroll: the verifier refuses a broken guard protocol") {
