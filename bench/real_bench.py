@@ -30,6 +30,10 @@ the way orch-run times an artifact (CUDA events around each cudaGraphLaunch, que
 median); torch eager and torch.cuda.graph (torch's own ops, same event timing; a `while` is a host
 loop in eager and the reference's trip count unrolled in the graph); JAX jit with lax.while_loop,
 with XLA's default flags and with command buffers for WHILE and CONDITIONAL. "-": not measured.
+A last table says what orchc chose for each row's default artifact (from `orchc --print-passes`):
+programmatic edges, each loop's copies or why it has none, and the code each kernel source that
+uses shared memory took (--shared-memory-code=auto); --prepare prints it too.
+
 Compiled pipelines and by-hand binaries are cached by content (--cache, default
 BUILD_DIR/real_bench_cache), so --prepare on a machine without a GPU saves the GPU machine's time.
 The whole suite took 1 min 55 s on an H200 with everything prepared (--quick runs a third of the
@@ -96,6 +100,27 @@ def pipeline_name(text: str) -> str:
 
 # ---- compiling: orchc artifacts and by-hand binaries, cached by content -------------------------
 
+def summarize_choices(printed: str) -> str:
+    """orchc's choices for one pipeline, from its --print-passes output: programmatic edges (the
+    last count, after the kernels are compiled), each loop's copies or why none, and the code each
+    kernel source that uses shared memory took (--shared-memory-code=auto)."""
+    parts = []
+    edges = re.findall(r"note: programmatic edges: (\d+) of (\d+) kernel -> kernel edges", printed)
+    if edges and edges[-1][1] != "0":
+        parts.append(f"PDL {edges[-1][0]} of {edges[-1][1]} edges")
+    for copies in re.findall(r"note: `while .*?` at line [\d:]+: (\d+) copies of its body", printed):
+        parts.append(f"loop x{copies}")
+    for why in re.findall(r"note: `while .*?` at line [\d:]+: not unrolled: (.*)", printed):
+        parts.append("loop not unrolled (" + ("multi-wave" if "blocks" in why else why[:40]) + ")")
+    # The last program printed holds the compiled kernels (compile_all_kernels onwards).
+    last = printed[printed.rfind("=== after compile_all_kernels"):] if "=== after compile_all_kernels" in printed else ""
+    smem = {}
+    for name, mode, rest in re.findall(r"^kernel \d+ (\w+)\(.*shared-memory code ([\w-]+):(.*)$", last, re.M):
+        smem.setdefault(name, mode + (" (patched at entry: linked either way)" if "patched at entry" in rest else ""))
+    parts += [f"{k} {m}" for k, m in smem.items()]
+    return "; ".join(parts) or "-"
+
+
 class Builder:
     def __init__(self, build: pathlib.Path, cache: pathlib.Path, extra: list = ()):
         self.orchc = build / "compiler" / "orchc"
@@ -135,6 +160,17 @@ class Builder:
             run([self.orchc, *opts, f"{slug}.orch", "-o", tmp], cwd=row_dir)
             tmp.rename(out)
         return out
+
+    def choices(self, row_dir: pathlib.Path, slug: str) -> str:
+        """What orchc chose for the default artifact, in a phrase (summarize_choices), from
+        `orchc --print-passes`; cached beside the artifacts."""
+        text = (row_dir / f"{slug}.orch").read_text()
+        out = self.cache / f"{slug}-{self.key(self.orchc_hash, 'choices', *self.extra, text)}.txt"
+        if not out.exists():
+            printed = run([self.orchc, *self.extra, "--print-passes", f"{slug}.orch", "-o", f"{slug}.choices.bin"],
+                          cwd=row_dir)
+            out.write_text(summarize_choices(printed))
+        return out.read_text()
 
     def harness_source(self, row_dir: pathlib.Path, slug: str, text: str) -> tuple:
         """The ejected CUDA of --no-pdl --unroll 1 and a main() that fills, times and dumps it."""
@@ -385,7 +421,7 @@ def ratio(a, b) -> str:
     return f"{a / b:.3f}" if isinstance(a, float) and isinstance(b, float) else "-"
 
 
-def print_tables(results: list, markdown: bool):
+def print_tables(results: list, markdown: bool, choices: dict = None):
     forced = any(FORCED.keys() & cells.keys() for _, cells, _ in results)
     cols = COLUMNS if forced else COLUMNS[:-len(FORCED)]
     main = [["row", *cols, "checked"]]
@@ -399,7 +435,10 @@ def print_tables(results: list, markdown: bool):
                        ratio(cells.get("default"), cells.get(PROFILED)),
                        ratio(cells.get("default"), cells.get("by hand")), ratio(cells.get("default"), cells.get("torch graph")),
                        ratio(cells.get("default"), cells.get("JAX cmdbuf"))])
-    for table in (main, ratios):
+    tables = [main, ratios]
+    if choices:
+        tables.append([["row", "orchc's choices (default)"]] + [[name, choices.get(name, "-")] for name, _, _ in results])
+    for table in tables:
         if markdown:
             print("| " + " | ".join(table[0]) + " |")
             print("| --- |" + " ---: |" * (len(table[0]) - 1))
@@ -408,11 +447,26 @@ def print_tables(results: list, markdown: bool):
         else:
             widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
             for r in table:
+                if table is not main and table is not ratios:  # text: left-aligned
+                    print(r[0].ljust(widths[0]) + "  " + "  ".join(r[1:]))
+                    continue
                 print(r[0].ljust(widths[0]) + "".join(c.rjust(w + 2) for c, w in zip(r[1:], widths[1:])))
         print()
 
 
 # ---- the run -------------------------------------------------------------------------------------------
+
+def row_choices(builder: Builder, rows: list, work: pathlib.Path, notes: list) -> dict:
+    """{row name: orchc's choices} for rows whose .orch prepare wrote under `work`."""
+    out = {}
+    for row in rows:
+        try:
+            out[row.name] = builder.choices(work / row.slug, row.slug)
+        except RuntimeError as e:
+            out[row.name] = "?"
+            notes.append(f"{row.name}: orchc --print-passes: {str(e).splitlines()[0][:100]}")
+    return out
+
 
 def prepare(builder: Builder, rows: list, work: pathlib.Path, check: bool, jobs: int) -> dict:
     """Writes each row's .orch, compiles every option set and builds the by-hand binary (in
@@ -461,6 +515,7 @@ def bench(a, builder: Builder, rows: list) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
         built = prepare(builder, rows, work, check=False, jobs=os.cpu_count() or 2)
+        choices = row_choices(builder, rows, work, notes)
         jax_tasks, jax_expect = [], {}
         for row in rows:
             d, (arts, hand) = work / row.slug, built[row.slug]
@@ -538,7 +593,7 @@ def bench(a, builder: Builder, rows: list) -> int:
           f"harness and torch: CUDA events; JAX: wall time of queued calls){' (--quick)' if a.quick else ''}"
           + (f"; {versions}" if versions else ""))
     print()
-    print_tables(results, a.markdown)
+    print_tables(results, a.markdown, choices)
     worst = max((c["default"] / min(c[k] for k in OPTIONS if k != "default" and isinstance(c.get(k), float))
                  for _, c, _ in results if isinstance(c.get("default"), float)
                  and any(isinstance(c.get(k), float) for k in OPTIONS if k != "default")), default=0)
@@ -628,9 +683,14 @@ def main() -> int:
     if a.prepare:
         with tempfile.TemporaryDirectory() as tmp:
             built = prepare(builder, rows, pathlib.Path(tmp), check=True, jobs=2)
+            notes = []
+            choices = row_choices(builder, rows, pathlib.Path(tmp), notes)
         for row in rows:
             arts, hand = built[row.slug]
-            print(f"{row.name}: {len(arts)} artifacts, by hand: {hand if isinstance(hand, str) else hand.name}")
+            print(f"{row.name}: {len(arts)} artifacts, by hand: {hand if isinstance(hand, str) else hand.name}; "
+                  f"orchc's choices: {choices[row.name]}")
+        for n in notes:
+            print(f"note: {n}")
         return 0 if all(not isinstance(h, str) for _, h in built.values()) else 1
     return bench(a, builder, rows)
 
