@@ -49,11 +49,14 @@ namespace {
 using namespace toolchain;  // Toolkit, probe_toolkit, nvcc_ptx, NvrtcProgram, JitLinker, ...
 
 // SharedMemoryCode::automatic relocates a unit with a loop of at least 16 multiply-adds on 8
-// shared-memory loads: the MoE expert kernel's inner loop has 32 on 24, the SGEMM's 260 on 128;
-// the heat solver's reductions have none in a loop. kAutoRule keys the cache, so a new rule
+// shared-memory loads: the MoE expert kernel's inner loop has 32 on 24, the SGEMM's 256 on 128;
+// the heat solver's reductions have none in a loop. auto_rule() keys the cache, so a new rule
 // recompiles.
 constexpr uint32_t kMinFmas = 16, kMinSharedLoads = 8;
-constexpr const char* kAutoRule = " (a loop of 16 multiply-adds on 8 shared loads)";
+std::string auto_rule() {
+  return " (a loop of " + std::to_string(kMinFmas) + " multiply-adds on " + std::to_string(kMinSharedLoads) +
+         " shared loads)";
+}
 
 // Bumped whenever what we pass NVRTC or store changes in a way the other key fields miss.
 constexpr const char* kKeySalt = "orch-kernel-cache-v2";  // v2: a module of several entries
@@ -537,7 +540,7 @@ std::optional<CompiledKernel> KernelJob::run() {
     key.add(nvcc_ ? toolkit_.nvcc : std::string());
     if (nvcc_)
       key.add(std::string("shared-memory-code=") + to_string(options_.shared_memory_code) +
-              (options_.shared_memory_code == SharedMemoryCode::automatic ? kAutoRule : ""))
+              (options_.shared_memory_code == SharedMemoryCode::automatic ? auto_rule() : std::string()))
           .add(toolkit_.nvcc_size)
           .add(uint64_t(toolkit_.nvcc_mtime))
           .add(toolkit_.ptxas)
