@@ -55,6 +55,23 @@ extern "C" __global__ void axpb(unsigned n, float* x) {
 '''
 
 
+# The same work, four elements a thread through float4 (16-byte) loads and stores, as XLA's fused
+# loop kernel does: the 16 M loop's row with it shows what the graph costs apart from the kernel.
+AXPB4 = '''kernel axpb4(n: u32, x: inout f32[]) source """
+extern "C" __global__ void axpb4(unsigned n, float* x) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (4 * i + 3 < n) {
+    float4 v = reinterpret_cast<float4*>(x)[i];
+    v.x = 0.5f * v.x + 1.0f; v.y = 0.5f * v.y + 1.0f; v.z = 0.5f * v.z + 1.0f; v.w = 0.5f * v.w + 1.0f;
+    reinterpret_cast<float4*>(x)[i] = v;
+  } else {
+    for (unsigned j = 4 * i; j < n; ++j) x[j] = 0.5f * x[j] + 1.0f;
+  }
+}
+"""
+'''
+
+
 def axpb_ref(x: np.ndarray, times: int) -> np.ndarray:
     x = x.astype(np.float32).copy()
     for _ in range(times):
@@ -75,12 +92,13 @@ def chain_row(n: int, label: str, repeat: int, launches: int = 100, checked: boo
                params={"n": n, "launches": launches})
 
 
-def loop_row(n: int, label: str, repeat: int, iters: int = 1000) -> Row:
-    slug = f"loop-{label.replace(' ', '')}"
+def loop_row(n: int, label: str, repeat: int, iters: int = 1000, vec4: bool = False) -> Row:
+    slug = f"loop-{label.replace(' ', '')}" + ("-x4" if vec4 else "")
+    launch = "axpb4<<<ceil_div(n, 1024), 256>>>(n, x)" if vec4 else "axpb<<<ceil_div(n, 256), 256>>>(n, x)"
     text = (header("loop", f"param n: u32 = {n}\nparam iters: i32 = {iters}\n", "buffer x: f32[n]\nbuffer c: i32\n")
-            + f"{AXPB}graph main {{\n  c = iters\n  while c > 0 {{\n"
-            "    axpb<<<ceil_div(n, 256), 256>>>(n, x)\n    c -= 1\n  }\n}\n")
-    return Row(f"loop x{iters}, {label}", slug, text, lambda: {"x": rng_for(slug).random(n, dtype=np.float32)},
+            + f"{AXPB4 if vec4 else AXPB}graph main {{\n  c = iters\n  while c > 0 {{\n"
+            f"    {launch}\n    c -= 1\n  }}\n}}\n")
+    return Row(f"loop x{iters}, {label}" + (", float4" if vec4 else ""), slug, text, lambda: {"x": rng_for(slug).random(n, dtype=np.float32)},
                ("x",), lambda i: {"x": axpb_ref(i["x"], iters)}, repeat, torch="chain",
                jax={"kind": "loop", "iters": iters}, loop=True, params={"n": n, "launches": iters})
 
@@ -553,6 +571,7 @@ def rows() -> list:
         chain_row(K, "1 K", 200), chain_row(64 * K, "64 K", 200), chain_row(M, "1 M", 100),
         chain_row(16 * M, "16 M", 10), chain_row(64 * M, "64 M", 5, checked=False),
         loop_row(K, "1 K", 20), loop_row(64 * K, "64 K", 20), loop_row(M, "1 M", 10), loop_row(16 * M, "16 M", 5),
+        loop_row(16 * M, "16 M", 5, vec4=True),
         fanout_row(K, "1 K", 200), fanout_row(M, "1 M", 100),
         fma_row(M, "1 M", 100), fma_row(16 * M, "16 M", 10),
         # The 64 M chain, the 4096^2 heat and the 16 M sum-while take numpy from 10 s to minutes:

@@ -45,6 +45,11 @@ struct LaunchShape {
   uint64_t shared = 0;              // dynamic shared memory per block at the defaults
   // Known to fit in one wave (every block resident at once) on every device of the target.
   bool one_wave() const { return blocks && resident && *blocks <= resident; }
+  // The waves it runs after its first (0 where it fits in one); nullopt where not known.
+  std::optional<uint64_t> extra_waves() const {
+    if (!blocks || !resident) return std::nullopt;
+    return (*blocks + resident - 1) / resident - 1;
+  }
   // "4096 blocks of 256 threads, more than the 1056 an sm_90 holds at once (132 SMs x 8)".
   std::string describe(const Residency& r) const;
 };

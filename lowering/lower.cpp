@@ -182,7 +182,7 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
     if (!again) break;
     again = false;
     std::vector<std::pair<SourceRange, std::string>> roll =
-        r.run("unrolled_past_one_wave", [&] { return lowering::unrolled_past_one_wave(l, o); });
+        r.run("unrolled_past_wave_budget", [&] { return lowering::unrolled_past_wave_budget(l, o); });
     if (roll.empty()) break;
     o.keep_rolled = std::move(roll);
     p = *checked;

@@ -48,8 +48,8 @@ struct PassOptions {
   // NCCL's kernels at high priority where kernels may run beside them (prioritize_collectives).
   bool prioritize_collectives = true;
   // Loops (by their `while` statement's place) the compiler's choice must not unroll, and why:
-  // their body turned out, once compiled, to have a launch of more than one wave
-  // (unrolled_past_one_wave; lower.cpp lowers again without them).
+  // their body's launches turned out, once compiled, to run more waves than the compiler
+  // unrolls (unrolled_past_wave_budget; lower.cpp lowers again without them).
   std::vector<std::pair<SourceRange, std::string>> keep_rolled;
   // Buffers never in use at the same time share one arena (plan_memory; orchc
   // --no-memory-plan turns it off).
@@ -88,10 +88,11 @@ std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& o
 // The compiler's choice of copies for a body of `nodes` nodes (PassOptions::unroll 0).
 uint32_t auto_unroll(size_t nodes);
 // After the kernels are compiled: the loops the compiler's choice unrolled (options.unroll 0)
-// whose body has a launch that, with its kernel's registers and static shared memory, runs in
-// more than one wave, with why (PassOptions::keep_rolled).
-std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const lir::Program& program,
-                                                                         const PassOptions& options);
+// whose copies' launches, with their kernels' registers and static shared memory, run more waves
+// past their first than the compiler unrolls (unroll_loops.cpp, kMaxExtraWaves), with why
+// (PassOptions::keep_rolled).
+std::vector<std::pair<SourceRange, std::string>> unrolled_past_wave_budget(const lir::Program& program,
+                                                                          const PassOptions& options);
 
 // fuse_generated_kernels.cpp: adjacent scalar updates, and a scalar update followed by a
 // condition evaluation, become one generated kernel (not across unrolled copies).

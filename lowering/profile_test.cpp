@@ -520,20 +520,31 @@ TEST_CASE("profile decisions: launches measured in one wave and short get progra
   CHECK(dl.program.unrolled_loops.size() == 1);
 }
 
-TEST_CASE("profile decisions: launches measured in more than one wave get neither") {
-  auto c = checked(pgo_profile(4096));
+TEST_CASE("profile decisions: launches measured in more than one wave get no programmatic edges; past 4 waves no copies") {
+  // 4096 blocks of 256 threads: 4 waves, 3 past the first, which the compiler still unrolls.
+  auto four = checked(pgo_profile(4096));
+  REQUIRE(four->profile);
+  Decided d4 = decide(*four);
+  CHECK(programmatic(d4.program) == 0);
+  CHECK(d4.ir.find("# full edge from kernels: from the profile: this launch ran 4096 blocks of 256 threads (16 registers "
+                   "per thread), more than the 1056 such blocks an NVIDIA H200 holds at once (132 SMs x 8) "
+                   "(programmatic edges join one-wave launches only)") != std::string::npos);
+  CHECK(d4.program.unrolled_loops.size() == 1);
+  REQUIRE(d4.unroll_notes.size() == 1);
+  CHECK(d4.unroll_notes[0] == "`while c > 0` at line 11:3: 16 copies of its body per WHILE iteration (the compiler's "
+                              "choice for 2 nodes; from the profile: its body ran 2.30 us per iteration (its nodes' "
+                              "medians, summed), its measured launches in at most 4 waves)");
+  // One block more: a fifth wave.
+  auto c = checked(pgo_profile(4225));
   REQUIRE(c->profile);
   Decided d = decide(*c);
   CHECK(programmatic(d.program) == 0);
-  CHECK(d.ir.find("# full edge from kernels: from the profile: this launch ran 4096 blocks of 256 threads (16 registers "
-                  "per thread), more than the 1056 such blocks an NVIDIA H200 holds at once (132 SMs x 8) "
-                  "(programmatic edges join one-wave launches only)") != std::string::npos);
   CHECK(d.program.unrolled_loops.empty());
   REQUIRE(d.unroll_notes.size() == 1);
-  CHECK(d.unroll_notes[0] == "`while c > 0` at line 11:3: not unrolled: from the profile: a launch of its body ran 4096 "
+  CHECK(d.unroll_notes[0] == "`while c > 0` at line 11:3: not unrolled: from the profile: a launch of its body ran 4225 "
                              "blocks of 256 threads (16 registers per thread), more than the 1056 such blocks an NVIDIA "
-                             "H200 holds at once (132 SMs x 8), so its run time, not the loop's turn-around, dominates "
-                             "(--unroll N unrolls it anyway)");
+                             "H200 holds at once (132 SMs x 8); its launches run 4 waves past their first, more than 3, "
+                             "so its run time, not the loop's turn-around, dominates (--unroll N unrolls it anyway)");
   // Registers count: 264 blocks of 1024 threads fit 2 a SM with 32 registers, 1 with 64.
   auto fits = checked(pgo_profile(264, 1500, 1024, 32));
   CHECK(programmatic(decide(*fits).program) == 1);
@@ -595,8 +606,8 @@ graph main {
     o.profile = c->profile;
     return lower_to_lir(*c->checked.program, o).unrolled_loops.size();
   };
-  CHECK(unrolled(4 * 256 * 1056) == 1);      // 1056 blocks of 256 threads: one wave
-  CHECK(unrolled(4 * 256 * 1056 + 4) == 0);  // one more
+  CHECK(unrolled(4 * 256 * 1056 * 4) == 1);      // 4 x 1056 blocks of 256 threads: four waves
+  CHECK(unrolled(4 * 256 * 1056 * 4 + 4) == 0);  // one more block: a fifth
   CHECK(lower_to_lir(*checked(std::nullopt, text)->checked.program, {}).unrolled_loops.empty());
 }
 
@@ -606,7 +617,7 @@ namespace orch {
 
 TEST_CASE("profile decisions: compiled, a loop the profile unrolled stays unrolled, and the artifact holds the edges") {
   // lower_to_artifact checks the unrolled loops again once the kernels are compiled
-  // (unrolled_past_one_wave): with the profile, their launches are as measured, not unknown.
+  // (unrolled_past_wave_budget): with the profile, their launches are as measured, not unknown.
   for (const bool with_profile : {false, true}) {
     CAPTURE(with_profile);
     auto c = checked(with_profile ? std::optional<Profile>(pgo_profile(256)) : std::nullopt);

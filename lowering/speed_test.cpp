@@ -242,7 +242,7 @@ TEST_CASE("programmatic edges: the artifact holds them, the kernels wait, and th
 }
 
 
-TEST_CASE("launch shapes: programmatic edges and unrolling only where every launch fits in one wave") {
+TEST_CASE("launch shapes: programmatic edges only where every launch fits in one wave, unrolling up to 4 waves") {
   auto chain = [](uint64_t n) {
     return "pipeline c\ntarget sm_90\nparam n: u32 = " + std::to_string(n) +
            "\nbuffer x: f32[n]\nbuffer c: i32\nbuffer s: u32\n"
@@ -263,19 +263,24 @@ TEST_CASE("launch shapes: programmatic edges and unrolling only where every laun
   auto small = lower_text(chain(1056 * 256));
   CHECK(programmatic(small->program) == 1);
   CHECK(small->program.unrolled_loops.size() == 1);
-  // One block more is a second wave: full edges, no unrolling, and the reasons.
+  // One block more is a second wave: full edges and the reason; the loop is still unrolled (up to
+  // 3 waves past the first, unroll_loops.cpp: kMaxExtraWaves).
   auto big = lower_text(chain(1056 * 256 + 1));
   CHECK(programmatic(big->program) == 0);
-  CHECK(big->program.unrolled_loops.empty());
+  CHECK(big->program.unrolled_loops.size() == 1);
   const std::string ir = lir::print(big->program, big->sources);
   CHECK(ir.find("# full edge from kernels: this launch has 1057 blocks of 256 threads, more than the 1056 such "
                 "blocks an sm_90 holds at once (132 SMs x 8) (programmatic edges join one-wave launches only)") !=
         std::string::npos);
-  const std::vector<std::string> notes = unroll_notes(chain(1056 * 256 + 1));
+  CHECK(lower_text(chain(4 * 1056 * 256))->program.unrolled_loops.size() == 1);
+  // A fifth wave: no unrolling, and why.
+  CHECK(lower_text(chain(4 * 1056 * 256 + 1))->program.unrolled_loops.empty());
+  const std::vector<std::string> notes = unroll_notes(chain(4 * 1056 * 256 + 1));
   REQUIRE(notes.size() == 1);
-  CHECK(notes[0] == "`while c > 0` at line 13:3: not unrolled: a launch of its body has 1057 blocks of 256 threads, "
-                    "more than the 1056 such blocks an sm_90 holds at once (132 SMs x 8), so its run time, not the "
-                    "loop's turn-around, dominates (--unroll N unrolls it anyway)");
+  CHECK(notes[0] == "`while c > 0` at line 13:3: not unrolled: a launch of its body has 4225 blocks of 256 threads, "
+                    "more than the 1056 such blocks an sm_90 holds at once (132 SMs x 8); its launches run 4 waves "
+                    "past their first, more than 3, so its run time, not the loop's turn-around, dominates (--unroll "
+                    "N unrolls it anyway)");
   // --unroll N is the user's word.
   LowerOptions four;
   four.unroll = 4;
@@ -325,7 +330,7 @@ graph main {
 // Once compiled, a kernel's registers can leave room for fewer blocks than its threads do: the
 // programmatic edges into and out of its launches go, and a loop the compiler unrolled is
 // lowered again without unrolling (lower.cpp), each saying why.
-TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled past one wave is lowered again") {
+TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled past 4 waves is lowered again") {
   auto text = [](const std::string& kernel) {
     return "pipeline r\ntarget sm_90\nparam n: u32 = 512\nbuffer x: f64[n * 128]\nbuffer c: i32\n"
            "kernel heavy(n: u32, x: inout f64[]) source \"\"\"\n"
@@ -350,16 +355,16 @@ TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled
            "}\n"
            "\"\"\"\n"
            "graph main {\n"
-           "  " + kernel + "<<<500, 256>>>(n, x)\n"
-           "  " + kernel + "<<<500, 256>>>(n, x)\n"
+           "  " + kernel + "<<<1000, 256>>>(n, x)\n"
+           "  " + kernel + "<<<1000, 256>>>(n, x)\n"
            "  c = 10\n"
            "  while c > 0 {\n"
-           "    " + kernel + "<<<500, 256>>>(n, x)\n"
+           "    " + kernel + "<<<1000, 256>>>(n, x)\n"
            "    c -= 1\n"
            "  }\n"
            "}\n";
   };
-  // 500 blocks of 256 threads: one wave by threads (1056 at once on an sm_90), so before the
+  // 1000 blocks of 256 threads: one wave by threads (1056 at once on an sm_90), so before the
   // kernels compile both are taken to fit.
   const lowering::Residency r = lowering::residency_of(lower_text(text("light"))->checked.program->profile);
   auto light = compile_artifact(text("light"));
@@ -378,7 +383,7 @@ TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled
   // registers * 32 in units of 256, each of 4 partitions holding 16384 registers' worth of warps.
   const uint32_t per_warp = (registers * 32 + 255) / 256 * 256;
   const uint64_t per_sm = (16384 / per_warp) * 4 / 8;
-  REQUIRE(per_sm * 132 < 500);
+  REQUIRE(per_sm * 132 * 4 < 1000);  // more than 4 waves
   CHECK(programmatic(heavy->program) == 0);
   CHECK(heavy->program.unrolled_loops.empty());
   for (const lir::Node& n : main_body(heavy->program).nodes) {
@@ -389,7 +394,7 @@ TEST_CASE("launch shapes: the compiled kernel's registers count; a loop unrolled
   }
   const std::string ir = lir::print(heavy->program, heavy->sources);
   INFO(ir);
-  CHECK(ir.find("this launch has 500 blocks of 256 threads, more than the " + std::to_string(per_sm * 132) +
+  CHECK(ir.find("this launch has 1000 blocks of 256 threads, more than the " + std::to_string(per_sm * 132) +
                 " such blocks an sm_90 holds at once (132 SMs x " + std::to_string(per_sm) + ": its " +
                 std::to_string(registers) + " registers per thread)") != std::string::npos);
   // The launch shape before compiling knows nothing of registers.

@@ -23,7 +23,7 @@
 //   (__threadfence, atomicExch: release). The others spin on volatile loads while the slot is 1,
 //   then fence (acquire). The warp reconverges (__syncwarp) and the block learns the decision through __syncthreads_or and returns
 //   whole when it is 3.
-// - Follow: a node that another node of its copy precedes reads the slot (volatile) and returns
+// - Follow: a node that another node of its copy precedes reads the slot (a plain load) and returns
 //   unless it is 2: its predecessor passed its own guard before doing anything, so the slot was
 //   decided before the predecessor finished, i.e. before this node started (a programmatic edge
 //   waits first, the same). The value is stable while it runs (the reset comes after it), so
@@ -90,8 +90,12 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
       "if (!__syncthreads_or(orch_go)) " + skip + " }";
   switch (role) {
     case ir::GuardRole::Follow:
-      if (function) return "return *(volatile const unsigned*)" + slot + " == 2u ? 1u : 0u;";
-      return "if (*(volatile const unsigned*)" + slot + " != 2u) " + skip;
+      // A plain load: the decision was written before this node started (see Follow above) and
+      // nothing writes the slot while it runs, so every warp after an SM's first hits in L1. A
+      // volatile load sent every warp to the one L2 line: a guarded copy of a 65,536-block kernel
+      // ran 3.05x the kernel (174 against 57 us, H200, 2026-11-29).
+      if (function) return "return *(const unsigned*)" + slot + " == 2u ? 1u : 0u;";
+      return "if (*(const unsigned*)" + slot + " != 2u) " + skip;
     case ir::GuardRole::Each: {
       // Every thread evaluates the condition (a warp loads each scalar once, later warps hit L1)
       // and leaves on its own: nothing the kernel runs beside writes the condition, so all decide
@@ -136,6 +140,16 @@ constexpr ir::GuardRole kRoles[] = {ir::GuardRole::Alone, ir::GuardRole::Decide,
 // The most nodes an unrolled body holds (all copies): more copies of a long body gain little
 // and cost instantiation time and code.
 constexpr size_t kMaxUnrolledNodes = 256;
+
+// The compiler unrolls a loop whose body's launches run at most this many waves past their
+// first, summed over the body (a launch in one wave adds none). A guarded copy costs each of
+// its launches a little per wave (the follower's load at every block's entry: 0.3-1.4 us on a
+// 4-wave kernel) and saves a part of the WHILE node's turn-around (4-5 us). Forced 16 copies
+// against the plain loop, H200, driver 580.159.04, 2026-11-29 (x = 0.5 x + 1, 256 threads per
+// block): 1 M elements (3 waves past the first) 1.51x faster, 2 M (7) 1.33x, 4 M (15) 1.20x,
+// 16 M (63) 1.03x slower; the 1024^2 stencil (3 + 3, its guarded steps 1.3x the plain ones)
+// no faster, the 4096^2 one (126) 1.12x slower. So: at most 3, where every measured body gained.
+constexpr uint64_t kMaxExtraWaves = 3;
 
 void collect_reads(const ir::Expr& e, std::vector<ir::BufferAccess>& out) {
   if (e.kind == ir::ExprKind::DeviceScalar) {
@@ -266,9 +280,8 @@ class Unroller {
     std::string profiled;  // what the profile decided, for the note
     if (!o_.unroll) {
       // The compiler's choice: copies hide the WHILE node's turn-around, which matters only while
-      // the body's launches are short. One that runs in several waves (or whose size is not known
-      // before it runs) spends its time running: there guarded copies measured slower than the
-      // plain loop (H200, bench/real_bench.py: 1.4x at 1 M elements, 1.8x at 16 M).
+      // the body's launches are short (kMaxExtraWaves). One whose size is not known before it
+      // runs may be any size: not unrolled.
       for (const auto& [at, why] : o_.keep_rolled) {
         if (at.file == w.loc.file && at.begin.line == w.loc.begin.line && at.begin.col == w.loc.begin.col) {
           notes_.push_back(where(w) + ": not unrolled: " + why + " (--unroll N unrolls it anyway)");
@@ -282,24 +295,34 @@ class Unroller {
       // 12:30 UTC: the 256^2 stencil and the 64 K sum-while) and faster nowhere: with guards
       // that cost one-wave launches nothing (role each), the copies pay off whatever the body's
       // time. It is reported in the note.
-      uint64_t body_ns = 0;
+      uint64_t body_ns = 0, extra = 0;
       bool timed = false, shaped = false;
+      std::optional<Launch> widest;
       for (size_t j = 0; j < m; ++j) {
         const Launch l = launch_of(p_, body.nodes[j], o_.residency, o_.profile);
-        if (!l.shape.one_wave()) {
+        const std::optional<uint64_t> e = l.shape.extra_waves();
+        if (!e) {
           notes_.push_back(where(w) + ": not unrolled: " + l.says("a launch of its body") +
-                           ", so its run time, not the loop's turn-around, dominates (--unroll N unrolls it anyway)");
+                           ", so its run time, not the loop's turn-around, may dominate (--unroll N unrolls it anyway)");
           return;
         }
+        extra += *e;
+        if (*e && (!widest || *e > *widest->shape.extra_waves())) widest = l;
         shaped |= l.measured_shape;
         if (l.measured) {
           body_ns += l.measured->median_ns;
           timed = true;
         }
       }
+      if (extra > kMaxExtraWaves) {
+        notes_.push_back(where(w) + ": not unrolled: " + widest->says("a launch of its body") + "; its launches run " +
+                         std::to_string(extra) + " waves past their first, more than " + std::to_string(kMaxExtraWaves) +
+                         ", so its run time, not the loop's turn-around, dominates (--unroll N unrolls it anyway)");
+        return;
+      }
       if (timed)
         profiled = "; from the profile: its body ran " + format_ns(body_ns) + " per iteration (its nodes' medians, summed)" +
-                   (shaped ? ", its measured launches in one wave" : "");
+                   (shaped ? ", its measured launches " + std::string(extra ? "in at most " + std::to_string(kMaxExtraWaves + 1) + " waves" : "in one wave") : "");
     }
     const uint32_t wanted = o_.unroll ? o_.unroll : auto_unroll(m);
     const uint32_t copies = static_cast<uint32_t>(std::min<size_t>(wanted, kMaxUnrolledNodes / m));
@@ -338,9 +361,10 @@ class Unroller {
     ir::Node end = std::move(body.nodes.back());
     body.nodes.pop_back();
     const std::vector<ir::Node> original = body.nodes;
+    const std::vector<size_t> order = deciders_first(original, guard_reads);
     for (uint32_t k = 2; k <= copies; ++k) {
-      for (const ir::Node& n : original) {
-        ir::Node c = n;
+      for (size_t j : order) {
+        ir::Node c = original[j];
         c.guard = ir::Guard{index, k, ir::GuardRole::Race};
         for (const ir::BufferAccess& a : guard_reads) add_access(c.accesses, a.buffer, a.read, a.write);
         body.nodes.push_back(std::move(c));
@@ -356,6 +380,44 @@ class Unroller {
     notes_.push_back(where(w) + ": " + std::to_string(copies) + " copies of its body per WHILE iteration" +
                      (o_.unroll ? "" : " (the compiler's choice for " + std::to_string(m) + (m == 1 ? " node" : " nodes") +
                                            profiled + ")"));
+  }
+
+  // The order of a guarded copy's nodes: the one-block nodes orchc generates (scalar updates,
+  // fills) that write what the condition reads come first where nothing before them in the body
+  // touches what they touch, so that they order the rest of the copy after them. The copy's
+  // decision is then taken by one of them (role decide, or race between one-block nodes) and
+  // every larger kernel follows (a plain load of the slot) instead of evaluating the condition
+  // in every thread (role each): at 4 M elements a guarded copy of a one-element-per-thread
+  // kernel ran 1.05x the kernel as a follower against 1.36x with role each (H200, 2026-11-29).
+  // Reordering nodes that touch nothing in common changes no result: their edges come from
+  // what they touch. User kernels stay where they are (they may share `__device__` state that
+  // no access shows), and so does everything after an NVSHMEM statement.
+  std::vector<size_t> deciders_first(const std::vector<ir::Node>& nodes,
+                                     const std::vector<ir::BufferAccess>& cond) const {
+    auto writes_cond = [&](const ir::Node& n) {
+      for (const ir::BufferAccess& a : n.accesses)
+        for (const ir::BufferAccess& c : cond)
+          if (a.write && a.buffer == c.buffer) return true;
+      return false;
+    };
+    auto conflict = [](const ir::Node& a, const ir::Node& b) {
+      for (const ir::BufferAccess& x : a.accesses)
+        for (const ir::BufferAccess& y : b.accesses)
+          if (x.buffer == y.buffer && (x.write || y.write)) return true;
+      return false;
+    };
+    std::vector<size_t> first, rest;
+    bool shmem_seen = false;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      const ir::Node& n = nodes[j];
+      shmem_seen |= n.is<ir::ShmemNode>();
+      bool hoist = !shmem_seen && (n.is<ir::ScalarUpdateNode>() || n.is<ir::FillNode>()) && writes_cond(n) &&
+                   launch_shape(p_, n, o_.residency).blocks == std::optional<uint64_t>(1);
+      for (size_t r : rest) hoist = hoist && !conflict(n, nodes[r]);
+      (hoist ? first : rest).push_back(j);
+    }
+    first.insert(first.end(), rest.begin(), rest.end());
+    return first;
   }
 
   // The device function a user kernel of a copy calls at entry for `role`; its first parameter is
@@ -404,12 +466,13 @@ std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& o
   return Unroller(program, options).run();
 }
 
-std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const lir::Program& p, const PassOptions& o) {
+std::vector<std::pair<SourceRange, std::string>> unrolled_past_wave_budget(const lir::Program& p,
+                                                                          const PassOptions& o) {
   std::vector<std::pair<SourceRange, std::string>> found;
   if (o.unroll) return found;  // the user's word
   std::vector<bool> seen(p.unrolled_loops.size(), false);
-  // A body holding guarded nodes of loop L is L's WHILE body: every launch in it (the first
-  // copy's kernels as written, the guarded variants) must fit in one wave.
+  // A body holding guarded nodes of loop L is L's WHILE body: the launches of each copy (the
+  // first copy's kernels as written, the guarded variants) keep within kMaxExtraWaves.
   std::function<void(const lir::Body&)> walk = [&](const lir::Body& b) {
     for (const lir::Node& n : b.nodes) {
       const auto* c = std::get_if<lir::ConditionalNode>(&n.op);
@@ -420,22 +483,32 @@ std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const li
         for (const lir::Node& m : body.nodes)
           if (m.guard) loop = m.guard->loop;
         if (loop < 0 || static_cast<size_t>(loop) >= seen.size() || seen[static_cast<size_t>(loop)]) continue;
+        std::map<uint32_t, uint64_t> extra;  // copy -> waves past the first, summed
+        std::optional<std::string> why;
         for (const lir::Node& m : body.nodes) {
           const auto* k = std::get_if<lir::KernelNode>(&m.op);
           if (!k) continue;
           // As measured where a profile has the launch (its registers are the compiled code's).
           const Launch l = launch_of(p, m, o.residency, o.profile);
-          if (l.shape.one_wave()) continue;
           // A grid known only when it runs was unrolled because the profile sized its statement
           // (a fill or copy by its bytes): the compiled code adds nothing to that.
           if (!l.shape.blocks && l.measured) continue;
-          seen[static_cast<size_t>(loop)] = true;
+          const std::optional<uint64_t> e = l.shape.extra_waves();
           const lir::Kernel& kernel = p.kernels.at(static_cast<size_t>(k->kernel));
-          found.emplace_back(p.unrolled_loops[static_cast<size_t>(loop)].loc,
-                             "once compiled, " + l.says("its launch of `" + kernel.name + "`") +
-                                 ", so its run time, not the loop's turn-around, dominates");
-          break;
+          const std::string said = "once compiled, " + l.says("its launch of `" + kernel.name + "`");
+          uint64_t& sum = extra[m.guard ? m.guard->copy : 1u];
+          if (e) sum += *e;
+          if (!e || sum > kMaxExtraWaves) {
+            why = said + (e ? "; a copy's launches run " + std::to_string(sum) + " waves past their first, more than " +
+                                  std::to_string(kMaxExtraWaves)
+                            : std::string()) +
+                  ", so its run time, not the loop's turn-around, dominates";
+            break;
+          }
         }
+        if (!why) continue;
+        seen[static_cast<size_t>(loop)] = true;
+        found.emplace_back(p.unrolled_loops[static_cast<size_t>(loop)].loc, *why);
       }
     }
   };

@@ -259,13 +259,13 @@ TEST_CASE("unroll: the guard code of each role") {
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Each, false) == each + "if (!orch_go) return; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Each, true) == each + "return orch_go; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Follow, false) ==
-        "if (*(volatile const unsigned*)(S + 2u) != 2u) return;");
+        "if (*(const unsigned*)(S + 2u) != 2u) return;");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Alone, true) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
         "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; } return orch_go; }");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Follow, true) ==
-        "return *(volatile const unsigned*)(S + 2u) == 2u ? 1u : 0u;");
+        "return *(const unsigned*)(S + 2u) == 2u ? 1u : 0u;");
   CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Decide, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
