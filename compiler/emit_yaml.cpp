@@ -156,7 +156,6 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
         << YAML::Value << k.entry << YAML::Key << "source" << YAML::Value
         << (k.inline_source ? std::string("inline") : k.source_path) << YAML::Key
         << "device_runtime" << YAML::Value << k.uses_device_runtime;
-    if (k.generated) out << YAML::Key << "generated" << YAML::Value << true;
     out << YAML::Key << "params" << YAML::Value << YAML::BeginSeq;
     for (const ir::KernelParam& q : k.params) {
       std::string type;

@@ -158,11 +158,6 @@ struct Kernel {
   bool has_cost = false;
   bool cost_ok = true;  // false: the clause had errors (reported), so launches get no cost
   ScalarType cost_precision = ScalarType::F32;
-
-  // Set by lowering: kernels orchc writes itself (conditions, scalar updates, fills that a
-  // memset cannot do, device launchers). Their compiled code is the lowered program's
-  // (lowering/lir.h).
-  bool generated = false;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------

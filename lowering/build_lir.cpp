@@ -47,6 +47,7 @@ class Builder {
       if (auto it = lowering_.guard_variants.find(static_cast<int>(i)); it != lowering_.guard_variants.end())
         out.kernels.back().guard_variants = it->second;
       out.kernels.back().waits_at_entry = lowering_.waits_at_entry.count(static_cast<int>(i)) > 0;
+      out.kernels.back().generated = i >= lowering_.user_kernels;
     }
     for (const ir::Graph& g : p_.graphs) {
       lir::Graph x;

@@ -294,7 +294,8 @@ ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
   k.params = params_;
   k.inline_source = true;
   k.source = code;
-  k.generated = true;  // whether it waits at entry (wait_) is generate_kernels' record
+  // That orchc wrote it is build_lir's record (lir::Kernel::generated), whether it waits at
+  // entry (wait_) generate_kernels'.
   k.loc = loc;
   for (const ir::KernelParam& p : params_)
     k.uses_device_runtime |= p.kind == ir::KernelParamKind::Cond ||

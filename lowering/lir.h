@@ -85,6 +85,9 @@ struct Module {
 // A kernel as the checker declared it (its parameters, its code and where that came from, what
 // the source text showed), with the code lowering compiled for it.
 struct Kernel : ir::Kernel {
+  // orchc wrote it (conditions, scalar updates, fills that a memset cannot do, device
+  // launchers, NVSHMEM statements): build_lir, from IrLowering::user_kernels.
+  bool generated = false;
   // Every block executes griddepcontrol.wait before it touches memory (orchc's kernels have it in
   // their source: generate_kernels, through build_lir; a user kernel gets it at its PTX entry,
   // lowering/ptx_entry.h: programmatic_edges), so a programmatic edge may enter its nodes.

@@ -95,6 +95,7 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
 
 // The passes on the checker's IR; what they compute beyond it goes to `out`.
 void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o, lowering::IrLowering& out) {
+  out.user_kernels = p.kernels.size();
   r.run("drop_helper_graphs", [&] { lowering::drop_helper_graphs(p); });
   r.run("split_segments", [&] { lowering::split_segments(p); });
   r.run("lower_conditions", [&] { lowering::lower_conditions(p); });

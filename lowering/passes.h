@@ -97,11 +97,14 @@ std::vector<std::pair<SourceRange, std::string>> unrolled_past_one_wave(const li
 // condition evaluation, become one generated kernel (not across unrolled copies).
 void fuse_generated_kernels(ir::Program& program);
 
-// What the ir passes computed that the checker's IR does not hold, for build_lir, by kernel index:
-// the guard code of each generated kernel of an unrolled copy, per GuardRole
+// What the ir passes computed that the checker's IR does not hold, for build_lir: which kernels
+// orchc wrote (lir::Kernel::generated), and by kernel index the guard code of each generated kernel of an unrolled copy, per GuardRole
 // (lir::Kernel::guard_variants), and the generated kernels that wait at entry
 // (lir::Kernel::waits_at_entry).
 struct IrLowering {
+  // The checked program's kernels, all the user's: the passes append the kernels orchc writes
+  // after them (build_lir marks those lir::Kernel::generated).
+  size_t user_kernels = 0;
   std::map<int, std::vector<std::string>> guard_variants;
   std::set<int> waits_at_entry;
 };

@@ -33,12 +33,12 @@ SourceRange range_of(const SourceManager& sources, uint32_t file, const JsonPath
   return range_at(file, text, json_offset(text, path));
 }
 
-// The key a statement of the checked program has in a profile.
+// The key a statement of the checked program has in a profile: its kernel's name. Asked before
+// generate_kernels (the checked program, unroll_loops), where every kernel is the user's.
 std::string kernel_key(const ir::Program& p, const ir::Node& n) {
   const ir::KernelNode* launch = std::get_if<ir::KernelNode>(&n.op);
   if (!launch || launch->kernel < 0 || static_cast<size_t>(launch->kernel) >= p.kernels.size()) return "";
-  const ir::Kernel& k = p.kernels[static_cast<size_t>(launch->kernel)];
-  return k.generated ? "" : k.name;
+  return p.kernels[static_cast<size_t>(launch->kernel)].name;
 }
 
 void statements(const ir::Program& p, const ir::Region& r,

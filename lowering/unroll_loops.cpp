@@ -218,7 +218,7 @@ class Unroller {
         for (const ir::KernelArg& a : launch.args)
           if (a.kind == ir::ArgKind::Cond || a.kind == ir::ArgKind::CondHandle)
             return "kernel `" + k.name + "` in its body sets a conditional handle";
-        if (!o_.patch_user_kernels && !k.generated)
+        if (!o_.patch_user_kernels)  // every kernel is the user's here: orchc's come later
           return "user kernel `" + k.name + "` cannot be guarded here (--emit=cuda: nvcc compiles it from its source)";
         return "";
       }
