@@ -225,7 +225,7 @@ std::vector<expr::Instr> to_postfix(const Expr& e, std::vector<const Expr*>* ori
   return code;
 }
 
-std::string to_string(const Expr& e, const Program& program) {
+std::string to_string(const Expr& e, const Declarations& program) {
   std::vector<const Expr*> origins;
   std::vector<expr::Instr> code = to_postfix(e, &origins);
   return expr::to_source(code, [&](const expr::Instr& in, size_t pc) -> std::string {

@@ -76,7 +76,7 @@ bool depends_on_host_values(const Expr& e);
 // Structural equality (same operators, names and constants), ignoring locations.
 bool same_expr(const Expr& a, const Expr& b);
 // Source-like text of an expression, for messages and the emitters.
-std::string to_string(const Expr& e, const struct Program& program);
+std::string to_string(const Expr& e, const struct Declarations& program);
 // The expression as expr/ postfix code (what the evaluator, the printer and the artifact take);
 // `origins`, if given, receives the node each instruction comes from.
 std::vector<expr::Instr> to_postfix(const Expr& e, std::vector<const Expr*>* origins = nullptr);
@@ -455,7 +455,9 @@ struct ConditionalHandle {
   bool set_default = false;
 };
 
-struct Program {
+// What a program declares, besides its graphs: the checker's, and shared unchanged by lowering's
+// program (lowering/mir.h), whose graphs are of its own types.
+struct Declarations {
   std::string name;
   uint32_t file = 0;
   std::vector<std::string> targets;  // arch names, e.g. {"sm_90"}
@@ -467,10 +469,13 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<Comm> comms;
   std::vector<Kernel> kernels;
-  std::vector<Graph> graphs;
   int main_graph = -1;
   std::vector<BindCheck> bind_checks;
   bool uses_rank = false;
+};
+
+struct Program : Declarations {
+  std::vector<Graph> graphs;
 
   // Set by lowering's passes on this IR (lowering/passes.h); the lowered program
   // (lowering/lir.h) takes them from here.
