@@ -1,7 +1,6 @@
 // Views of a checked program for people and tools: `orchc --emit=dot|yaml`.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,8 +28,10 @@ std::string describe_node(const ir::Program& program, const ir::Node& node);
 // (lowering/mir_print.cpp) writes the rest, so that --print-passes reads as --emit=yaml does.
 namespace emit_parts {
 
-// describe_node of the kinds lowering does not change.
-std::string describe(const ir::Declarations& p, const ir::KernelNode& k);
+// describe_node of the kinds lowering does not change, and of a kernel launch (whose arguments
+// lowering's program has kinds of its own for).
+std::string describe_launch(const ir::Declarations& p, int kernel, const ir::Expr (&grid)[3], const ir::Expr (&block)[3],
+                            const ir::Expr& shared_bytes);
 std::string describe(const ir::Declarations& p, const ir::CopyNode& c);
 std::string describe(const ir::Declarations& p, const ir::FillNode& f);
 std::string describe(const ir::Declarations& p, const ir::LaunchGraphNode& l, const std::string& graph_name);
@@ -45,9 +46,8 @@ void yaml_declarations(YAML::Emitter& out, const ir::Declarations& p);
 void yaml_node_start(YAML::Emitter& out, const ir::Declarations& p, const SourceManager& sources, size_t id,
                      const char* kind, const std::string& what, const SourceRange& loc,
                      const std::vector<SourceRange>& call_stack, const std::vector<ir::BufferAccess>& accesses);
-// A kernel launch's fields.
-void yaml_kernel_fields(YAML::Emitter& out, const ir::Declarations& p, const ir::KernelNode& k,
-                        const std::function<std::string(int graph)>& graph_name);
+// A kernel launch's fields: its kernel's name and its arguments' text.
+void yaml_kernel_fields(YAML::Emitter& out, const std::string& kernel, const std::vector<std::string>& args);
 void yaml_edges(YAML::Emitter& out, const ir::Declarations& p, const std::vector<ir::Edge>& edges);
 // A graph's map up to its body (the caller writes the body's region and closes the map).
 void yaml_graph_start(YAML::Emitter& out, const std::string& name, bool device, uint32_t family_size,

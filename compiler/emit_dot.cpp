@@ -37,7 +37,6 @@ const char* node_shape(ir::NodeKind k, bool no_bodies) {
     case ir::NodeKind::Copy:
     case ir::NodeKind::Fill:
     case ir::NodeKind::ScalarUpdate:
-    case ir::NodeKind::SetCondition:
       break;
   }
   return "box";
@@ -117,8 +116,7 @@ class DotWriter {
       case ir::NodeKind::ScalarUpdate:
       case ir::NodeKind::LaunchGraph:
       case ir::NodeKind::Collective:
-      case ir::NodeKind::Shmem:
-      case ir::NodeKind::SetCondition: break;  // no bodies
+      case ir::NodeKind::Shmem: break;  // no bodies
     }
     return "body";
   }
@@ -134,7 +132,8 @@ class DotWriter {
 
 namespace emit_parts {
 
-std::string describe(const ir::Declarations& p, const ir::KernelNode& k) {
+std::string describe_launch(const ir::Declarations& p, int kernel, const ir::Expr (&grid)[3], const ir::Expr (&block)[3],
+                            const ir::Expr& shared_bytes) {
   auto shape = [&](const ir::Expr d[3]) {
     bool one_y = d[1].kind == ir::ExprKind::Const && d[1].value.magnitude() == 1;
     bool one_z = d[2].kind == ir::ExprKind::Const && d[2].value.magnitude() == 1;
@@ -142,9 +141,9 @@ std::string describe(const ir::Declarations& p, const ir::KernelNode& k) {
     return "dim3(" + ir::to_string(d[0], p) + ", " + ir::to_string(d[1], p) + ", " +
            ir::to_string(d[2], p) + ")";
   };
-  std::string s = p.kernels[k.kernel].name + "<<<" + shape(k.grid) + ", " + shape(k.block);
-  if (!(k.shared_bytes.kind == ir::ExprKind::Const && k.shared_bytes.value.magnitude() == 0))
-    s += ", " + ir::to_string(k.shared_bytes, p);
+  std::string s = p.kernels[kernel].name + "<<<" + shape(grid) + ", " + shape(block);
+  if (!(shared_bytes.kind == ir::ExprKind::Const && shared_bytes.value.magnitude() == 0))
+    s += ", " + ir::to_string(shared_bytes, p);
   return s + ">>>";
 }
 
@@ -204,28 +203,16 @@ std::string describe(const ir::Declarations& p, const ir::ShmemNode& s) {
 std::string describe_node(const ir::Program& p, const ir::Node& n) {
   using namespace emit_parts;
   return std::visit(
-      overloaded{[&](const ir::KernelNode& k) { return describe(p, k); },
+      overloaded{[&](const ir::KernelNode& k) { return describe_launch(p, k.kernel, k.grid, k.block, k.shared_bytes); },
                  [&](const ir::CopyNode& c) { return describe(p, c); },
                  [&](const ir::FillNode& f) { return describe(p, f); },
-                 [&](const ir::ScalarUpdateNode& u) {
-                   if (u.fused_updates.size() <= 1) return describe_scalar_update(p, u.dst, u.value);
-                   std::string s;
-                   for (const auto& [dst, value] : u.fused_updates)
-                     s += (s.empty() ? "" : "; ") + describe_scalar_update(p, dst, value);
-                   return s;
-                 },
+                 [&](const ir::ScalarUpdateNode& u) { return describe_scalar_update(p, u.dst, u.value); },
                  [&](const ir::IfNode& c) { return describe_conditional(p, "if", &*c.cond); },
                  [&](const ir::WhileNode& c) { return describe_conditional(p, "while", c.cond ? &*c.cond : nullptr); },
                  [&](const ir::SwitchNode& c) { return describe_conditional(p, "switch", &*c.cond); },
                  [&](const ir::LaunchGraphNode& l) { return describe(p, l, p.graphs[l.graph].name); },
                  [&](const ir::CollectiveNode& c) { return describe(p, c); },
-                 [&](const ir::ShmemNode& s) { return describe(p, s); },
-                 [&](const ir::SetConditionNode& c) {
-                   std::string s;
-                   for (const auto& [dst, value] : c.fused_updates)
-                     s += describe_scalar_update(p, dst, value) + "; ";
-                   return s + "set condition " + std::to_string(c.handle) + " = " + ir::to_string(c.cond, p);
-                 }},
+                 [&](const ir::ShmemNode& s) { return describe(p, s); }},
       n.op);
 }
 

@@ -31,11 +31,17 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
   // Each kind's own fields (the ones describe_node does not already say), one lambda per kind:
   // a new kind must say what it adds here.
   auto kernel = [&](const ir::KernelNode& k) {
-    emit_parts::yaml_kernel_fields(out, p, k, [&](int g) { return p.graphs[g].name; });
-  };
-  // The handle is set by lowering (lower_conditions).
-  auto handle = [&](int h) {
-    if (h >= 0) out << YAML::Key << "handle" << YAML::Value << h;
+    std::vector<std::string> args;
+    for (const ir::KernelArg& a : k.args) {
+      switch (a.kind) {
+        case ir::ArgKind::Value: args.push_back(ir::to_string(a.value, p)); break;
+        case ir::ArgKind::Buffer: args.push_back(p.buffers[a.ref].name); break;
+        case ir::ArgKind::Cond: args.push_back("cond"); break;
+        case ir::ArgKind::Graph:
+        case ir::ArgKind::GraphFamily: args.push_back(a.self ? "self" : p.graphs[a.ref].name); break;
+      }
+    }
+    emit_parts::yaml_kernel_fields(out, p.kernels[k.kernel].name, args);
   };
   auto bodies = [&](const ir::ConditionalParts& c) {
     if (c.bodies.empty()) return;
@@ -43,26 +49,20 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
     for (const ir::Region& b : c.bodies) region(out, p, sources, b);
     out << YAML::EndSeq;
   };
-  auto conditional = [&](const ir::ConditionalParts& c) {
-    handle(c.handle);
-    bodies(c);
-  };
   std::visit(overloaded{kernel,
                         [](const ir::CopyNode&) {},
                         [](const ir::FillNode&) {},
                         [](const ir::ScalarUpdateNode&) {},
-                        [&](const ir::IfNode& c) { conditional(c); },
-                        [&](const ir::WhileNode& c) { conditional(c); },
+                        [&](const ir::IfNode& c) { bodies(c); },
+                        [&](const ir::WhileNode& c) { bodies(c); },
                         [&](const ir::SwitchNode& c) {
-                          handle(c.handle);
                           out << YAML::Key << "cases" << YAML::Value << YAML::Flow << c.case_values;
                           out << YAML::Key << "default" << YAML::Value << c.has_default;
                           bodies(c);
                         },
                         [](const ir::LaunchGraphNode&) {},
                         [](const ir::CollectiveNode&) {},
-                        [](const ir::ShmemNode&) {},
-                        [&](const ir::SetConditionNode& c) { handle(c.handle); }},
+                        [](const ir::ShmemNode&) {}},
              n.op);
   out << YAML::EndMap;
 }
@@ -103,23 +103,10 @@ void yaml_node_start(YAML::Emitter& out, const ir::Declarations& p, const Source
   out << YAML::Key << "writes" << YAML::Value << YAML::Flow << writes;
 }
 
-void yaml_kernel_fields(YAML::Emitter& out, const ir::Declarations& p, const ir::KernelNode& k,
-                        const std::function<std::string(int graph)>& graph_name) {
-  out << YAML::Key << "kernel" << YAML::Value << p.kernels[k.kernel].name;
+void yaml_kernel_fields(YAML::Emitter& out, const std::string& kernel, const std::vector<std::string>& args) {
+  out << YAML::Key << "kernel" << YAML::Value << kernel;
   out << YAML::Key << "args" << YAML::Value << YAML::BeginSeq;
-  for (const ir::KernelArg& a : k.args) {
-    switch (a.kind) {
-      case ir::ArgKind::Value: out << ir::to_string(a.value, p); break;
-      case ir::ArgKind::Buffer: out << p.buffers[a.ref].name; break;
-      case ir::ArgKind::Cond: out << "cond"; break;
-      case ir::ArgKind::CondHandle: out << "handle " + std::to_string(a.ref); break;
-      case ir::ArgKind::Graph:
-      case ir::ArgKind::GraphFamily:
-        out << (a.self ? "self" : graph_name(a.ref));
-        break;
-      case ir::ArgKind::Status: out << "device status"; break;
-    }
-  }
+  for (const std::string& a : args) out << a;
   out << YAML::EndSeq;
 }
 
@@ -240,19 +227,6 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
-  if (!p.segments.empty()) {
-    out << YAML::Key << "segments" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (int g : p.segments) out << p.graphs[g].name;
-    out << YAML::EndSeq;
-  }
-  if (!p.handles.empty()) {
-    out << YAML::Key << "handles" << YAML::Value << YAML::BeginSeq;
-    for (const ir::ConditionalHandle& h : p.handles)
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "graph" << YAML::Value
-          << p.graphs[h.graph].name << YAML::Key << "default" << YAML::Value << h.default_value
-          << YAML::EndMap;
-    out << YAML::EndSeq;
-  }
   emit_parts::yaml_bind_checks(out, p, sources);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

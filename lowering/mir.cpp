@@ -7,45 +7,62 @@ namespace orch::mir {
 
 const char* to_string(GuardRole r) {
   switch (r) {
-    case GuardRole::Alone: return "alone";
-    case GuardRole::Decide: return "decide";
-    case GuardRole::Race: return "race";
-    case GuardRole::Follow: return "follow";
-    case GuardRole::Each: return "each";
+    case GuardRole::Alone:
+      return "alone";
+    case GuardRole::Decide:
+      return "decide";
+    case GuardRole::Race:
+      return "race";
+    case GuardRole::Follow:
+      return "follow";
+    case GuardRole::Each:
+      return "each";
   }
   return "?";
 }
 
 const char* to_string(NodeKind k) {
   switch (k) {
-    case NodeKind::Kernel: return "kernel";
-    case NodeKind::Copy: return "copy";
-    case NodeKind::Fill: return "fill";
-    case NodeKind::ScalarUpdate: return "scalar_update";
-    case NodeKind::If: return "if";
-    case NodeKind::While: return "while";
-    case NodeKind::Switch: return "switch";
-    case NodeKind::LaunchGraph: return "launch";
-    case NodeKind::Collective: return "collective";
-    case NodeKind::Shmem: return "nvshmem";
-    case NodeKind::SetCondition: return "set_condition";
+    case NodeKind::Kernel:
+      return "kernel";
+    case NodeKind::Copy:
+      return "copy";
+    case NodeKind::Fill:
+      return "fill";
+    case NodeKind::ScalarUpdate:
+      return "scalar_update";
+    case NodeKind::If:
+      return "if";
+    case NodeKind::While:
+      return "while";
+    case NodeKind::Switch:
+      return "switch";
+    case NodeKind::LaunchGraph:
+      return "launch";
+    case NodeKind::Collective:
+      return "collective";
+    case NodeKind::Shmem:
+      return "nvshmem";
+    case NodeKind::SetCondition:
+      return "set_condition";
   }
   return "?";
 }
 
 const ConditionalParts* conditional(const Node& n) {
-  return std::visit(overloaded{[](const IfNode& c) -> const ConditionalParts* { return &c; },
-                               [](const WhileNode& c) -> const ConditionalParts* { return &c; },
-                               [](const SwitchNode& c) -> const ConditionalParts* { return &c; },
-                               [](const KernelNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const CopyNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const FillNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const ScalarUpdateNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const LaunchGraphNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const CollectiveNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const ShmemNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const SetConditionNode&) -> const ConditionalParts* { return nullptr; }},
-                    n.op);
+  return std::visit(
+      overloaded{[](const IfNode& c) -> const ConditionalParts* { return &c; },
+                 [](const WhileNode& c) -> const ConditionalParts* { return &c; },
+                 [](const SwitchNode& c) -> const ConditionalParts* { return &c; },
+                 [](const KernelNode&) -> const ConditionalParts* { return nullptr; },
+                 [](const CopyNode&) -> const ConditionalParts* { return nullptr; },
+                 [](const FillNode&) -> const ConditionalParts* { return nullptr; },
+                 [](const ScalarUpdateNode&) -> const ConditionalParts* { return nullptr; },
+                 [](const LaunchGraphNode&) -> const ConditionalParts* { return nullptr; },
+                 [](const CollectiveNode&) -> const ConditionalParts* { return nullptr; },
+                 [](const ShmemNode&) -> const ConditionalParts* { return nullptr; },
+                 [](const SetConditionNode&) -> const ConditionalParts* { return nullptr; }},
+      n.op);
 }
 
 ConditionalParts* conditional(Node& n) {

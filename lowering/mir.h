@@ -20,50 +20,46 @@ namespace orch::mir {
 
 // ---- the checker's types, unchanged by lowering ---------------------------------------------
 
-using ir::kMaxConditionalNesting;
-using ir::kMaxFamilySize;
-using ir::ScalarType;
-using ir::Value;
-using ir::ExprKind;
-using ir::Expr;
-using ir::constant;
-using ir::operation;
-using ir::reads_device;
-using ir::depends_on_host_values;
-using ir::same_expr;
-using ir::to_postfix;
-using ir::is_float;
-using ir::is_signed;
-using ir::size_of;
-using ir::to_string;  // every enum's, and an expression's (of any program's Declarations)
-using ir::Param;
-using ir::Buffer;
-using ir::Comm;
 using ir::Access;
-using ir::KernelParamKind;
-using ir::LaunchMode;
-using ir::KernelParam;
-using ir::LaunchBudget;
-using ir::Kernel;
+using ir::BindCheck;
+using ir::Buffer;
 using ir::BufferAccess;
-using ir::ArgKind;
-using ir::KernelArg;
 using ir::CollectiveKind;
-using ir::ReduceOp;
-using ir::ShmemOp;
-using ir::SignalOp;
-using ir::WaitCmp;
-using ir::KernelNode;
-using ir::CopyNode;
-using ir::FillNode;
-using ir::LaunchGraphNode;
 using ir::CollectiveNode;
-using ir::ShmemNode;
+using ir::Comm;
+using ir::constant;
+using ir::CopyNode;
+using ir::Declarations;
+using ir::depends_on_host_values;
 using ir::DepKind;
 using ir::Edge;
-using ir::BindCheck;
-using ir::StatusSite;
-using ir::Declarations;
+using ir::Expr;
+using ir::ExprKind;
+using ir::FillNode;
+using ir::is_float;
+using ir::is_signed;
+using ir::Kernel;
+using ir::KernelParam;
+using ir::KernelParamKind;
+using ir::kMaxConditionalNesting;
+using ir::kMaxFamilySize;
+using ir::LaunchBudget;
+using ir::LaunchGraphNode;
+using ir::LaunchMode;
+using ir::operation;
+using ir::Param;
+using ir::reads_device;
+using ir::ReduceOp;
+using ir::same_expr;
+using ir::ScalarType;
+using ir::ShmemNode;
+using ir::ShmemOp;
+using ir::SignalOp;
+using ir::size_of;
+using ir::to_postfix;
+using ir::to_string;  // every enum's, and an expression's (of any program's Declarations)
+using ir::Value;
+using ir::WaitCmp;
 
 // ---- what lowering adds ---------------------------------------------------------------------
 
@@ -110,6 +106,29 @@ struct Guard {
 
 struct Region;
 
+// ir::ArgKind's kinds and lowering's: CondHandle, a `cond` argument lower_conditions bound to
+// handle `ref`; Status, the executable's device status record, where generated kernels report
+// errors.
+enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily, CondHandle, Status };
+
+struct KernelArg {
+  ArgKind kind = ArgKind::Value;
+  Expr value;         // Value
+  int ref = -1;       // Buffer: buffer index; Graph/GraphFamily: graph index; CondHandle: handle
+  bool self = false;  // Graph: the graph being executed (`self`)
+  SourceRange loc;
+};
+
+// ir::KernelNode, with lowering's arguments.
+struct KernelNode {
+  int kernel = -1;
+  Expr grid[3], block[3];
+  std::optional<Expr> cost_bytes, cost_flops;  // the kernel's `cost` for this launch
+  SourceRange grid_loc, block_loc;             // the whole shape, `dim3(...)` included
+  Expr shared_bytes;
+  std::vector<KernelArg> args;
+};
+
 // dst = value, evaluated by a generated kernel.
 struct ScalarUpdateNode {
   int dst = -1;
@@ -126,10 +145,10 @@ struct ConditionalParts {
   int handle = -1;  // lower_conditions: its CUDA conditional handle
 };
 
-struct IfNode : ConditionalParts {};        // bodies[0] then, bodies[1] else (if present)
-struct WhileNode : ConditionalParts {};     // bodies[0]; cond absent for `while kernel`
-struct SwitchNode : ConditionalParts {      // bodies[i] for case_values[i]; the default body last
-  std::vector<int64_t> case_values;  // of the subject's type, as expr::Value bits
+struct IfNode : ConditionalParts {};     // bodies[0] then, bodies[1] else (if present)
+struct WhileNode : ConditionalParts {};  // bodies[0]; cond absent for `while kernel`
+struct SwitchNode : ConditionalParts {   // bodies[i] for case_values[i]; the default body last
+  std::vector<int64_t> case_values;      // of the subject's type, as expr::Value bits
   bool has_default = false;
 };
 
@@ -150,14 +169,17 @@ struct SetConditionNode {
 
 // As ir::NodeOp: alternatives in NodeKind's order, so every switch and `overloaded` visit is a
 // compile error until it handles a new kind.
-using NodeOp = std::variant<KernelNode, CopyNode, FillNode, ScalarUpdateNode, IfNode, WhileNode, SwitchNode,
-                            LaunchGraphNode, CollectiveNode, ShmemNode, SetConditionNode>;
+using NodeOp =
+    std::variant<KernelNode, CopyNode, FillNode, ScalarUpdateNode, IfNode, WhileNode, SwitchNode,
+                 LaunchGraphNode, CollectiveNode, ShmemNode, SetConditionNode>;
 template <NodeKind K>
 using NodeOf = std::variant_alternative_t<static_cast<size_t>(K), NodeOp>;
-static_assert(std::is_same_v<NodeOf<NodeKind::Kernel>, KernelNode> && std::is_same_v<NodeOf<NodeKind::Copy>, CopyNode> &&
+static_assert(std::is_same_v<NodeOf<NodeKind::Kernel>, KernelNode> &&
+                  std::is_same_v<NodeOf<NodeKind::Copy>, CopyNode> &&
                   std::is_same_v<NodeOf<NodeKind::Fill>, FillNode> &&
                   std::is_same_v<NodeOf<NodeKind::ScalarUpdate>, ScalarUpdateNode> &&
-                  std::is_same_v<NodeOf<NodeKind::If>, IfNode> && std::is_same_v<NodeOf<NodeKind::While>, WhileNode> &&
+                  std::is_same_v<NodeOf<NodeKind::If>, IfNode> &&
+                  std::is_same_v<NodeOf<NodeKind::While>, WhileNode> &&
                   std::is_same_v<NodeOf<NodeKind::Switch>, SwitchNode> &&
                   std::is_same_v<NodeOf<NodeKind::LaunchGraph>, LaunchGraphNode> &&
                   std::is_same_v<NodeOf<NodeKind::Collective>, CollectiveNode> &&
@@ -169,17 +191,24 @@ static_assert(std::is_same_v<NodeOf<NodeKind::Kernel>, KernelNode> && std::is_sa
 struct Node {
   NodeOp op;
   SourceRange loc;
-  std::vector<SourceRange> call_stack;  // `call` sites this node was inlined through, outermost first
-  std::vector<BufferAccess> accesses;   // for conditionals: the condition and all bodies
-  std::optional<Guard> guard;           // unroll_loops: the unrolled copy it belongs to (2 and up)
+  std::vector<SourceRange>
+      call_stack;  // `call` sites this node was inlined through, outermost first
+  std::vector<BufferAccess> accesses;  // for conditionals: the condition and all bodies
+  std::optional<Guard> guard;          // unroll_loops: the unrolled copy it belongs to (2 and up)
 
   NodeKind kind() const { return static_cast<NodeKind>(op.index()); }
   template <class T>
-  bool is() const { return std::holds_alternative<T>(op); }
+  bool is() const {
+    return std::holds_alternative<T>(op);
+  }
   template <class T>
-  T& as() { return std::get<T>(op); }
+  T& as() {
+    return std::get<T>(op);
+  }
   template <class T>
-  const T& as() const { return std::get<T>(op); }
+  const T& as() const {
+    return std::get<T>(op);
+  }
 };
 
 // The condition and bodies of an If, While or Switch node; nullptr for every other kind.
@@ -207,6 +236,15 @@ struct Graph {
   uint64_t fire_and_forget_launches = 0;
   uint64_t tail_launches = 0;
   uint64_t self_tail_launches = 0;
+};
+
+// A place a generated kernel reports a device-side error from (a failed device graph launch,
+// a family index out of range, an expression that cannot be evaluated): the number is compiled
+// into the kernel, and the runtime turns it back into the statement.
+struct StatusSite {
+  SourceRange loc;
+  std::vector<SourceRange> call_stack;
+  std::string what;  // e.g. "launch child tail"
 };
 
 // A `while` loop whose body lowering repeated (lowering/unroll_loops.cpp): `copies` copies per

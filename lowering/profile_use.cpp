@@ -35,16 +35,16 @@ SourceRange range_of(const SourceManager& sources, uint32_t file, const JsonPath
 
 // The key a statement of the checked program has in a profile: its kernel's name. Asked before
 // generate_kernels (the checked program, unroll_loops), where every kernel is the user's.
-std::string kernel_key(const mir::Declarations& p, const mir::KernelNode* launch) {
-  if (!launch || launch->kernel < 0 || static_cast<size_t>(launch->kernel) >= p.kernels.size()) return "";
-  return p.kernels[static_cast<size_t>(launch->kernel)].name;
+std::string kernel_key(const mir::Declarations& p, int kernel) {
+  if (kernel < 0 || static_cast<size_t>(kernel) >= p.kernels.size()) return "";
+  return p.kernels[static_cast<size_t>(kernel)].name;
 }
 
 void statements(const ir::Program& p, const ir::Region& r,
                 std::set<std::tuple<uint32_t, uint32_t, uint32_t, std::string>>* out) {
   for (const ir::Node& n : r.nodes) {
-    if (n.loc.valid())
-      out->emplace(n.loc.file, n.loc.begin.line, n.loc.begin.col, kernel_key(p, std::get_if<ir::KernelNode>(&n.op)));
+    const int kernel = n.is<ir::KernelNode>() ? n.as<ir::KernelNode>().kernel : -1;
+    if (n.loc.valid()) out->emplace(n.loc.file, n.loc.begin.line, n.loc.begin.col, kernel_key(p, kernel));
     for (const ir::Region& b : ir::bodies(n)) statements(p, b, out);
   }
 }
@@ -217,7 +217,7 @@ Launch launch_of(const lir::Program& p, const lir::Node& n, const Residency& r, 
 Launch launch_of(const mir::Program& p, const mir::Node& n, const Residency& r, const ProfileUse& u) {
   Launch L;
   L.residency = r;
-  const std::string kernel = kernel_key(p, std::get_if<mir::KernelNode>(&n.op));
+  const std::string kernel = kernel_key(p, n.is<mir::KernelNode>() ? n.as<mir::KernelNode>().kernel : -1);
   if (u.profile) L.measured = u.profile->find(n.loc, kernel);
   if (L.measured && L.measured->launch && !kernel.empty()) {
     L.measured_shape = true;

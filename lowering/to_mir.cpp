@@ -1,8 +1,8 @@
 // The checker's program as lowering's passes take it: the one place that knows both
-// representations. Declarations and leaf nodes are copied as they are; conditionals get their
-// bodies converted and no handle yet, nodes no guard, scalar updates nothing fused.
+// representations. Declarations and leaf nodes are copied as they are; kernel launches get
+// lowering's argument kinds, conditionals their bodies converted and no handle yet, nodes no
+// guard, scalar updates nothing fused.
 #include "lowering/mir.h"
-
 #include "support/overloaded.h"
 
 namespace orch::mir {
@@ -20,12 +20,48 @@ To conditional_parts(const From& c) {
   return out;
 }
 
+ArgKind convert(ir::ArgKind k) {
+  switch (k) {
+    case ir::ArgKind::Value:
+      return ArgKind::Value;
+    case ir::ArgKind::Buffer:
+      return ArgKind::Buffer;
+    case ir::ArgKind::Cond:
+      return ArgKind::Cond;
+    case ir::ArgKind::Graph:
+      return ArgKind::Graph;
+    case ir::ArgKind::GraphFamily:
+      return ArgKind::GraphFamily;
+  }
+  return ArgKind::Value;
+}
+
+KernelNode convert(const ir::KernelNode& k) {
+  KernelNode out;
+  out.kernel = k.kernel;
+  for (int d = 0; d < 3; ++d) {
+    out.grid[d] = k.grid[d];
+    out.block[d] = k.block[d];
+  }
+  out.cost_bytes = k.cost_bytes;
+  out.cost_flops = k.cost_flops;
+  out.grid_loc = k.grid_loc;
+  out.block_loc = k.block_loc;
+  out.shared_bytes = k.shared_bytes;
+  out.args.reserve(k.args.size());
+  for (const ir::KernelArg& a : k.args)
+    out.args.push_back({convert(a.kind), a.value, a.ref, a.self, a.loc});
+  return out;
+}
+
 NodeOp convert(const ir::NodeOp& op) {
   return std::visit(
-      overloaded{[](const ir::KernelNode& k) -> NodeOp { return k; },
+      overloaded{[](const ir::KernelNode& k) -> NodeOp { return convert(k); },
                  [](const ir::CopyNode& c) -> NodeOp { return c; },
                  [](const ir::FillNode& f) -> NodeOp { return f; },
-                 [](const ir::ScalarUpdateNode& u) -> NodeOp { return ScalarUpdateNode{u.dst, u.value, {}}; },
+                 [](const ir::ScalarUpdateNode& u) -> NodeOp {
+                   return ScalarUpdateNode{u.dst, u.value, {}};
+                 },
                  [](const ir::IfNode& c) -> NodeOp { return conditional_parts<IfNode>(c); },
                  [](const ir::WhileNode& c) -> NodeOp { return conditional_parts<WhileNode>(c); },
                  [](const ir::SwitchNode& c) -> NodeOp {
@@ -36,8 +72,7 @@ NodeOp convert(const ir::NodeOp& op) {
                  },
                  [](const ir::LaunchGraphNode& l) -> NodeOp { return l; },
                  [](const ir::CollectiveNode& c) -> NodeOp { return c; },
-                 [](const ir::ShmemNode& s) -> NodeOp { return s; },
-                 [](const ir::SetConditionNode&) -> NodeOp { return SetConditionNode{}; }},
+                 [](const ir::ShmemNode& s) -> NodeOp { return s; }},
       op);
 }
 

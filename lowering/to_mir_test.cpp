@@ -47,7 +47,8 @@ TEST_CASE("to_mir: the checker's nodes, edges and declarations, no handle, guard
   CHECK(m.unrolled_loops.empty());
   REQUIRE(m.graphs.size() == ir.graphs.size());
   size_t conditionals = 0;
-  std::function<void(const ir::Region&, const mir::Region&)> same = [&](const ir::Region& a, const mir::Region& b) {
+  std::function<void(const ir::Region&, const mir::Region&)> same = [&](const ir::Region& a,
+                                                                        const mir::Region& b) {
     REQUIRE(a.nodes.size() == b.nodes.size());
     REQUIRE(a.edges.size() == b.edges.size());
     for (size_t e = 0; e < a.edges.size(); ++e) {
@@ -64,7 +65,8 @@ TEST_CASE("to_mir: the checker's nodes, edges and declarations, no handle, guard
       CHECK(x.loc.begin.line == y.loc.begin.line);
       CHECK(x.accesses.size() == y.accesses.size());
       CHECK_FALSE(y.guard);
-      if (const auto* u = std::get_if<mir::ScalarUpdateNode>(&y.op)) CHECK(u->fused_updates.empty());
+      if (const auto* u = std::get_if<mir::ScalarUpdateNode>(&y.op))
+        CHECK(u->fused_updates.empty());
       const mir::ConditionalParts* c = mir::conditional(y);
       CHECK((c != nullptr) == (ir::conditional(x) != nullptr));
       if (!c) continue;
