@@ -86,7 +86,6 @@ std::vector<Site> sites_of(const ir::Program& p, int g) {
       case ir::NodeKind::Switch:
       case ir::NodeKind::Collective:
       case ir::NodeKind::Shmem:
-      case ir::NodeKind::SetCondition:
         break;  // launch no graph
     }
   }
@@ -118,7 +117,6 @@ std::vector<ir::BufferAccess> direct_accesses(const ir::Program& p, const ir::No
     case ir::NodeKind::Switch:
     case ir::NodeKind::Collective:
     case ir::NodeKind::Shmem:
-    case ir::NodeKind::SetCondition:
       break;  // its accesses are its own work
   }
   return n.accesses;

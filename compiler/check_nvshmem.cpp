@@ -367,7 +367,6 @@ class NvshmemRules {
       case ir::NodeKind::While:
       case ir::NodeKind::Switch:
       case ir::NodeKind::LaunchGraph:
-      case ir::NodeKind::SetCondition:
         break;  // bodies are walked on their own; a launched graph's nodes too
     }
     return out;

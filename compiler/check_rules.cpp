@@ -47,7 +47,6 @@ std::vector<Launch> launches_of(const ir::Program& p, const ir::Node& n, int cur
     case ir::NodeKind::Switch:
     case ir::NodeKind::Collective:
     case ir::NodeKind::Shmem:
-    case ir::NodeKind::SetCondition:
       break;  // launch no graph (a conditional's bodies are nodes of their own)
   }
   return out;

@@ -16,18 +16,13 @@ using DepGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirect
                                        boost::no_property, ir::Edge>;
 
 // Conditional handles a node sets with cudaGraphSetConditional: its `cond` arguments (-1, the
-// innermost `while kernel`'s handle, until the lowering names it) and handle arguments, and
-// for a conditional node what its bodies set (a nested `while kernel`'s `cond` is its own).
+// innermost `while kernel`'s handle), and for a conditional node what its bodies set (a nested
+// `while kernel`'s `cond` is its own).
 void handles_set(const ir::Node& n, bool in_own_loop, std::vector<int>& out) {
-  // Only a kernel launch takes arguments (a condition kernel's handle argument appears once
-  // generate_kernels made it a kernel node).
   const ir::KernelNode* launch = std::get_if<ir::KernelNode>(&n.op);
-  for (const ir::KernelArg& a : launch ? launch->args : std::vector<ir::KernelArg>{}) {
-    int key = a.kind == ir::ArgKind::CondHandle         ? a.ref
-              : a.kind == ir::ArgKind::Cond && !in_own_loop ? -1
-                                                              : -2;
-    if (key != -2 && std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
-  }
+  for (const ir::KernelArg& a : launch ? launch->args : std::vector<ir::KernelArg>{})
+    if (a.kind == ir::ArgKind::Cond && !in_own_loop && std::find(out.begin(), out.end(), -1) == out.end())
+      out.push_back(-1);
   const bool own = n.is<ir::WhileNode>() && !n.as<ir::WhileNode>().cond;
   for (const ir::Region& body : ir::bodies(n))
     for (const ir::Node& child : body.nodes) handles_set(child, in_own_loop || own, out);
@@ -37,7 +32,7 @@ void handles_set(const ir::Node& n, bool in_own_loop, std::vector<int>& out) {
 // writer and the readers since, as a single pass in program order. Nodes that set the same
 // conditional handle are ordered too: concurrent cudaGraphSetConditional calls on one handle
 // are undefined (cuda_device_runtime_api.h), and in program order the last one wins.
-std::vector<ir::Edge> dependencies(const ir::Region& region) {
+std::vector<ir::Edge> dependencies(const std::vector<EdgeSource>& nodes) {
   struct BufferState {
     int last_writer = -1;
     std::vector<int> readers;
@@ -45,8 +40,8 @@ std::vector<ir::Edge> dependencies(const ir::Region& region) {
   std::unordered_map<int, BufferState> state;
   std::unordered_map<int, int> last_setter;  // per handle
   std::vector<ir::Edge> edges;
-  for (int j = 0; j < static_cast<int>(region.nodes.size()); ++j) {
-    for (const ir::BufferAccess& a : region.nodes[j].accesses) {
+  for (int j = 0; j < static_cast<int>(nodes.size()); ++j) {
+    for (const ir::BufferAccess& a : *nodes[j].accesses) {
       BufferState& s = state[a.buffer];
       if (a.read && s.last_writer >= 0)
         edges.push_back({s.last_writer, j, a.buffer, ir::DepKind::RAW});
@@ -59,16 +54,14 @@ std::vector<ir::Edge> dependencies(const ir::Region& region) {
       }
     }
     // After the buffer edges, so that a pair ordered by both is labelled by its buffer.
-    std::vector<int> handles;
-    handles_set(region.nodes[j], false, handles);
-    for (int h : handles) {
+    for (int h : nodes[j].handles) {
       auto [it, first] = last_setter.emplace(h, j);
       if (!first) {
         edges.push_back({it->second, j, -1, ir::DepKind::Condition});
         it->second = j;
       }
     }
-    for (const ir::BufferAccess& a : region.nodes[j].accesses) {
+    for (const ir::BufferAccess& a : *nodes[j].accesses) {
       BufferState& s = state[a.buffer];
       if (a.write) {
         s.last_writer = j;
@@ -93,12 +86,24 @@ std::vector<ir::Edge> dependencies(const ir::Region& region) {
 }  // namespace
 
 void derive_edges(ir::Region& region) {
-  for (ir::Node& n : region.nodes)
+  std::vector<EdgeSource> nodes(region.nodes.size());
+  for (size_t i = 0; i < region.nodes.size(); ++i) {
+    ir::Node& n = region.nodes[i];
     for (ir::Region& body : ir::bodies(n)) derive_edges(body);
+    nodes[i].accesses = &n.accesses;
+    handles_set(n, false, nodes[i].handles);
+  }
+  region.edges = reduced_edges(nodes);
+}
 
-  const int n = static_cast<int>(region.nodes.size());
+bool is_ordered(const ir::Region& region, int from, int to) {
+  return is_ordered(region.edges, region.nodes.size(), from, to);
+}
+
+std::vector<ir::Edge> reduced_edges(const std::vector<EdgeSource>& nodes) {
+  const int n = static_cast<int>(nodes.size());
   DepGraph g(n);
-  for (const ir::Edge& e : dependencies(region)) boost::add_edge(e.from, e.to, e, g);
+  for (const ir::Edge& e : dependencies(nodes)) boost::add_edge(e.from, e.to, e, g);
 
   // Edges only point forward in program order, so the graph is acyclic by construction;
   // the sort is the structural check that it stays so.
@@ -151,14 +156,14 @@ void derive_edges(ir::Region& region) {
   std::sort(kept.begin(), kept.end(), [](const ir::Edge& a, const ir::Edge& b) {
     return std::tie(a.from, a.to) < std::tie(b.from, b.to);
   });
-  region.edges = std::move(kept);
+  return kept;
 }
 
-bool is_ordered(const ir::Region& region, int from, int to) {
+bool is_ordered(const std::vector<ir::Edge>& edges, size_t nodes, int from, int to) {
   if (from == to) return false;
-  std::vector<std::vector<int>> succ(region.nodes.size());
-  for (const ir::Edge& e : region.edges) succ[e.from].push_back(e.to);
-  std::vector<bool> seen(region.nodes.size(), false);
+  std::vector<std::vector<int>> succ(nodes);
+  for (const ir::Edge& e : edges) succ[e.from].push_back(e.to);
+  std::vector<bool> seen(nodes, false);
   std::vector<int> stack{from};
   while (!stack.empty()) {
     int x = stack.back();

@@ -13,4 +13,14 @@ void derive_edges(ir::Region& region);
 // True if `from` must finish before `to` starts: a path of edges leads from one to the other.
 bool is_ordered(const ir::Region& region, int from, int to);
 
+// What derive_edges computes for one region, for any program's nodes (lowering's rebuild_edges
+// too): per node in program order, its accesses and the conditional handles it sets (-1: the
+// enclosing `while kernel`'s); returns the edges, transitively reduced.
+struct EdgeSource {
+  const std::vector<ir::BufferAccess>* accesses = nullptr;
+  std::vector<int> handles;
+};
+std::vector<ir::Edge> reduced_edges(const std::vector<EdgeSource>& nodes);
+bool is_ordered(const std::vector<ir::Edge>& edges, size_t nodes, int from, int to);
+
 }  // namespace orch

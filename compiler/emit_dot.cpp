@@ -2,6 +2,7 @@
 
 #include "compiler/emit.h"
 #include "support/node_name.h"
+#include "support/overloaded.h"
 
 namespace orch {
 
@@ -36,7 +37,6 @@ const char* node_shape(ir::NodeKind k, bool no_bodies) {
     case ir::NodeKind::Copy:
     case ir::NodeKind::Fill:
     case ir::NodeKind::ScalarUpdate:
-    case ir::NodeKind::SetCondition:
       break;
   }
   return "box";
@@ -116,8 +116,7 @@ class DotWriter {
       case ir::NodeKind::ScalarUpdate:
       case ir::NodeKind::LaunchGraph:
       case ir::NodeKind::Collective:
-      case ir::NodeKind::Shmem:
-      case ir::NodeKind::SetCondition: break;  // no bodies
+      case ir::NodeKind::Shmem: break;  // no bodies
     }
     return "body";
   }
@@ -131,7 +130,10 @@ class DotWriter {
 
 }  // namespace
 
-std::string describe_node(const ir::Program& p, const ir::Node& n) {
+namespace emit_parts {
+
+std::string describe_launch(const ir::Declarations& p, int kernel, const ir::Expr (&grid)[3], const ir::Expr (&block)[3],
+                            const ir::Expr& shared_bytes) {
   auto shape = [&](const ir::Expr d[3]) {
     bool one_y = d[1].kind == ir::ExprKind::Const && d[1].value.magnitude() == 1;
     bool one_z = d[2].kind == ir::ExprKind::Const && d[2].value.magnitude() == 1;
@@ -139,81 +141,79 @@ std::string describe_node(const ir::Program& p, const ir::Node& n) {
     return "dim3(" + ir::to_string(d[0], p) + ", " + ir::to_string(d[1], p) + ", " +
            ir::to_string(d[2], p) + ")";
   };
-  switch (n.kind()) {
-    case ir::NodeKind::Kernel: {
-      const ir::KernelNode& k = n.as<ir::KernelNode>();
-      std::string s = p.kernels[k.kernel].name + "<<<" + shape(k.grid) + ", " + shape(k.block);
-      if (!(k.shared_bytes.kind == ir::ExprKind::Const && k.shared_bytes.value.magnitude() == 0))
-        s += ", " + ir::to_string(k.shared_bytes, p);
-      return s + ">>>";
+  std::string s = p.kernels[kernel].name + "<<<" + shape(grid) + ", " + shape(block);
+  if (!(shared_bytes.kind == ir::ExprKind::Const && shared_bytes.value.magnitude() == 0))
+    s += ", " + ir::to_string(shared_bytes, p);
+  return s + ">>>";
+}
+
+std::string describe(const ir::Declarations& p, const ir::CopyNode& c) {
+  return "copy " + p.buffers[c.src].name + " -> " + p.buffers[c.dst].name;
+}
+
+std::string describe(const ir::Declarations& p, const ir::FillNode& f) {
+  return "fill " + p.buffers[f.dst].name + " = " + ir::to_string(f.value, p);
+}
+
+std::string describe_scalar_update(const ir::Declarations& p, int dst, const ir::Expr& value) {
+  return p.buffers[dst].name + " = " + ir::to_string(value, p);
+}
+
+std::string describe_conditional(const ir::Declarations& p, const char* keyword, const ir::Expr* cond) {
+  return cond ? std::string(keyword) + " " + ir::to_string(*cond, p) : std::string(keyword) + " kernel";
+}
+
+std::string describe(const ir::Declarations& p, const ir::LaunchGraphNode& l, const std::string& graph_name) {
+  std::string s = "launch " + graph_name;
+  if (l.family_member) s += "[" + ir::to_string(*l.family_member, p) + "]";
+  return s + " " + ir::to_string(l.mode);
+}
+
+std::string describe(const ir::Declarations& p, const ir::CollectiveNode& c) {
+  std::string s = ir::to_string(c.collective);
+  if (c.reduce_op != ir::ReduceOp::None) s += std::string(" ") + ir::to_string(c.reduce_op);
+  s += " " + p.buffers[c.src].name;
+  if (c.dst != c.src) s += " -> " + p.buffers[c.dst].name;
+  return s + " on " + p.comms[c.comm].name;
+}
+
+std::string describe(const ir::Declarations& p, const ir::ShmemNode& s) {
+  auto value = [&] { return s.value ? ir::to_string(*s.value, p) : std::string("?"); };
+  auto peer = [&] { return s.peer ? ir::to_string(*s.peer, p) : std::string("?"); };
+  auto sig = [&] {
+    return p.buffers[s.signal].name + (s.signal_op == ir::SignalOp::Add ? " += " : " = ") + value();
+  };
+  switch (s.op) {
+    case ir::ShmemOp::Put: {
+      std::string out = "put " + p.buffers[s.src].name + " -> " + p.buffers[s.dst].name + " on " + peer();
+      return s.signal >= 0 ? out + " signal " + sig() : out;
     }
-    case ir::NodeKind::Copy: {
-      const ir::CopyNode& c = n.as<ir::CopyNode>();
-      return "copy " + p.buffers[c.src].name + " -> " + p.buffers[c.dst].name;
-    }
-    case ir::NodeKind::Fill: {
-      const ir::FillNode& f = n.as<ir::FillNode>();
-      return "fill " + p.buffers[f.dst].name + " = " + ir::to_string(f.value, p);
-    }
-    case ir::NodeKind::ScalarUpdate: {
-      const ir::ScalarUpdateNode& u = n.as<ir::ScalarUpdateNode>();
-      if (u.fused_updates.size() <= 1)
-        return p.buffers[u.dst].name + " = " + ir::to_string(u.value, p);
-      std::string s;
-      for (const auto& [dst, value] : u.fused_updates)
-        s += (s.empty() ? "" : "; ") + p.buffers[dst].name + " = " + ir::to_string(value, p);
-      return s;
-    }
-    case ir::NodeKind::If: return "if " + ir::to_string(*n.as<ir::IfNode>().cond, p);
-    case ir::NodeKind::While: {
-      const ir::WhileNode& w = n.as<ir::WhileNode>();
-      return w.cond ? "while " + ir::to_string(*w.cond, p) : std::string("while kernel");
-    }
-    case ir::NodeKind::Switch: return "switch " + ir::to_string(*n.as<ir::SwitchNode>().cond, p);
-    case ir::NodeKind::LaunchGraph: {
-      const ir::LaunchGraphNode& l = n.as<ir::LaunchGraphNode>();
-      std::string s = "launch " + p.graphs[l.graph].name;
-      if (l.family_member) s += "[" + ir::to_string(*l.family_member, p) + "]";
-      return s + " " + ir::to_string(l.mode);
-    }
-    case ir::NodeKind::SetCondition: {
-      const ir::SetConditionNode& c = n.as<ir::SetConditionNode>();
-      std::string s;
-      for (const auto& [dst, value] : c.fused_updates)
-        s += p.buffers[dst].name + " = " + ir::to_string(value, p) + "; ";
-      return s + "set condition " + std::to_string(c.handle) + " = " + ir::to_string(c.cond, p);
-    }
-    case ir::NodeKind::Collective: {
-      const ir::CollectiveNode& c = n.as<ir::CollectiveNode>();
-      std::string s = ir::to_string(c.collective);
-      if (c.reduce_op != ir::ReduceOp::None) s += std::string(" ") + ir::to_string(c.reduce_op);
-      s += " " + p.buffers[c.src].name;
-      if (c.dst != c.src) s += " -> " + p.buffers[c.dst].name;
-      return s + " on " + p.comms[c.comm].name;
-    }
-    case ir::NodeKind::Shmem: {
-      const ir::ShmemNode& s = n.as<ir::ShmemNode>();
-      auto value = [&] { return s.value ? ir::to_string(*s.value, p) : std::string("?"); };
-      auto peer = [&] { return s.peer ? ir::to_string(*s.peer, p) : std::string("?"); };
-      auto sig = [&] {
-        return p.buffers[s.signal].name + (s.signal_op == ir::SignalOp::Add ? " += " : " = ") + value();
-      };
-      switch (s.op) {
-        case ir::ShmemOp::Put: {
-          std::string out = "put " + p.buffers[s.src].name + " -> " + p.buffers[s.dst].name + " on " + peer();
-          return s.signal >= 0 ? out + " signal " + sig() : out;
-        }
-        case ir::ShmemOp::Get: return "get " + p.buffers[s.src].name + " -> " + p.buffers[s.dst].name + " from " + peer();
-        case ir::ShmemOp::Signal: return "signal " + sig() + " on " + peer();
-        case ir::ShmemOp::Wait:
-          return "wait " + p.buffers[s.signal].name + " " + ir::to_string(s.cmp) + " " + value();
-        case ir::ShmemOp::Quiet: return "quiet";
-        case ir::ShmemOp::Barrier: return "barrier";
-      }
-      return "?";
-    }
+    case ir::ShmemOp::Get: return "get " + p.buffers[s.src].name + " -> " + p.buffers[s.dst].name + " from " + peer();
+    case ir::ShmemOp::Signal: return "signal " + sig() + " on " + peer();
+    case ir::ShmemOp::Wait:
+      return "wait " + p.buffers[s.signal].name + " " + ir::to_string(s.cmp) + " " + value();
+    case ir::ShmemOp::Quiet: return "quiet";
+    case ir::ShmemOp::Barrier: return "barrier";
   }
   return "?";
+}
+
+}  // namespace emit_parts
+
+std::string describe_node(const ir::Program& p, const ir::Node& n) {
+  using namespace emit_parts;
+  return std::visit(
+      overloaded{[&](const ir::KernelNode& k) { return describe_launch(p, k.kernel, k.grid, k.block, k.shared_bytes); },
+                 [&](const ir::CopyNode& c) { return describe(p, c); },
+                 [&](const ir::FillNode& f) { return describe(p, f); },
+                 [&](const ir::ScalarUpdateNode& u) { return describe_scalar_update(p, u.dst, u.value); },
+                 [&](const ir::IfNode& c) { return describe_conditional(p, "if", &*c.cond); },
+                 [&](const ir::WhileNode& c) { return describe_conditional(p, "while", c.cond ? &*c.cond : nullptr); },
+                 [&](const ir::SwitchNode& c) { return describe_conditional(p, "switch", &*c.cond); },
+                 [&](const ir::LaunchGraphNode& l) { return describe(p, l, p.graphs[l.graph].name); },
+                 [&](const ir::CollectiveNode& c) { return describe(p, c); },
+                 [&](const ir::ShmemNode& s) { return describe(p, s); }},
+      n.op);
 }
 
 std::string emit_dot(const ir::Program& program, const SourceManager& sources) {

@@ -21,55 +21,27 @@ std::string value_text(const ir::Value& v) {
   return s.str();
 }
 
-void accesses(YAML::Emitter& out, const ir::Program& p, const ir::Node& n) {
-  std::vector<std::string> reads, writes;
-  for (const ir::BufferAccess& a : n.accesses) {
-    if (a.read) reads.push_back(p.buffers[a.buffer].name);
-    if (a.write) writes.push_back(p.buffers[a.buffer].name);
-  }
-  out << YAML::Key << "reads" << YAML::Value << YAML::Flow << reads;
-  out << YAML::Key << "writes" << YAML::Value << YAML::Flow << writes;
-}
-
 void region(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources,
             const ir::Region& r);
 
 void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources,
           const ir::Node& n, size_t id) {
-  out << YAML::BeginMap;
-  out << YAML::Key << "id" << YAML::Value << id;
-  out << YAML::Key << "kind" << YAML::Value << ir::to_string(n.kind());
-  out << YAML::Key << "what" << YAML::Value << describe_node(p, n);
-  out << YAML::Key << "at" << YAML::Value << location(sources, n.loc);
-  if (!n.call_stack.empty()) {
-    out << YAML::Key << "inlined_from" << YAML::Value << YAML::BeginSeq;
-    for (const SourceRange& r : n.call_stack) out << location(sources, r);
-    out << YAML::EndSeq;
-  }
-  accesses(out, p, n);
+  emit_parts::yaml_node_start(out, p, sources, id, ir::to_string(n.kind()), describe_node(p, n), n.loc,
+                              n.call_stack, n.accesses);
   // Each kind's own fields (the ones describe_node does not already say), one lambda per kind:
   // a new kind must say what it adds here.
   auto kernel = [&](const ir::KernelNode& k) {
-    out << YAML::Key << "kernel" << YAML::Value << p.kernels[k.kernel].name;
-    out << YAML::Key << "args" << YAML::Value << YAML::BeginSeq;
+    std::vector<std::string> args;
     for (const ir::KernelArg& a : k.args) {
       switch (a.kind) {
-        case ir::ArgKind::Value: out << ir::to_string(a.value, p); break;
-        case ir::ArgKind::Buffer: out << p.buffers[a.ref].name; break;
-        case ir::ArgKind::Cond: out << "cond"; break;
-        case ir::ArgKind::CondHandle: out << "handle " + std::to_string(a.ref); break;
+        case ir::ArgKind::Value: args.push_back(ir::to_string(a.value, p)); break;
+        case ir::ArgKind::Buffer: args.push_back(p.buffers[a.ref].name); break;
+        case ir::ArgKind::Cond: args.push_back("cond"); break;
         case ir::ArgKind::Graph:
-        case ir::ArgKind::GraphFamily:
-          out << (a.self ? "self" : p.graphs[a.ref].name);
-          break;
-        case ir::ArgKind::Status: out << "device status"; break;
+        case ir::ArgKind::GraphFamily: args.push_back(a.self ? "self" : p.graphs[a.ref].name); break;
       }
     }
-    out << YAML::EndSeq;
-  };
-  // The handle is set by lowering (lower_conditions).
-  auto handle = [&](int h) {
-    if (h >= 0) out << YAML::Key << "handle" << YAML::Value << h;
+    emit_parts::yaml_kernel_fields(out, p.kernels[k.kernel].name, args);
   };
   auto bodies = [&](const ir::ConditionalParts& c) {
     if (c.bodies.empty()) return;
@@ -77,26 +49,20 @@ void node(YAML::Emitter& out, const ir::Program& p, const SourceManager& sources
     for (const ir::Region& b : c.bodies) region(out, p, sources, b);
     out << YAML::EndSeq;
   };
-  auto conditional = [&](const ir::ConditionalParts& c) {
-    handle(c.handle);
-    bodies(c);
-  };
   std::visit(overloaded{kernel,
                         [](const ir::CopyNode&) {},
                         [](const ir::FillNode&) {},
                         [](const ir::ScalarUpdateNode&) {},
-                        [&](const ir::IfNode& c) { conditional(c); },
-                        [&](const ir::WhileNode& c) { conditional(c); },
+                        [&](const ir::IfNode& c) { bodies(c); },
+                        [&](const ir::WhileNode& c) { bodies(c); },
                         [&](const ir::SwitchNode& c) {
-                          handle(c.handle);
                           out << YAML::Key << "cases" << YAML::Value << YAML::Flow << c.case_values;
                           out << YAML::Key << "default" << YAML::Value << c.has_default;
                           bodies(c);
                         },
                         [](const ir::LaunchGraphNode&) {},
                         [](const ir::CollectiveNode&) {},
-                        [](const ir::ShmemNode&) {},
-                        [&](const ir::SetConditionNode& c) { handle(c.handle); }},
+                        [](const ir::ShmemNode&) {}},
              n.op);
   out << YAML::EndMap;
 }
@@ -107,21 +73,55 @@ void region(YAML::Emitter& out, const ir::Program& p, const SourceManager& sourc
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (size_t i = 0; i < r.nodes.size(); ++i) node(out, p, sources, r.nodes[i], i);
   out << YAML::EndSeq;
+  emit_parts::yaml_edges(out, p, r.edges);
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+namespace emit_parts {
+
+void yaml_node_start(YAML::Emitter& out, const ir::Declarations& p, const SourceManager& sources, size_t id,
+                     const char* kind, const std::string& what, const SourceRange& loc,
+                     const std::vector<SourceRange>& call_stack, const std::vector<ir::BufferAccess>& accesses) {
+  out << YAML::BeginMap;
+  out << YAML::Key << "id" << YAML::Value << id;
+  out << YAML::Key << "kind" << YAML::Value << kind;
+  out << YAML::Key << "what" << YAML::Value << what;
+  out << YAML::Key << "at" << YAML::Value << location(sources, loc);
+  if (!call_stack.empty()) {
+    out << YAML::Key << "inlined_from" << YAML::Value << YAML::BeginSeq;
+    for (const SourceRange& r : call_stack) out << location(sources, r);
+    out << YAML::EndSeq;
+  }
+  std::vector<std::string> reads, writes;
+  for (const ir::BufferAccess& a : accesses) {
+    if (a.read) reads.push_back(p.buffers[a.buffer].name);
+    if (a.write) writes.push_back(p.buffers[a.buffer].name);
+  }
+  out << YAML::Key << "reads" << YAML::Value << YAML::Flow << reads;
+  out << YAML::Key << "writes" << YAML::Value << YAML::Flow << writes;
+}
+
+void yaml_kernel_fields(YAML::Emitter& out, const std::string& kernel, const std::vector<std::string>& args) {
+  out << YAML::Key << "kernel" << YAML::Value << kernel;
+  out << YAML::Key << "args" << YAML::Value << YAML::BeginSeq;
+  for (const std::string& a : args) out << a;
+  out << YAML::EndSeq;
+}
+
+void yaml_edges(YAML::Emitter& out, const ir::Declarations& p, const std::vector<ir::Edge>& edges) {
   out << YAML::Key << "edges" << YAML::Value << YAML::BeginSeq;
-  for (const ir::Edge& e : r.edges) {
+  for (const ir::Edge& e : edges) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "from" << YAML::Value << e.from
         << YAML::Key << "to" << YAML::Value << e.to << YAML::Key << "buffer" << YAML::Value
         << (e.buffer >= 0 ? p.buffers[e.buffer].name : std::string("-")) << YAML::Key << "kind" << YAML::Value << ir::to_string(e.kind)
         << YAML::EndMap;
   }
   out << YAML::EndSeq;
-  out << YAML::EndMap;
 }
 
-}  // namespace
-
-std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
-  YAML::Emitter out;
+void yaml_declarations(YAML::Emitter& out, const ir::Declarations& p) {
   out << YAML::BeginMap;
   out << YAML::Key << "pipeline" << YAML::Value << p.name;
   out << YAML::Key << "targets" << YAML::Value << YAML::Flow << p.targets;
@@ -156,7 +156,6 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
         << YAML::Value << k.entry << YAML::Key << "source" << YAML::Value
         << (k.inline_source ? std::string("inline") : k.source_path) << YAML::Key
         << "device_runtime" << YAML::Value << k.uses_device_runtime;
-    if (k.generated) out << YAML::Key << "generated" << YAML::Value << true;
     out << YAML::Key << "params" << YAML::Value << YAML::BeginSeq;
     for (const ir::KernelParam& q : k.params) {
       std::string type;
@@ -188,33 +187,21 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
-  out << YAML::Key << "graphs" << YAML::Value << YAML::BeginSeq;
-  for (const ir::Graph& g : p.graphs) {
-    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name;
-    out << YAML::Key << "device" << YAML::Value << g.device;
-    if (g.family_size) out << YAML::Key << "family" << YAML::Value << g.family_size;
-    out << YAML::Key << "launches_per_execution" << YAML::Value << YAML::Flow << YAML::BeginMap
-        << YAML::Key << "fire_and_forget" << YAML::Value << g.fire_and_forget_launches
-        << YAML::Key << "tail" << YAML::Value << g.tail_launches << YAML::Key << "self_tail"
-        << YAML::Value << g.self_tail_launches << YAML::EndMap;
-    out << YAML::Key << "body" << YAML::Value;
-    region(out, p, sources, g.body);
-    out << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-  if (!p.segments.empty()) {
-    out << YAML::Key << "segments" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (int g : p.segments) out << p.graphs[g].name;
-    out << YAML::EndSeq;
-  }
-  if (!p.handles.empty()) {
-    out << YAML::Key << "handles" << YAML::Value << YAML::BeginSeq;
-    for (const ir::ConditionalHandle& h : p.handles)
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "graph" << YAML::Value
-          << p.graphs[h.graph].name << YAML::Key << "default" << YAML::Value << h.default_value
-          << YAML::EndMap;
-    out << YAML::EndSeq;
-  }
+}
+
+void yaml_graph_start(YAML::Emitter& out, const std::string& name, bool device, uint32_t family_size,
+                      uint64_t fire_and_forget, uint64_t tail, uint64_t self_tail) {
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << name;
+  out << YAML::Key << "device" << YAML::Value << device;
+  if (family_size) out << YAML::Key << "family" << YAML::Value << family_size;
+  out << YAML::Key << "launches_per_execution" << YAML::Value << YAML::Flow << YAML::BeginMap
+      << YAML::Key << "fire_and_forget" << YAML::Value << fire_and_forget
+      << YAML::Key << "tail" << YAML::Value << tail << YAML::Key << "self_tail"
+      << YAML::Value << self_tail << YAML::EndMap;
+  out << YAML::Key << "body" << YAML::Value;
+}
+
+void yaml_bind_checks(YAML::Emitter& out, const ir::Declarations& p, const SourceManager& sources) {
   out << YAML::Key << "bind_checks" << YAML::Value << YAML::BeginSeq;
   for (const ir::BindCheck& c : p.bind_checks) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "code" << YAML::Value << to_string(c.code)
@@ -225,6 +212,22 @@ std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+}
+
+}  // namespace emit_parts
+
+std::string emit_yaml(const ir::Program& p, const SourceManager& sources) {
+  YAML::Emitter out;
+  emit_parts::yaml_declarations(out, p);
+  out << YAML::Key << "graphs" << YAML::Value << YAML::BeginSeq;
+  for (const ir::Graph& g : p.graphs) {
+    emit_parts::yaml_graph_start(out, g.name, g.device, g.family_size, g.fire_and_forget_launches, g.tail_launches,
+                                 g.self_tail_launches);
+    region(out, p, sources, g.body);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  emit_parts::yaml_bind_checks(out, p, sources);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -6,17 +6,6 @@
 namespace orch::ir {
 
 // The checker copies these enums from the AST's, value for value.
-const char* to_string(GuardRole r) {
-  switch (r) {
-    case GuardRole::Alone: return "alone";
-    case GuardRole::Decide: return "decide";
-    case GuardRole::Race: return "race";
-    case GuardRole::Follow: return "follow";
-    case GuardRole::Each: return "each";
-  }
-  return "?";
-}
-
 const char* to_string(LaunchMode m) { return ast::to_string(static_cast<ast::LaunchMode>(m)); }
 const char* to_string(Access a) { return ast::to_string(static_cast<ast::Access>(a)); }
 
@@ -32,7 +21,6 @@ const char* to_string(NodeKind k) {
     case NodeKind::LaunchGraph: return "launch";
     case NodeKind::Collective: return "collective";
     case NodeKind::Shmem: return "nvshmem";
-    case NodeKind::SetCondition: return "set_condition";
   }
   return "?";
 }
@@ -71,8 +59,7 @@ const ConditionalParts* conditional(const Node& n) {
                                [](const ScalarUpdateNode&) -> const ConditionalParts* { return nullptr; },
                                [](const LaunchGraphNode&) -> const ConditionalParts* { return nullptr; },
                                [](const CollectiveNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const ShmemNode&) -> const ConditionalParts* { return nullptr; },
-                               [](const SetConditionNode&) -> const ConditionalParts* { return nullptr; }},
+                               [](const ShmemNode&) -> const ConditionalParts* { return nullptr; }},
                     n.op);
 }
 
@@ -225,7 +212,7 @@ std::vector<expr::Instr> to_postfix(const Expr& e, std::vector<const Expr*>* ori
   return code;
 }
 
-std::string to_string(const Expr& e, const Program& program) {
+std::string to_string(const Expr& e, const Declarations& program) {
   std::vector<const Expr*> origins;
   std::vector<expr::Instr> code = to_postfix(e, &origins);
   return expr::to_source(code, [&](const expr::Instr& in, size_t pc) -> std::string {

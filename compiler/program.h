@@ -76,7 +76,7 @@ bool depends_on_host_values(const Expr& e);
 // Structural equality (same operators, names and constants), ignoring locations.
 bool same_expr(const Expr& a, const Expr& b);
 // Source-like text of an expression, for messages and the emitters.
-std::string to_string(const Expr& e, const struct Program& program);
+std::string to_string(const Expr& e, const struct Declarations& program);
 // The expression as expr/ postfix code (what the evaluator, the printer and the artifact take);
 // `origins`, if given, receives the node each instruction comes from.
 std::vector<expr::Instr> to_postfix(const Expr& e, std::vector<const Expr*>* origins = nullptr);
@@ -158,11 +158,6 @@ struct Kernel {
   bool has_cost = false;
   bool cost_ok = true;  // false: the clause had errors (reported), so launches get no cost
   ScalarType cost_precision = ScalarType::F32;
-
-  // Set by lowering: kernels orchc writes itself (conditions, scalar updates, fills that a
-  // memset cannot do, device launchers). Their compiled code is the lowered program's
-  // (lowering/lir.h).
-  bool generated = false;
 };
 
 // ---- graph bodies -------------------------------------------------------------------------
@@ -178,8 +173,7 @@ enum class NodeKind : uint8_t {
   Switch,
   LaunchGraph,
   Collective,
-  Shmem,         // put, get, signal, wait, quiet, barrier (NVSHMEM); generated kernels once lowered
-  SetCondition,  // introduced by lowering
+  Shmem,  // put, get, signal, wait, quiet, barrier (NVSHMEM)
 };
 const char* to_string(NodeKind k);
 
@@ -189,10 +183,8 @@ struct BufferAccess {
   bool write = false;
 };
 
-// Cond: the handle of the enclosing `while kernel` until lowering resolves it to
-// CondHandle with `ref` set to the handle's index.
-// Status: the executable's device status record, where generated kernels report errors.
-enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily, CondHandle, Status };
+// Cond: the handle of the enclosing `while kernel`.
+enum class ArgKind : uint8_t { Value, Buffer, Cond, Graph, GraphFamily };
 
 struct KernelArg {
   ArgKind kind = ArgKind::Value;
@@ -210,31 +202,6 @@ const char* to_string(CollectiveKind k);
 enum class ReduceOp : uint8_t { None, Sum, Prod, Min, Max, Avg };
 const char* to_string(ReduceOp op);  // "sum", ...; "" for None
 std::optional<ReduceOp> parse_reduce_op(std::string_view name);
-
-// How a node of an unrolled loop's copy learns whether it runs (lowering/unroll_loops.cpp):
-// Alone: the copy's only node, which writes none of the condition's buffers or runs one block:
-// each block evaluates the condition itself. Decide: a source of the copy (no node of its copy
-// before it) that writes none of the condition's buffers, or the copy's only source, of one
-// block: each block evaluates and stores the decision in the copy's slot (every block sees the
-// condition as the copy found it, so all store the same). Race: the copy's only source, of
-// several blocks, writing a buffer the condition reads (its early blocks may write it before
-// its late ones start): the first block to reach it claims the slot (atomicCAS), evaluates and
-// publishes; the others wait for it. Follow: a node after another node of its copy: it reads the
-// decided slot.
-// Each: a decider that writes none of the condition's buffers, so every thread decides for itself
-// (lowering/unroll_loops.cpp, assign_guards); Alone and Decide: thread 0 of each block decides, the
-// block learns it at a barrier (a source that writes the condition, one block).
-enum class GuardRole : uint8_t { Alone, Decide, Race, Follow, Each };
-const char* to_string(GuardRole r);
-
-// Set by lowering (unroll_loops): the node belongs to copy `copy` (2 and up) of unrolled loop
-// `loop` (Program::unrolled_loops) and does nothing unless the loop's condition holds on what
-// the copy before it left. The role is settled on the lowered program, from its edges.
-struct Guard {
-  int loop = -1;
-  uint32_t copy = 0;
-  GuardRole role = GuardRole::Race;
-};
 
 // ---- node kinds: one struct per kind, alternatives of Node::op --------------------------------
 // Node::op is a std::variant whose alternatives are in NodeKind's order, so Node::kind() is the
@@ -263,16 +230,12 @@ struct FillNode {
 struct ScalarUpdateNode {
   int dst = -1;
   Expr value;
-  // Set by lowering (fuse_generated_kernels): device scalar updates run first, in order, by the
-  // same generated kernel; this node's own update is the first entry.
-  std::vector<std::pair<int, Expr>> fused_updates;
 };
 
 // What If, While and Switch share: a condition (absent only for `while kernel`) and bodies.
 struct ConditionalParts {
   std::optional<Expr> cond;
   std::vector<Region> bodies;
-  int handle = -1;  // set by lowering (lower_conditions): its CUDA conditional handle
 };
 
 struct IfNode : ConditionalParts {};        // bodies[0] then, bodies[1] else (if present)
@@ -316,23 +279,8 @@ struct ShmemNode {
   WaitCmp cmp = WaitCmp::Eq;
 };
 
-// Introduced by lowering (lower_conditions): evaluate a condition on the GPU and set handle
-// `handle` (for Switch, mapped through case_values onto CUDA's dense body index).
-struct SetConditionNode {
-  Expr cond;
-  int handle = -1;
-  NodeKind condition_of = NodeKind::If;  // the kind of conditional it feeds
-  std::vector<int64_t> case_values;      // Switch
-  bool has_default = false;              // Switch
-  // Set by fuse_generated_kernels: device scalar updates this kernel runs first, in order.
-  std::vector<std::pair<int, Expr>> fused_updates;
-  // Set by unroll_loops: unrolled loops whose guard slots this kernel resets (before the loop
-  // and at the end of each iteration).
-  std::vector<int> reset_guards;
-};
-
 using NodeOp = std::variant<KernelNode, CopyNode, FillNode, ScalarUpdateNode, IfNode, WhileNode, SwitchNode,
-                            LaunchGraphNode, CollectiveNode, ShmemNode, SetConditionNode>;
+                            LaunchGraphNode, CollectiveNode, ShmemNode>;
 // Each enumerator names its alternative (a kind added to one and not the other fails here).
 template <NodeKind K>
 using NodeOf = std::variant_alternative_t<static_cast<size_t>(K), NodeOp>;
@@ -344,8 +292,7 @@ static_assert(std::is_same_v<NodeOf<NodeKind::Kernel>, KernelNode> && std::is_sa
                   std::is_same_v<NodeOf<NodeKind::LaunchGraph>, LaunchGraphNode> &&
                   std::is_same_v<NodeOf<NodeKind::Collective>, CollectiveNode> &&
                   std::is_same_v<NodeOf<NodeKind::Shmem>, ShmemNode> &&
-                  std::is_same_v<NodeOf<NodeKind::SetCondition>, SetConditionNode> &&
-                  std::variant_size_v<NodeOp> == static_cast<size_t>(NodeKind::SetCondition) + 1,
+                  std::variant_size_v<NodeOp> == static_cast<size_t>(NodeKind::Shmem) + 1,
               "NodeOp's alternatives are NodeKind's enumerators, in order");
 
 struct Node {
@@ -353,8 +300,6 @@ struct Node {
   SourceRange loc;
   std::vector<SourceRange> call_stack;  // `call` sites this node was inlined through, outermost first
   std::vector<BufferAccess> accesses;   // for conditionals: the condition and all bodies
-  // Set by lowering: the unrolled copy this node belongs to (copies 2 and up).
-  std::optional<Guard> guard;
 
   NodeKind kind() const { return static_cast<NodeKind>(op.index()); }
   template <class T>
@@ -422,45 +367,9 @@ struct BindCheck {
   uint32_t family_size = 0;
 };
 
-// A place a generated kernel reports a device-side error from (a failed device graph launch,
-// a family index out of range, an expression that cannot be evaluated): the number is compiled
-// into the kernel, and the runtime turns it back into the statement.
-struct StatusSite {
-  SourceRange loc;
-  std::vector<SourceRange> call_stack;
-  std::string what;  // e.g. "launch child tail"
-};
-
-// A `while` loop whose body lowering repeated (lowering/unroll_loops.cpp): `copies` copies per
-// WHILE iteration, copies 2 and up guarded. Guard slots live in buffer `slots` (u32, one per
-// copy from 2 on, at index copy - 2): 0 undecided, 1 being decided, 2 run, 3 do not run.
-struct UnrolledLoop {
-  Expr cond;
-  int handle = -1;
-  uint32_t copies = 0;
-  int slots = -1;
-  int status_site = -1;  // where a guard reports a condition that cannot be evaluated
-  SourceRange loc;
-  // The guard function a user kernel of a copy calls at entry, per GuardRole: a translation unit
-  // defining `extern "C" __device__ unsigned orch_guard(unsigned long long...)`, and what the
-  // kernel passes it (appended to its parameters and arguments; the copy's slot index is the
-  // first, a u32 value).
-  struct Function {
-    std::string code;
-    std::vector<KernelParam> params;
-    std::vector<KernelArg> args;
-  };
-  std::vector<Function> functions;  // by GuardRole
-};
-
-// A CUDA conditional handle, created on the top-level graph that holds its node.
-struct ConditionalHandle {
-  int graph = -1;
-  uint32_t default_value = 0;
-  bool set_default = false;
-};
-
-struct Program {
+// What a program declares, besides its graphs: the checker's, and shared unchanged by lowering's
+// program (lowering/mir.h), whose graphs are of its own types.
+struct Declarations {
   std::string name;
   uint32_t file = 0;
   std::vector<std::string> targets;  // arch names, e.g. {"sm_90"}
@@ -472,17 +381,15 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<Comm> comms;
   std::vector<Kernel> kernels;
-  std::vector<Graph> graphs;
   int main_graph = -1;
   std::vector<BindCheck> bind_checks;
   bool uses_rank = false;
+};
 
-  // Set by lowering's passes on this IR (lowering/passes.h); the lowered program
-  // (lowering/lir.h) takes them from here.
-  std::vector<ConditionalHandle> handles;
-  std::vector<int> segments;  // host graphs launched in order; {main_graph} unless split
-  std::vector<StatusSite> status_sites;
-  std::vector<UnrolledLoop> unrolled_loops;
+// Lowering reads it and leaves it as it is: its passes rewrite a program of their own
+// (lowering/mir.h, to_mir).
+struct Program : Declarations {
+  std::vector<Graph> graphs;
 };
 
 }  // namespace orch::ir

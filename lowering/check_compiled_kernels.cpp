@@ -33,10 +33,10 @@ struct Declared {
 Declared declared(const lir::KernelParam& p) {
   switch (p.kind) {
     case lir::KernelParamKind::Value: {
-      const uint32_t size = ir::size_of(p.elem);
-      const bool f = ir::is_float(p.elem);
+      const uint32_t size = mir::size_of(p.elem);
+      const bool f = mir::is_float(p.elem);
       return {size, f ? 'f' : 'i',
-              std::string(ir::to_string(p.elem)) + ", " + sized(size) +
+              std::string(mir::to_string(p.elem)) + ", " + sized(size) +
                   (f ? "floating-point value" : "integer")};
     }
     case lir::KernelParamKind::Scalar:

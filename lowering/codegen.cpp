@@ -38,71 +38,71 @@ std::string generated_preamble(bool with_status) {
 
 namespace {
 
-bool host_only(const ir::Expr& e) {
-  if (e.kind == ir::ExprKind::DeviceScalar) return false;
-  for (const ir::Expr& o : e.operands)
+bool host_only(const mir::Expr& e) {
+  if (e.kind == mir::ExprKind::DeviceScalar) return false;
+  for (const mir::Expr& o : e.operands)
     if (!host_only(o)) return false;
   return true;
 }
 
 }  // namespace
 
-const char* cuda_type(ir::ScalarType t) {
+const char* cuda_type(mir::ScalarType t) {
   switch (t) {
-    case ir::ScalarType::U8:
+    case mir::ScalarType::U8:
       return "unsigned char";
-    case ir::ScalarType::U16:
+    case mir::ScalarType::U16:
       return "unsigned short";
-    case ir::ScalarType::U32:
+    case mir::ScalarType::U32:
       return "unsigned";
-    case ir::ScalarType::U64:
+    case mir::ScalarType::U64:
       return "unsigned long long";
-    case ir::ScalarType::I8:
+    case mir::ScalarType::I8:
       return "signed char";
-    case ir::ScalarType::I16:
+    case mir::ScalarType::I16:
       return "short";
-    case ir::ScalarType::I32:
+    case mir::ScalarType::I32:
       return "int";
-    case ir::ScalarType::I64:
+    case mir::ScalarType::I64:
       return "long long";
-    case ir::ScalarType::F16:
+    case mir::ScalarType::F16:
       return "__half";
-    case ir::ScalarType::BF16:
+    case mir::ScalarType::BF16:
       return "__nv_bfloat16";
-    case ir::ScalarType::F32:
+    case mir::ScalarType::F32:
       return "float";
-    case ir::ScalarType::F64:
+    case mir::ScalarType::F64:
       return "double";
-    case ir::ScalarType::Bool:
+    case mir::ScalarType::Bool:
       return "bool";
   }
   return "int";
 }
 
-ir::Expr int_constant(int64_t v, ir::ScalarType type) { return ir::constant(ir::Value::of_int(type, v)); }
+mir::Expr int_constant(int64_t v, mir::ScalarType type) { return mir::constant(mir::Value::of_int(type, v)); }
 
 std::string GeneratedKernel::buffer(int buffer, bool write) {
-  const ir::Buffer& b = program_.buffers[buffer];
+  const mir::Buffer& b = program_.buffers[buffer];
   for (size_t i = 0; i < args_.size(); ++i) {
-    if (args_[i].kind == ir::ArgKind::Buffer && args_[i].ref == buffer) {
+    if (args_[i].kind == mir::ArgKind::Buffer && args_[i].ref == buffer) {
       // Seen before: widen the access if needed.
-      if (write && params_[i].access == ir::Access::In) {
-        params_[i].access = ir::Access::InOut;
+      if (write && params_[i].access == mir::Access::In) {
+        params_[i].access = mir::Access::InOut;
         param_code_[i] = std::string(expr::storage_type(b.elem)) + "* b" + std::to_string(buffer);
       }
-      for (ir::BufferAccess& a : accesses_)
+      for (mir::BufferAccess& a : accesses_)
         if (a.buffer == buffer) a.write |= write;
       return "b" + std::to_string(buffer);
     }
   }
-  ir::KernelParam p;
+  mir::KernelParam p;
   p.name = "b" + std::to_string(buffer);
-  p.kind = b.is_scalar() ? ir::KernelParamKind::Scalar : ir::KernelParamKind::Array;
-  p.access = write ? ir::Access::InOut : ir::Access::In;
+  p.kind = b.is_scalar() ? mir::KernelParamKind::Scalar : mir::KernelParamKind::Array;
+  p.access = write ? mir::Access::InOut : mir::Access::In;
   p.elem = b.elem;
   params_.push_back(p);
-  ir::KernelArg a;
-  a.kind = ir::ArgKind::Buffer;
+  mir::KernelArg a;
+  a.kind = mir::ArgKind::Buffer;
   a.ref = buffer;
   args_.push_back(a);
   // f16 and bf16 as their bits: expr/'s preamble reads and writes them (no cuda_fp16.h).
@@ -112,12 +112,12 @@ std::string GeneratedKernel::buffer(int buffer, bool write) {
 }
 
 std::string GeneratedKernel::handle(int handle) {
-  ir::KernelParam p;
+  mir::KernelParam p;
   p.name = "h" + std::to_string(handle);
-  p.kind = ir::KernelParamKind::Cond;
+  p.kind = mir::KernelParamKind::Cond;
   params_.push_back(p);
-  ir::KernelArg a;
-  a.kind = ir::ArgKind::CondHandle;
+  mir::KernelArg a;
+  a.kind = mir::ArgKind::CondHandle;
   a.ref = handle;
   args_.push_back(a);
   param_code_.push_back("cudaGraphConditionalHandle " + p.name);
@@ -125,13 +125,13 @@ std::string GeneratedKernel::handle(int handle) {
 }
 
 std::string GeneratedKernel::graph(int graph, bool family, bool self) {
-  ir::KernelParam p;
+  mir::KernelParam p;
   p.name = "g" + std::to_string(params_.size());
-  p.kind = family ? ir::KernelParamKind::GraphFamily : ir::KernelParamKind::Graph;
+  p.kind = family ? mir::KernelParamKind::GraphFamily : mir::KernelParamKind::Graph;
   p.family_size = family ? program_.graphs[graph].family_size : 0;
   params_.push_back(p);
-  ir::KernelArg a;
-  a.kind = family ? ir::ArgKind::GraphFamily : ir::ArgKind::Graph;
+  mir::KernelArg a;
+  a.kind = family ? mir::ArgKind::GraphFamily : mir::ArgKind::Graph;
   a.ref = graph;
   a.self = self;
   args_.push_back(a);
@@ -139,14 +139,14 @@ std::string GeneratedKernel::graph(int graph, bool family, bool self) {
   return p.name;
 }
 
-std::string GeneratedKernel::value(const ir::Expr& e, ir::ScalarType type) {
-  ir::KernelParam p;
+std::string GeneratedKernel::value(const mir::Expr& e, mir::ScalarType type) {
+  mir::KernelParam p;
   p.name = "v" + std::to_string(params_.size());
-  p.kind = ir::KernelParamKind::Value;
+  p.kind = mir::KernelParamKind::Value;
   p.elem = type;
   params_.push_back(p);
-  ir::KernelArg a;
-  a.kind = ir::ArgKind::Value;
+  mir::KernelArg a;
+  a.kind = mir::ArgKind::Value;
   a.value = e;
   args_.push_back(a);
   param_code_.push_back(std::string(expr::storage_type(type)) + " " + p.name);
@@ -164,19 +164,19 @@ void GeneratedKernel::status(const SourceRange& loc, const std::vector<SourceRan
 std::string GeneratedKernel::guard_slots(int buffer, bool reset) {
   const std::string name = "b" + std::to_string(buffer);
   for (size_t i = 0; i < args_.size(); ++i)
-    if (args_[i].kind == ir::ArgKind::Buffer && args_[i].ref == buffer) {
-      for (ir::BufferAccess& a : accesses_)
+    if (args_[i].kind == mir::ArgKind::Buffer && args_[i].ref == buffer) {
+      for (mir::BufferAccess& a : accesses_)
         if (a.buffer == buffer) a.write |= reset;
       return name;
     }
-  ir::KernelParam p;
+  mir::KernelParam p;
   p.name = name;
-  p.kind = ir::KernelParamKind::Array;
-  p.access = ir::Access::InOut;
-  p.elem = ir::ScalarType::U32;
+  p.kind = mir::KernelParamKind::Array;
+  p.access = mir::Access::InOut;
+  p.elem = mir::ScalarType::U32;
   params_.push_back(p);
-  ir::KernelArg a;
-  a.kind = ir::ArgKind::Buffer;
+  mir::KernelArg a;
+  a.kind = mir::ArgKind::Buffer;
   a.ref = buffer;
   args_.push_back(a);
   param_code_.push_back("unsigned* " + name);
@@ -185,26 +185,26 @@ std::string GeneratedKernel::guard_slots(int buffer, bool reset) {
 }
 
 void GeneratedKernel::status_param() {
-  for (const ir::KernelParam& q : params_)
-    if (q.kind == ir::KernelParamKind::Status) return;
-  ir::KernelParam p;
+  for (const mir::KernelParam& q : params_)
+    if (q.kind == mir::KernelParamKind::Status) return;
+  mir::KernelParam p;
   p.name = "orch_status";
-  p.kind = ir::KernelParamKind::Status;
+  p.kind = mir::KernelParamKind::Status;
   params_.push_back(p);
-  ir::KernelArg a;
-  a.kind = ir::ArgKind::Status;
+  mir::KernelArg a;
+  a.kind = mir::ArgKind::Status;
   args_.push_back(a);
   param_code_.push_back("OrchDeviceStatus* orch_status");
 }
 
 // Postfix code of `e` for the device: anything the host can compute becomes one value argument
 // (a leaf read from its parameter), device scalars are read through their pointers.
-void GeneratedKernel::postfix(const ir::Expr& e, std::vector<expr::Instr>& code,
+void GeneratedKernel::postfix(const mir::Expr& e, std::vector<expr::Instr>& code,
                               std::vector<std::string>& leaves) {
   expr::Instr leaf;
   leaf.kind = expr::InstrKind::Param;  // a leaf whose code is leaves[ref]
   leaf.type = e.type;
-  if (e.kind == ir::ExprKind::Const) {
+  if (e.kind == mir::ExprKind::Const) {
     leaf.kind = expr::InstrKind::Const;
     leaf.value = e.value;
     code.push_back(leaf);
@@ -216,13 +216,13 @@ void GeneratedKernel::postfix(const ir::Expr& e, std::vector<expr::Instr>& code,
     code.push_back(leaf);
     return;
   }
-  if (e.kind == ir::ExprKind::DeviceScalar) {
+  if (e.kind == mir::ExprKind::DeviceScalar) {
     leaf.ref = static_cast<int32_t>(leaves.size());
     leaves.push_back(expr::from_storage(e.type, "*" + buffer(e.ref, false)));
     code.push_back(leaf);
     return;
   }
-  for (const ir::Expr& o : e.operands) postfix(o, code, leaves);
+  for (const mir::Expr& o : e.operands) postfix(o, code, leaves);
   expr::Instr op;
   op.kind = expr::InstrKind::Operator;
   op.op = e.op;
@@ -230,7 +230,7 @@ void GeneratedKernel::postfix(const ir::Expr& e, std::vector<expr::Instr>& code,
   code.push_back(op);
 }
 
-std::string GeneratedKernel::expr(const ir::Expr& e) {
+std::string GeneratedKernel::expr(const mir::Expr& e) {
   std::vector<expr::Instr> code;
   std::vector<std::string> leaves;
   postfix(e, code, leaves);
@@ -239,21 +239,21 @@ std::string GeneratedKernel::expr(const ir::Expr& e) {
 
 std::string GeneratedKernel::finish_function(const std::string& name) const {
   bool status = false;
-  for (const ir::KernelParam& q : params_) status |= q.kind == ir::KernelParamKind::Status;
+  for (const mir::KernelParam& q : params_) status |= q.kind == mir::KernelParamKind::Status;
   std::string code = generated_preamble(status);
   std::string args, unpack;
   for (size_t i = 0; i < params_.size(); ++i) {
-    const ir::KernelParam& q = params_[i];
+    const mir::KernelParam& q = params_[i];
     const std::string a = "orch_a" + std::to_string(i);
     args += (i ? ", " : "") + std::string("unsigned long long ") + a;
     // param_code_[i] is "TYPE NAME" as the kernel would declare it: the same name, from the bits.
     const std::string& decl = param_code_[i];
     const std::string type = decl.substr(0, decl.rfind(' '));
     std::string value;
-    if (q.kind != ir::KernelParamKind::Value) value = "(" + type + ")" + a;
-    else if (q.elem == ir::ScalarType::F32) value = "__uint_as_float((unsigned)" + a + ")";
-    else if (q.elem == ir::ScalarType::F64) value = "__longlong_as_double((long long)" + a + ")";
-    else if (q.elem == ir::ScalarType::Bool) value = "(" + a + " != 0ull)";
+    if (q.kind != mir::KernelParamKind::Value) value = "(" + type + ")" + a;
+    else if (q.elem == mir::ScalarType::F32) value = "__uint_as_float((unsigned)" + a + ")";
+    else if (q.elem == mir::ScalarType::F64) value = "__longlong_as_double((long long)" + a + ")";
+    else if (q.elem == mir::ScalarType::Bool) value = "(" + a + " != 0ull)";
     else value = "(" + type + ")" + a;
     unpack += "  " + decl + " = " + value + ";\n";
   }
@@ -261,18 +261,18 @@ std::string GeneratedKernel::finish_function(const std::string& name) const {
   return code;
 }
 
-ir::Node GeneratedKernel::finish(const SourceRange& loc,
+mir::Node GeneratedKernel::finish(const SourceRange& loc,
                                  const std::vector<SourceRange>& call_stack) {
   return finish_with_shape(loc, call_stack, int_constant(1), int_constant(1));
 }
 
-ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
+mir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
                                             const std::vector<SourceRange>& call_stack,
-                                            ir::Expr grid, ir::Expr block) {
+                                            mir::Expr grid, mir::Expr block) {
   if (site_ < 0 && body_.find("orch_expr_error(") != std::string::npos)
     status(loc, call_stack, "an expression evaluated by " + name_);
   bool with_status = false;  // status_param() alone (a guard's) needs the record's definitions too
-  for (const ir::KernelParam& q : params_) with_status |= q.kind == ir::KernelParamKind::Status;
+  for (const mir::KernelParam& q : params_) with_status |= q.kind == mir::KernelParamKind::Status;
   std::string code = generated_preamble(with_status);
   code += "extern \"C\" __global__ void " + name_ + "(";
   for (size_t i = 0; i < param_code_.size(); ++i) code += (i ? ", " : "") + param_code_[i];
@@ -288,28 +288,29 @@ ir::Node GeneratedKernel::finish_with_shape(const SourceRange& loc,
   }
   code += body + "}\n";
 
-  ir::Kernel k;
+  mir::Kernel k;
   k.name = name_;
   k.entry = name_;
   k.params = params_;
   k.inline_source = true;
   k.source = code;
-  k.generated = true;  // whether it waits at entry (wait_) is generate_kernels' record
+  // That orchc wrote it is build_lir's record (lir::Kernel::generated), whether it waits at
+  // entry (wait_) generate_kernels'.
   k.loc = loc;
-  for (const ir::KernelParam& p : params_)
-    k.uses_device_runtime |= p.kind == ir::KernelParamKind::Cond ||
-                             p.kind == ir::KernelParamKind::Graph ||
-                             p.kind == ir::KernelParamKind::GraphFamily;
+  for (const mir::KernelParam& p : params_)
+    k.uses_device_runtime |= p.kind == mir::KernelParamKind::Cond ||
+                             p.kind == mir::KernelParamKind::Graph ||
+                             p.kind == mir::KernelParamKind::GraphFamily;
   program_.kernels.push_back(std::move(k));
 
-  ir::KernelNode launch;
+  mir::KernelNode launch;
   launch.kernel = static_cast<int>(program_.kernels.size() - 1);
   launch.grid[0] = std::move(grid);
   launch.block[0] = std::move(block);
   for (int i = 1; i < 3; ++i) launch.grid[i] = launch.block[i] = int_constant(1);
   launch.shared_bytes = int_constant(0);
   launch.args = args_;
-  ir::Node node;
+  mir::Node node;
   node.op = std::move(launch);
   node.loc = loc;
   node.call_stack = call_stack;

@@ -1,12 +1,12 @@
 // CUDA C++ for the kernels orchc writes itself: condition evaluation, scalar updates, fills a
-// memset node cannot do, and device graph launchers. Each becomes an ir::Kernel (generated)
+// memset node cannot do, and device graph launchers. Each becomes a mir::Kernel (generated)
 // compiled by NVRTC like a user's kernel.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "compiler/program.h"
+#include "lowering/mir.h"
 
 namespace orch::lowering {
 
@@ -17,12 +17,12 @@ namespace orch::lowering {
 // the same error.
 class GeneratedKernel {
  public:
-  GeneratedKernel(ir::Program& program, std::string name)
+  GeneratedKernel(mir::Program& program, std::string name)
       : program_(program), name_(std::move(name)) {}
 
   // C++ of `e`: an `orch_v<K>` expression (K: e's type) holding the value or an error code;
   // registers the parameters it needs.
-  std::string expr(const ir::Expr& e);
+  std::string expr(const mir::Expr& e);
   // A pointer parameter for a buffer (to its storage type); returns its name in the code.
   std::string buffer(int buffer, bool write);
   // A conditional handle parameter.
@@ -31,7 +31,7 @@ class GeneratedKernel {
   std::string graph(int graph, bool family, bool self);
   // A value parameter computed on the host, converted there to `type` (exactly, or the runtime
   // refuses it); returns its name, which holds the storage of `type`.
-  std::string value(const ir::Expr& e, ir::ScalarType type);
+  std::string value(const mir::Expr& e, mir::ScalarType type);
   // The executable's device status record (a KernelParamKind::Status parameter, named
   // `orch_status` in the code), and `orch_site`, a constant naming a new status site for `loc`
   // (program.status_sites): with them the kernel reports device-side errors through
@@ -55,31 +55,31 @@ class GeneratedKernel {
   void wait_at_entry() { wait_ = true; }
   // Every statement the kernel runs so far, to fuse it with another.
   const std::string& body() const { return body_; }
-  const std::vector<ir::BufferAccess>& accesses() const { return accesses_; }
+  const std::vector<mir::BufferAccess>& accesses() const { return accesses_; }
 
   // Appends the kernel to program.kernels and returns a node that launches it with one
   // thread (or `grid` x `block` when given). The node's accesses are the kernel's.
-  ir::Node finish(const SourceRange& loc, const std::vector<SourceRange>& call_stack);
-  ir::Node finish_with_shape(const SourceRange& loc, const std::vector<SourceRange>& call_stack,
-                             ir::Expr grid, ir::Expr block);
+  mir::Node finish(const SourceRange& loc, const std::vector<SourceRange>& call_stack);
+  mir::Node finish_with_shape(const SourceRange& loc, const std::vector<SourceRange>& call_stack,
+                             mir::Expr grid, mir::Expr block);
   // Not a kernel but a device function, for a user kernel's entry to call (lowering/ptx_entry.h):
   // a translation unit defining `extern "C" __device__ unsigned NAME(unsigned long long...)`,
   // one 8-byte argument per parameter registered so far (the parameter's bits, zero-extended),
   // whose statements return 0u to skip the kernel and fall through to `return 1u`.
   std::string finish_function(const std::string& name) const;
-  const std::vector<ir::KernelParam>& params() const { return params_; }
-  const std::vector<ir::KernelArg>& args() const { return args_; }
+  const std::vector<mir::KernelParam>& params() const { return params_; }
+  const std::vector<mir::KernelArg>& args() const { return args_; }
 
  private:
-  void postfix(const ir::Expr& e, std::vector<expr::Instr>& code, std::vector<std::string>& leaves);
+  void postfix(const mir::Expr& e, std::vector<expr::Instr>& code, std::vector<std::string>& leaves);
 
-  ir::Program& program_;
+  mir::Program& program_;
   std::string name_;
   std::string body_;
-  std::vector<ir::KernelParam> params_;
-  std::vector<ir::KernelArg> args_;
+  std::vector<mir::KernelParam> params_;
+  std::vector<mir::KernelArg> args_;
   std::vector<std::string> param_code_;
-  std::vector<ir::BufferAccess> accesses_;
+  std::vector<mir::BufferAccess> accesses_;
   int site_ = -1;  // the status site, once status() registered one
   bool wait_ = false;
 };
@@ -115,9 +115,9 @@ extern const char* const kDeviceStatusPreamble;
 std::string generated_preamble(bool with_status);
 
 // The C++ spelling of a scalar type as user kernels see it: "unsigned", "float", "__half", ...
-const char* cuda_type(ir::ScalarType t);
+const char* cuda_type(mir::ScalarType t);
 
 // A constant of a type.
-ir::Expr int_constant(int64_t v, ir::ScalarType type = ir::ScalarType::U32);
+mir::Expr int_constant(int64_t v, mir::ScalarType type = mir::ScalarType::U32);
 
 }  // namespace orch::lowering

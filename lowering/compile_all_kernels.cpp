@@ -125,7 +125,7 @@ bool compile_all_kernels(lir::Program& p, const CompileOptions& given, SourceMan
       e.patch.extra_params = k.guard_param_sizes;
       // Every thread holds the decision in these roles (unroll_loops.cpp's guard_statement).
       e.patch.guard_per_thread =
-          k.guard && (k.guard->role == ir::GuardRole::Each || k.guard->role == ir::GuardRole::Follow);
+          k.guard && (k.guard->role == mir::GuardRole::Each || k.guard->role == mir::GuardRole::Follow);
       e.guard_code = k.guard_code;
     }
     std::string unit;

@@ -7,13 +7,13 @@ namespace orch::lowering {
 
 namespace {
 
-std::string launch_stream(ir::LaunchMode m) {
+std::string launch_stream(mir::LaunchMode m) {
   switch (m) {
-    case ir::LaunchMode::FireAndForget:
+    case mir::LaunchMode::FireAndForget:
       return "cudaStreamGraphFireAndForget";
-    case ir::LaunchMode::Sibling:
+    case mir::LaunchMode::Sibling:
       return "cudaStreamGraphFireAndForgetAsSibling";
-    case ir::LaunchMode::Tail:
+    case mir::LaunchMode::Tail:
       break;
   }
   return "cudaStreamGraphTailLaunch";
@@ -22,12 +22,12 @@ std::string launch_stream(ir::LaunchMode m) {
 // Each update converts its value to the scalar's type as expr/ does; on an error (overflow,
 // division by zero, a value the type cannot hold) the scalar keeps its value and the kernel
 // reports the code through orch_expr_error.
-void add_updates(GeneratedKernel& k, const ir::Program& p,
-                 const std::vector<std::pair<int, ir::Expr>>& updates) {
+void add_updates(GeneratedKernel& k, const mir::Program& p,
+                 const std::vector<std::pair<int, mir::Expr>>& updates) {
   for (const auto& [dst, value] : updates) {
     std::string rhs = k.expr(value);
     std::string target = k.buffer(dst, true);
-    ir::ScalarType t = p.buffers[dst].elem;
+    mir::ScalarType t = p.buffers[dst].elem;
     std::string tc = expr::type_code(t);
     k.add_statement("{ orch_v<" + tc + "> r = " + expr::print_convert(rhs, value.type, t) +
                     "; if (r.e) orch_expr_error(r.e); else *" + target + " = orch_to_storage<" + tc +
@@ -37,46 +37,46 @@ void add_updates(GeneratedKernel& k, const ir::Program& p,
 
 // One thread per element up to 4096 blocks of 256 (a grid-stride loop covers the rest): a
 // constant where the count is one (so a one-block kernel is seen to be one: unroll_loops.cpp).
-ir::Expr element_blocks(const ir::Expr& count) {
-  if (count.kind == ir::ExprKind::Const && !ir::is_float(count.value.type)) {
+mir::Expr element_blocks(const mir::Expr& count) {
+  if (count.kind == mir::ExprKind::Const && !mir::is_float(count.value.type)) {
     const uint64_t n = count.value.bits;
-    return int_constant(static_cast<int64_t>(std::min<uint64_t>((n + 255) / 256, 4096)), ir::ScalarType::U64);
+    return int_constant(static_cast<int64_t>(std::min<uint64_t>((n + 255) / 256, 4096)), mir::ScalarType::U64);
   }
-  return ir::operation(expr::Op::Min, ir::operation(expr::Op::CeilDiv, count, int_constant(256, ir::ScalarType::U64)),
-                       int_constant(4096, ir::ScalarType::U64));
+  return mir::operation(expr::Op::Min, mir::operation(expr::Op::CeilDiv, count, int_constant(256, mir::ScalarType::U64)),
+                       int_constant(4096, mir::ScalarType::U64));
 }
 
 class Generator {
  public:
-  Generator(ir::Program& p, const PassOptions& o, IrLowering& out) : p_(p), o_(o), out_(out) {}
+  Generator(mir::Program& p, const PassOptions& o, IrLowering& out) : p_(p), o_(o), out_(out) {}
 
-  void region(ir::Region& r, int graph) {
-    for (ir::Node& n : r.nodes) {
-      for (ir::Region& b : ir::bodies(n)) region(b, graph);
+  void region(mir::Region& r, int graph) {
+    for (mir::Node& n : r.nodes) {
+      for (mir::Region& b : mir::bodies(n)) region(b, graph);
       switch (n.kind()) {
-        case ir::NodeKind::ScalarUpdate:
+        case mir::NodeKind::ScalarUpdate:
           n = scalar_update(n);
           break;
-        case ir::NodeKind::SetCondition:
+        case mir::NodeKind::SetCondition:
           n = set_condition(n);
           break;
-        case ir::NodeKind::Fill:
+        case mir::NodeKind::Fill:
           // The rest become memset nodes; a guarded fill must be a kernel to hold its guard.
           if (n.guard || !memset_pattern(p_, n)) n = fill(n);
           break;
-        case ir::NodeKind::Copy:
+        case mir::NodeKind::Copy:
           if (n.guard) n = copy(n);  // a guarded copy must be a kernel to hold its guard
           break;
-        case ir::NodeKind::LaunchGraph:
+        case mir::NodeKind::LaunchGraph:
           n = launcher(n, graph);
           break;
-        case ir::NodeKind::Kernel:
-        case ir::NodeKind::If:
-        case ir::NodeKind::While:
-        case ir::NodeKind::Switch:
-        case ir::NodeKind::Collective:
+        case mir::NodeKind::Kernel:
+        case mir::NodeKind::If:
+        case mir::NodeKind::While:
+        case mir::NodeKind::Switch:
+        case mir::NodeKind::Collective:
           break;  // already CUDA graph nodes: nothing to generate
-        case ir::NodeKind::Shmem:
+        case mir::NodeKind::Shmem:
           break;  // generate_nvshmem_kernels' (next)
       }
     }
@@ -87,38 +87,38 @@ class Generator {
     return std::string("orch_") + what + "_" + std::to_string(count_++);
   }
 
-  ir::Node scalar_update(const ir::Node& n) {
-    const ir::ScalarUpdateNode& u = n.as<ir::ScalarUpdateNode>();
+  mir::Node scalar_update(const mir::Node& n) {
+    const mir::ScalarUpdateNode& u = n.as<mir::ScalarUpdateNode>();
     GeneratedKernel k = kernel("update");
     std::vector<std::string> variants;
     if (n.guard) add_guard(k, p_, *n.guard, &variants);
-    std::vector<std::pair<int, ir::Expr>> updates = u.fused_updates;
+    std::vector<std::pair<int, mir::Expr>> updates = u.fused_updates;
     if (updates.empty()) updates.push_back({u.dst, u.value});
     add_updates(k, p_, updates);
     return guarded(k.finish(n.loc, n.call_stack), n, std::move(variants));
   }
 
   // A node of an unrolled copy keeps its guard; its kernel holds the guard's code for each role.
-  ir::Node guarded(ir::Node out, const ir::Node& n, std::vector<std::string> variants) {
+  mir::Node guarded(mir::Node out, const mir::Node& n, std::vector<std::string> variants) {
     if (!n.guard) return out;
     out.guard = n.guard;
-    out_.guard_variants[out.as<ir::KernelNode>().kernel] = std::move(variants);
+    out_.guard_variants[out.as<mir::KernelNode>().kernel] = std::move(variants);
     return out;
   }
 
   // Sets an unrolled loop's guard slots back to undecided (0).
-  void reset_guards(GeneratedKernel& k, const ir::SetConditionNode& n) {
+  void reset_guards(GeneratedKernel& k, const mir::SetConditionNode& n) {
     for (int loop : n.reset_guards) {
-      const ir::UnrolledLoop& L = p_.unrolled_loops[loop];
+      const mir::UnrolledLoop& L = p_.unrolled_loops[loop];
       const std::string slots = k.guard_slots(L.slots, true);
       k.add_statement("for (unsigned i = 0u; i < " + std::to_string(L.copies - 1) + "u; ++i) " + slots + "[i] = 0u;");
     }
   }
 
   // copy src -> dst of a copy node of an unrolled loop: element by element, like fill.
-  ir::Node copy(const ir::Node& n) {
-    const ir::CopyNode& c = n.as<ir::CopyNode>();
-    const ir::Buffer& b = p_.buffers[c.src];
+  mir::Node copy(const mir::Node& n) {
+    const mir::CopyNode& c = n.as<mir::CopyNode>();
+    const mir::Buffer& b = p_.buffers[c.src];
     GeneratedKernel k = kernel("copy");
     std::vector<std::string> variants;
     add_guard(k, p_, *n.guard, &variants);
@@ -129,27 +129,27 @@ class Generator {
 
   // The end of a generated fill or copy: dst[i] = `element` for every element of `b`, one thread
   // per element (grid-stride, blocks of 256).
-  ir::Node elementwise(GeneratedKernel& k, const ir::Node& n, const ir::Buffer& b, const std::string& dst,
+  mir::Node elementwise(GeneratedKernel& k, const mir::Node& n, const mir::Buffer& b, const std::string& dst,
                        const std::string& element, std::vector<std::string> variants) {
-    ir::Expr count = b.count ? *b.count : int_constant(1, ir::ScalarType::U64);
-    std::string count_code = k.value(count, ir::ScalarType::U64);
+    mir::Expr count = b.count ? *b.count : int_constant(1, mir::ScalarType::U64);
+    std::string count_code = k.value(count, mir::ScalarType::U64);
     k.add_statement(
         "for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; "
         "i < " + count_code + "; i += (unsigned long long)gridDim.x * blockDim.x) " + dst + "[i] = " + element + ";");
-    ir::Node out = k.finish_with_shape(n.loc, n.call_stack, element_blocks(count), int_constant(256));
+    mir::Node out = k.finish_with_shape(n.loc, n.call_stack, element_blocks(count), int_constant(256));
     out.accesses = n.accesses;
     return guarded(std::move(out), n, std::move(variants));
   }
 
-  ir::Node set_condition(const ir::Node& node) {
-    const ir::SetConditionNode& n = node.as<ir::SetConditionNode>();
+  mir::Node set_condition(const mir::Node& node) {
+    const mir::SetConditionNode& n = node.as<mir::SetConditionNode>();
     GeneratedKernel k = kernel("condition");
     add_updates(k, p_, n.fused_updates);
     reset_guards(k, n);
     std::string h = k.handle(n.handle);
     std::string value = k.expr(n.cond);
-    const ir::ScalarType t = n.cond.type;
-    if (n.condition_of == ir::NodeKind::Switch) {
+    const mir::ScalarType t = n.cond.type;
+    if (n.condition_of == mir::NodeKind::Switch) {
       // CUDA runs body i for value i and nothing for i >= size: case values map onto their
       // positions, everything else onto the default body (last) or past the end. A subject
       // that fails to evaluate runs no body.
@@ -169,14 +169,14 @@ class Generator {
                       "); if (c.e) orch_expr_error(c.e);");
       k.add_statement("cudaGraphSetConditional(" + h + ", (!c.e && c.v) ? 1u : 0u);");
     }
-    ir::Node out = k.finish(node.loc, node.call_stack);
+    mir::Node out = k.finish(node.loc, node.call_stack);
     out.accesses = node.accesses;
     return out;
   }
 
-  ir::Node fill(const ir::Node& n) {
-    const ir::FillNode& f = n.as<ir::FillNode>();
-    const ir::Buffer& b = p_.buffers[f.dst];
+  mir::Node fill(const mir::Node& n) {
+    const mir::FillNode& f = n.as<mir::FillNode>();
+    const mir::Buffer& b = p_.buffers[f.dst];
     GeneratedKernel k = kernel("fill");
     std::vector<std::string> variants;
     if (n.guard) add_guard(k, p_, *n.guard, &variants);
@@ -189,15 +189,15 @@ class Generator {
   // Launches the graph and reports a failed launch (cudaGraphLaunch returns the error to the
   // launching thread, and nothing else sees it) in the executable's device status; a family
   // index out of range is reported instead of read past the family's table.
-  ir::Node launcher(const ir::Node& node, int graph) {
-    const ir::LaunchGraphNode& n = node.as<ir::LaunchGraphNode>();
-    const ir::Graph& g = p_.graphs[n.graph];
+  mir::Node launcher(const mir::Node& node, int graph) {
+    const mir::LaunchGraphNode& n = node.as<mir::LaunchGraphNode>();
+    const mir::Graph& g = p_.graphs[n.graph];
     GeneratedKernel k = kernel("launch");
     bool family = g.family_size > 0;
     std::string exec = k.graph(n.graph, family, n.graph == graph);
     std::string what = "launch " + g.name;
-    if (family) what += "[" + ir::to_string(*n.family_member, p_) + "]";
-    what += std::string(" ") + ir::to_string(n.mode);
+    if (family) what += "[" + mir::to_string(*n.family_member, p_) + "]";
+    what += std::string(" ") + mir::to_string(n.mode);
     k.status(node.loc, node.call_stack, what);
     std::string launch = "{ const cudaError_t e = cudaGraphLaunch(" + exec + (family ? "[m]" : "") +
                          ", " + launch_stream(n.mode) +
@@ -205,13 +205,13 @@ class Generator {
                          "(unsigned)e); }";
     if (family) {
       k.add_statement("const unsigned long long m = " +
-                      k.value(*n.family_member, ir::ScalarType::U32) + ";");
+                      k.value(*n.family_member, mir::ScalarType::U32) + ";");
       k.add_statement("if (m < " + std::to_string(g.family_size) + "ull) " + launch);
       k.add_statement("else orch_report_error(orch_status, 2u, orch_site, (unsigned)m);");
     } else {
       k.add_statement(launch);
     }
-    ir::Node out = k.finish(node.loc, node.call_stack);
+    mir::Node out = k.finish(node.loc, node.call_stack);
     out.accesses = node.accesses;  // ordered like the launched graph's own work
     return out;
   }
@@ -223,7 +223,7 @@ class Generator {
     return k;
   }
 
-  ir::Program& p_;
+  mir::Program& p_;
   const PassOptions& o_;
   IrLowering& out_;
   int count_ = 0;
@@ -231,7 +231,7 @@ class Generator {
 
 }  // namespace
 
-void generate_kernels(ir::Program& p, const PassOptions& o, IrLowering& out) {
+void generate_kernels(mir::Program& p, const PassOptions& o, IrLowering& out) {
   const size_t first = p.kernels.size();
   Generator gen(p, o, out);
   for (size_t g = 0; g < p.graphs.size(); ++g) gen.region(p.graphs[g].body, static_cast<int>(g));

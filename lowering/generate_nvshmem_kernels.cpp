@@ -12,14 +12,14 @@ namespace orch::lowering {
 
 namespace {
 
-const char* cmp_name(ir::WaitCmp c) {
+const char* cmp_name(mir::WaitCmp c) {
   switch (c) {
-    case ir::WaitCmp::Eq: return "NVSHMEM_CMP_EQ";
-    case ir::WaitCmp::Ne: return "NVSHMEM_CMP_NE";
-    case ir::WaitCmp::Gt: return "NVSHMEM_CMP_GT";
-    case ir::WaitCmp::Le: return "NVSHMEM_CMP_LE";
-    case ir::WaitCmp::Lt: return "NVSHMEM_CMP_LT";
-    case ir::WaitCmp::Ge: return "NVSHMEM_CMP_GE";
+    case mir::WaitCmp::Eq: return "NVSHMEM_CMP_EQ";
+    case mir::WaitCmp::Ne: return "NVSHMEM_CMP_NE";
+    case mir::WaitCmp::Gt: return "NVSHMEM_CMP_GT";
+    case mir::WaitCmp::Le: return "NVSHMEM_CMP_LE";
+    case mir::WaitCmp::Lt: return "NVSHMEM_CMP_LT";
+    case mir::WaitCmp::Ge: return "NVSHMEM_CMP_GE";
   }
   return "NVSHMEM_CMP_EQ";
 }
@@ -30,19 +30,19 @@ constexpr int kCopyThreads = 512;
 
 class NvshmemGenerator {
  public:
-  NvshmemGenerator(ir::Program& p, const PassOptions& o, IrLowering& out) : p_(p), o_(o), out_(out) {}
+  NvshmemGenerator(mir::Program& p, const PassOptions& o, IrLowering& out) : p_(p), o_(o), out_(out) {}
 
-  void region(ir::Region& r) {
-    for (ir::Node& n : r.nodes) {
-      for (ir::Region& b : ir::bodies(n)) region(b);
-      if (n.is<ir::ShmemNode>()) n = lower(n);
+  void region(mir::Region& r) {
+    for (mir::Node& n : r.nodes) {
+      for (mir::Region& b : mir::bodies(n)) region(b);
+      if (n.is<mir::ShmemNode>()) n = lower(n);
     }
   }
 
  private:
-  ir::Node lower(const ir::Node& n) {
-    const ir::ShmemNode& s = n.as<ir::ShmemNode>();
-    GeneratedKernel k(p_, "orch_nvshmem_" + std::string(ir::to_string(s.op)) + "_" + std::to_string(count_++));
+  mir::Node lower(const mir::Node& n) {
+    const mir::ShmemNode& s = n.as<mir::ShmemNode>();
+    GeneratedKernel k(p_, "orch_nvshmem_" + std::string(mir::to_string(s.op)) + "_" + std::to_string(count_++));
     if (o_.pdl) k.wait_at_entry();
     std::vector<std::string> variants;
     if (n.guard) add_guard(k, p_, *n.guard, &variants);
@@ -50,22 +50,22 @@ class NvshmemGenerator {
     // The signal or compared value: every thread computes the same, so all leave together when
     // it cannot be evaluated (reported once, by thread 0).
     auto value = [&] {
-      const std::string v = expr::print_convert(k.expr(*s.value), s.value->type, ir::ScalarType::U64);
-      k.add_statement("const orch_v<" + std::string(expr::type_code(ir::ScalarType::U64)) + "> value = " + v + ";");
+      const std::string v = expr::print_convert(k.expr(*s.value), s.value->type, mir::ScalarType::U64);
+      k.add_statement("const orch_v<" + std::string(expr::type_code(mir::ScalarType::U64)) + "> value = " + v + ";");
       k.add_statement("if (value.e) { if (threadIdx.x == 0) orch_expr_error(value.e); return; }");
       return std::string("value.v");
     };
-    auto pe = [&] { return k.value(*s.peer, ir::ScalarType::I32); };
+    auto pe = [&] { return k.value(*s.peer, mir::ScalarType::I32); };
     auto bytes = [&](int buffer) {
-      const ir::Buffer& b = p_.buffers[buffer];
-      ir::Expr count = b.count ? *b.count : int_constant(1, ir::ScalarType::U64);
-      return k.value(ir::operation(expr::Op::Mul, count, int_constant(static_cast<int64_t>(expr::size_of(b.elem)),
-                                                                      ir::ScalarType::U64)),
-                     ir::ScalarType::U64);
+      const mir::Buffer& b = p_.buffers[buffer];
+      mir::Expr count = b.count ? *b.count : int_constant(1, mir::ScalarType::U64);
+      return k.value(mir::operation(expr::Op::Mul, count, int_constant(static_cast<int64_t>(expr::size_of(b.elem)),
+                                                                      mir::ScalarType::U64)),
+                     mir::ScalarType::U64);
     };
-    const char* sig_op = s.signal_op == ir::SignalOp::Add ? "NVSHMEM_SIGNAL_ADD" : "NVSHMEM_SIGNAL_SET";
+    const char* sig_op = s.signal_op == mir::SignalOp::Add ? "NVSHMEM_SIGNAL_ADD" : "NVSHMEM_SIGNAL_SET";
     switch (s.op) {
-      case ir::ShmemOp::Put: {
+      case mir::ShmemOp::Put: {
         threads = kCopyThreads;
         const std::string src = k.buffer(s.src, false), dst = k.buffer(s.dst, true), peer = pe(), n_bytes = bytes(s.src);
         if (s.signal >= 0) {
@@ -79,14 +79,14 @@ class NvshmemGenerator {
         }
         break;
       }
-      case ir::ShmemOp::Get: {
+      case mir::ShmemOp::Get: {
         threads = kCopyThreads;
         const std::string src = k.buffer(s.src, false), dst = k.buffer(s.dst, true), peer = pe(), n_bytes = bytes(s.src);
         k.add_statement("nvshmemx_getmem_block((void*)" + dst + ", (const void*)" + src + ", " + n_bytes + ", " +
                         peer + ");");
         break;
       }
-      case ir::ShmemOp::Signal: {
+      case mir::ShmemOp::Signal: {
         const std::string sig = k.buffer(s.signal, true), peer = pe();
         const std::string v = value();
         // The PE's earlier puts are complete first (each `put` was a kernel of its own: NVSHMEM
@@ -95,23 +95,23 @@ class NvshmemGenerator {
         k.add_statement("nvshmemx_signal_op((uint64_t*)" + sig + ", " + v + ", " + sig_op + ", " + peer + ");");
         break;
       }
-      case ir::ShmemOp::Wait: {
+      case mir::ShmemOp::Wait: {
         const std::string sig = k.buffer(s.signal, false);
         const std::string v = value();
         k.add_statement("nvshmem_signal_wait_until((uint64_t*)" + sig + ", " + cmp_name(s.cmp) + ", " + v + ");");
         break;
       }
-      case ir::ShmemOp::Quiet:
+      case mir::ShmemOp::Quiet:
         k.add_statement("nvshmem_quiet();");
         break;
-      case ir::ShmemOp::Barrier:
+      case mir::ShmemOp::Barrier:
         // Every PE's block arrives; completes this PE's puts first (NVSHMEM's barrier_all does).
         k.add_statement("nvshmemx_barrier_all_block();");
         break;
     }
-    ir::Node out = k.finish_with_shape(n.loc, n.call_stack, int_constant(1), int_constant(threads));
+    mir::Node out = k.finish_with_shape(n.loc, n.call_stack, int_constant(1), int_constant(threads));
     out.accesses = n.accesses;  // every symmetric buffer: a peer may touch any of them here
-    const int kernel = out.as<ir::KernelNode>().kernel;
+    const int kernel = out.as<mir::KernelNode>().kernel;
     if (o_.pdl) out_.waits_at_entry.insert(kernel);
     if (n.guard) {
       out.guard = n.guard;
@@ -120,7 +120,7 @@ class NvshmemGenerator {
     return out;
   }
 
-  ir::Program& p_;
+  mir::Program& p_;
   const PassOptions& o_;
   IrLowering& out_;
   int count_ = 0;
@@ -128,9 +128,9 @@ class NvshmemGenerator {
 
 }  // namespace
 
-void generate_nvshmem_kernels(ir::Program& p, const PassOptions& o, IrLowering& out) {
+void generate_nvshmem_kernels(mir::Program& p, const PassOptions& o, IrLowering& out) {
   NvshmemGenerator gen(p, o, out);
-  for (ir::Graph& g : p.graphs) gen.region(g.body);
+  for (mir::Graph& g : p.graphs) gen.region(g.body);
 }
 
 }  // namespace orch::lowering

@@ -16,7 +16,7 @@ void hash_collectives(lir::Program& p) {
       if (!c) continue;
       const lir::Buffer& src = p.buffers[c->src];
       const lir::Buffer& dst = p.buffers[c->dst];
-      sequence += std::string(ir::to_string(c->kind)) + " " + ir::to_string(c->op) + " " +
+      sequence += std::string(mir::to_string(c->kind)) + " " + mir::to_string(c->op) + " " +
                   expr::to_string(src.elem) + " " +
                   (src.count ? src.count->text : std::string("1")) + " -> " +
                   (dst.count ? dst.count->text : std::string("1")) + " on " +

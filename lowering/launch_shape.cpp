@@ -117,16 +117,16 @@ LaunchShape launch_shape(const lir::Program& p, const lir::KernelNode& k, const 
   return s;
 }
 
-LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residency& r) {
+LaunchShape launch_shape(const mir::Program& p, const mir::Node& n, const Residency& r) {
   auto default_of = [&](int32_t ref) -> std::optional<expr::Value> {
     if (ref < 0 || static_cast<size_t>(ref) >= p.params.size()) return std::nullopt;
     return p.params[static_cast<size_t>(ref)].default_evaluated;
   };
-  auto eval = [&](const ir::Expr& e) { return at_defaults(ir::to_postfix(e), default_of); };
+  auto eval = [&](const mir::Expr& e) { return at_defaults(mir::to_postfix(e), default_of); };
   LaunchShape s;
   switch (n.kind()) {
-    case ir::NodeKind::Kernel: {
-      const ir::KernelNode& k = n.as<ir::KernelNode>();
+    case mir::NodeKind::Kernel: {
+      const mir::KernelNode& k = n.as<mir::KernelNode>();
       s.blocks = product(eval(k.grid[0]), eval(k.grid[1]), eval(k.grid[2]));
       s.threads = product(eval(k.block[0]), eval(k.block[1]), eval(k.block[2]));
       std::optional<uint64_t> shared = eval(k.shared_bytes);
@@ -134,24 +134,24 @@ LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residenc
       s.resident = resident_blocks(r, s.threads, s.shared, {}, &s.limit);
       return s;
     }
-    case ir::NodeKind::Fill:
-    case ir::NodeKind::Copy: {
-      const int dst = n.is<ir::FillNode>() ? n.as<ir::FillNode>().dst : n.as<ir::CopyNode>().dst;
-      const ir::Buffer& b = p.buffers[static_cast<size_t>(dst)];
+    case mir::NodeKind::Fill:
+    case mir::NodeKind::Copy: {
+      const int dst = n.is<mir::FillNode>() ? n.as<mir::FillNode>().dst : n.as<mir::CopyNode>().dst;
+      const mir::Buffer& b = p.buffers[static_cast<size_t>(dst)];
       std::optional<uint64_t> elements = b.count ? eval(*b.count) : std::optional<uint64_t>(1);
       s.threads = 256;
       if (elements) s.blocks = (*elements + 255) / 256;
       s.resident = resident_blocks(r, s.threads, 0, {}, &s.limit);
       return s;
     }
-    case ir::NodeKind::ScalarUpdate:
-    case ir::NodeKind::SetCondition:
-    case ir::NodeKind::LaunchGraph:
-    case ir::NodeKind::If:
-    case ir::NodeKind::While:
-    case ir::NodeKind::Switch:
-    case ir::NodeKind::Collective:
-    case ir::NodeKind::Shmem:  // one block (generate_nvshmem_kernels.cpp)
+    case mir::NodeKind::ScalarUpdate:
+    case mir::NodeKind::SetCondition:
+    case mir::NodeKind::LaunchGraph:
+    case mir::NodeKind::If:
+    case mir::NodeKind::While:
+    case mir::NodeKind::Switch:
+    case mir::NodeKind::Collective:
+    case mir::NodeKind::Shmem:  // one block (generate_nvshmem_kernels.cpp)
       break;
   }
   s.blocks = 1;

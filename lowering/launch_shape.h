@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "compiler/program.h"
+#include "lowering/mir.h"
 #include "lowering/cubin_resources.h"
 #include "lowering/lir.h"
 
@@ -62,8 +62,9 @@ std::optional<uint64_t> value_at_defaults(const lir::Program& p, const lir::Expr
 // A kernel node's launch, its grid and block evaluated at the params' defaults, and its
 // kernel's compiled registers and static shared memory where it is compiled (Kernel::demand).
 LaunchShape launch_shape(const lir::Program& p, const lir::KernelNode& k, const Residency& r);
-// A node of the checker's IR: a kernel's launch; a fill or copy as the kernel of 256-thread
-// blocks, one element per thread, that a guarded copy runs; anything else one block of one thread.
-LaunchShape launch_shape(const ir::Program& p, const ir::Node& n, const Residency& r);
+// A node of lowering's IR (lowering/mir.h): a kernel's launch; a fill or copy as the kernel of
+// 256-thread blocks, one element per thread, that a guarded copy runs; anything else one block of
+// one thread.
+LaunchShape launch_shape(const mir::Program& p, const mir::Node& n, const Residency& r);
 
 }  // namespace orch::lowering

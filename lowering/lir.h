@@ -1,6 +1,6 @@
 // The lowered program (lir): exactly what becomes CUDA graph nodes, and what both back ends
-// read. build_lir.cpp makes it from the lowered ir::Program (the checker's IR after lowering's
-// ir-to-ir passes); serialize.cpp writes it to pipeline.bin and emit_cuda.cpp prints it as one
+// read. build_lir.cpp makes it from lowering's program (lowering/mir.h) after its IR-to-IR
+// passes; serialize.cpp writes it to pipeline.bin and emit_cuda.cpp prints it as one
 // .cu file, so the artifact and the ejected program cannot drift apart. It mirrors
 // artifact/pipeline.fbs (a node kind, an argument kind, a dependency per entry of the
 // artifact's), with expressions as expr/'s postfix code. Declarations and kernels reuse the
@@ -17,7 +17,7 @@
 #include <variant>
 #include <vector>
 
-#include "compiler/program.h"
+#include "lowering/mir.h"
 #include "expr/expr.h"
 #include "lowering/cubin_resources.h"
 #include "support/overloaded.h"
@@ -66,9 +66,9 @@ struct Comm {
   SourceRange loc;
 };
 
-using KernelParamKind = ir::KernelParamKind;
-using Access = ir::Access;
-using KernelParam = ir::KernelParam;
+using KernelParamKind = mir::KernelParamKind;
+using Access = mir::Access;
+using KernelParam = mir::KernelParam;
 
 struct Image {
   std::string arch;   // "sm_90"
@@ -84,7 +84,10 @@ struct Module {
 
 // A kernel as the checker declared it (its parameters, its code and where that came from, what
 // the source text showed), with the code lowering compiled for it.
-struct Kernel : ir::Kernel {
+struct Kernel : mir::Kernel {
+  // orchc wrote it (conditions, scalar updates, fills that a memset cannot do, device
+  // launchers, NVSHMEM statements): build_lir, from IrLowering::user_kernels.
+  bool generated = false;
   // Every block executes griddepcontrol.wait before it touches memory (orchc's kernels have it in
   // their source: generate_kernels, through build_lir; a user kernel gets it at its PTX entry,
   // lowering/ptx_entry.h: programmatic_edges), so a programmatic edge may enter its nodes.
@@ -106,7 +109,7 @@ struct Kernel : ir::Kernel {
   // role. A user kernel's guarded variant (a kernel of its own: `guard_of` is the user's kernel)
   // takes the guard function's parameters after its own and calls `guard_code`'s orch_guard at
   // its PTX entry; guard_param_sizes are those parameters' sizes in bytes.
-  std::optional<ir::Guard> guard;
+  std::optional<mir::Guard> guard;
   int guard_of = -1;
   std::string guard_code;
   // A generated kernel of an unrolled copy holds kGuardPlaceholder where its guard goes, and here
@@ -176,8 +179,8 @@ struct ConditionalNode {
   bool set_by_kernel = false;
 };
 
-using CollectiveKind = ir::CollectiveKind;
-using ReduceOp = ir::ReduceOp;
+using CollectiveKind = mir::CollectiveKind;
+using ReduceOp = mir::ReduceOp;
 
 struct CollectiveNode {
   CollectiveKind kind = CollectiveKind::AllReduce;
@@ -220,7 +223,7 @@ struct Node {
   std::string what;                     // one line for people: "copy u_host -> u"
   // A node of an unrolled loop's copy 2 and up (lowering/unroll_loops.cpp); the role is set by
   // assign_guards.
-  std::optional<ir::Guard> guard;
+  std::optional<mir::Guard> guard;
   // What it reads and writes (a conditional: its condition and all its bodies), for the
   // ordering verifier.
   std::vector<BufferAccess> accesses;
@@ -244,7 +247,7 @@ struct Graph {
   uint64_t tail_launches = 0;
 };
 
-// A `while` loop lowering unrolled (ir::UnrolledLoop, its guard functions' arguments lowered).
+// A `while` loop lowering unrolled (mir::UnrolledLoop, its guard functions' arguments lowered).
 struct UnrolledLoop {
   std::vector<int> cond_buffers;  // the device scalars its condition reads
   int handle = -1;
@@ -257,7 +260,7 @@ struct UnrolledLoop {
     std::vector<KernelParam> params;
     std::vector<KernelArg> args;  // the first is the slot index, a u32 value each copy sets
   };
-  std::vector<Function> functions;  // by ir::GuardRole
+  std::vector<Function> functions;  // by mir::GuardRole
 };
 
 // A CUDA conditional handle, created on the top-level graph that holds its node.

@@ -22,9 +22,9 @@ std::string param_type(const KernelParam& q) {
   switch (q.kind) {
     case KernelParamKind::Value: return expr::to_string(q.elem);
     case KernelParamKind::Scalar:
-      return std::string(ir::to_string(q.access)) + " " + expr::to_string(q.elem);
+      return std::string(mir::to_string(q.access)) + " " + expr::to_string(q.elem);
     case KernelParamKind::Array:
-      return std::string(ir::to_string(q.access)) + " " + expr::to_string(q.elem) + "[]";
+      return std::string(mir::to_string(q.access)) + " " + expr::to_string(q.elem) + "[]";
     case KernelParamKind::Cond: return "cond";
     case KernelParamKind::Graph: return "graph";
     case KernelParamKind::GraphFamily: return "graph[" + std::to_string(q.family_size) + "]";
@@ -150,7 +150,7 @@ class Printer {
          (k.launches_kernels ? ", launches kernels" : "") + (k.waits_at_entry ? ", waits at entry" : "") +
          (k.guard ? ", guard of loop " + std::to_string(k.guard->loop) +
                         (k.guard->copy ? " copy " + std::to_string(k.guard->copy) : std::string()) + " (" +
-                        ir::to_string(k.guard->role) + ")"
+                        mir::to_string(k.guard->role) + ")"
                   : "") +
          (k.guard_of >= 0 ? ", guarded variant of kernel " + std::to_string(k.guard_of) : "") +
          (k.code_choice.empty() ? "" : ", shared-memory code " + k.code_choice));
@@ -235,8 +235,8 @@ class Printer {
               return s;
             },
             [&](const CollectiveNode& c) {
-              std::string s = ir::to_string(c.kind);
-              if (c.op != ReduceOp::None) s += std::string(" ") + ir::to_string(c.op);
+              std::string s = mir::to_string(c.kind);
+              if (c.op != ReduceOp::None) s += std::string(" ") + mir::to_string(c.op);
               s += " " + buffer_name(c.src) + " -> " + buffer_name(c.dst) + " on " +
                    (c.comm >= 0 && static_cast<size_t>(c.comm) < p_.comms.size() ? p_.comms[c.comm].name
                                                                                   : "#" + std::to_string(c.comm));

@@ -216,14 +216,14 @@ TEST_CASE("build_lir: each lowered node is its node kind, with its dependencies 
 
 TEST_CASE("build_lir: dependencies are the IR's edges, per target node, in edge order") {
   auto l = lower_text(kEveryKind);
-  const ir::Program& ir = *l->checked.program;
+  const mir::Program ir = lower_graphs(*l->checked.program, plain_lowering());
   const lir::Program& p = l->program;
   REQUIRE(ir.graphs.size() == p.graphs.size());
   size_t edges = 0;
-  std::function<void(const ir::Region&, const lir::Body&)> same = [&](const ir::Region& r, const lir::Body& b) {
+  std::function<void(const mir::Region&, const lir::Body&)> same = [&](const mir::Region& r, const lir::Body& b) {
     REQUIRE(r.nodes.size() == b.nodes.size());
     std::vector<std::vector<uint32_t>> want(r.nodes.size());
-    for (const ir::Edge& e : r.edges) want[e.to].push_back(static_cast<uint32_t>(e.from));
+    for (const mir::Edge& e : r.edges) want[e.to].push_back(static_cast<uint32_t>(e.from));
     edges += r.edges.size();
     for (size_t i = 0; i < r.nodes.size(); ++i) {
       // A pass that adds order (one_loop_at_a_time, line_up_collectives) appends its edge and
@@ -232,10 +232,10 @@ TEST_CASE("build_lir: dependencies are the IR's edges, per target node, in edge 
       if (!b.nodes[i].order_note.empty() && got.size() > want[i].size()) got.resize(want[i].size());
       CHECK(got == want[i]);
       if (const auto* c = std::get_if<lir::ConditionalNode>(&b.nodes[i].op)) {
-        REQUIRE(c->bodies.size() == ir::bodies(r.nodes[i]).size());
-        for (size_t k = 0; k < c->bodies.size(); ++k) same(ir::bodies(r.nodes[i])[k], c->bodies[k]);
+        REQUIRE(c->bodies.size() == mir::bodies(r.nodes[i]).size());
+        for (size_t k = 0; k < c->bodies.size(); ++k) same(mir::bodies(r.nodes[i])[k], c->bodies[k]);
       } else {
-        CHECK(ir::bodies(r.nodes[i]).empty());
+        CHECK(mir::bodies(r.nodes[i]).empty());
       }
     }
   };

@@ -1,7 +1,8 @@
-// The lowering pipeline in one straight line: passes on the checker's IR, build_lir, then
-// passes on the lowered program, the kernel compiles and serialize. ORCH_PRINT_PASSES=1 prints
-// the program after each pass (the IR as `--emit=yaml` shows it, then the lowered program as
-// `--emit=ir` does) and how long each pass took, on stderr.
+// The lowering pipeline in one straight line: to_mir of the checker's program, the IR-to-IR
+// passes on it, build_lir, then passes on the lowered program, the kernel compiles and
+// serialize. ORCH_PRINT_PASSES=1 prints the program after each pass (the IR as `--emit=yaml`
+// shows it, with what the passes added, then the lowered program as `--emit=ir` does) and how
+// long each pass took, on stderr.
 #include "lowering/lower.h"
 
 #include <cctype>
@@ -11,7 +12,6 @@
 #include <functional>
 #include <optional>
 
-#include "compiler/emit.h"
 #include "lowering/passes.h"
 
 namespace orch {
@@ -69,12 +69,19 @@ uint32_t arch_number(const std::string& arch) {
 }
 
 // Whether any region holds a `while` (only those can be unrolled, and lowered again).
-bool has_while(ir::Program& p) {
-  bool any = false;
-  lowering::for_each_region(p, [&](ir::Region& r, int) {
-    for (const ir::Node& n : r.nodes) any |= n.is<ir::WhileNode>();
-  });
-  return any;
+bool has_while(const ir::Region& r) {
+  for (const ir::Node& n : r.nodes) {
+    if (n.is<ir::WhileNode>()) return true;
+    for (const ir::Region& b : ir::bodies(n))
+      if (has_while(b)) return true;
+  }
+  return false;
+}
+
+bool has_while(const ir::Program& p) {
+  for (const ir::Graph& g : p.graphs)
+    if (has_while(g.body)) return true;
+  return false;
 }
 
 lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) {
@@ -93,8 +100,9 @@ lowering::PassOptions pass_options(const ir::Program& p, const LowerOptions& o) 
   return x;
 }
 
-// The passes on the checker's IR; what they compute beyond it goes to `out`.
-void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o, lowering::IrLowering& out) {
+// The IR-to-IR passes; what they compute beyond mir::Program goes to `out`.
+void run_ir_passes(PassRunner& r, mir::Program& p, const lowering::PassOptions& o, lowering::IrLowering& out) {
+  out.user_kernels = p.kernels.size();
   r.run("drop_helper_graphs", [&] { lowering::drop_helper_graphs(p); });
   r.run("split_segments", [&] { lowering::split_segments(p); });
   r.run("lower_conditions", [&] { lowering::lower_conditions(p); });
@@ -107,9 +115,9 @@ void run_ir_passes(PassRunner& r, ir::Program& p, const lowering::PassOptions& o
 
 // The ir passes, then the lowered program `l` (which the printer keeps showing after this
 // returns); `sources` for printing.
-void run_graph_passes(PassRunner& r, ir::Program& p, lir::Program& l, const SourceManager& sources,
+void run_graph_passes(PassRunner& r, mir::Program p, lir::Program& l, const SourceManager& sources,
                       const lowering::PassOptions& o) {
-  r.show([&p, &sources] { return emit_yaml(p, sources); });
+  r.show([&p, &sources] { return mir::print(p, sources); });
   lowering::IrLowering ir_lowering;
   run_ir_passes(r, p, o, ir_lowering);
   r.show([&l, &sources] { return lir::print(l, sources); });
@@ -141,21 +149,23 @@ LowerOptions for_emit_cuda(LowerOptions options) {
   return options;
 }
 
-void lower_graphs(ir::Program& program, const LowerOptions& options) {
+mir::Program lower_graphs(const ir::Program& program, const LowerOptions& options) {
   PassRunner r(false);
   lowering::IrLowering unused;
-  run_ir_passes(r, program, pass_options(program, options), unused);
+  mir::Program p = mir::to_mir(program);
+  run_ir_passes(r, p, pass_options(program, options), unused);
+  return p;
 }
 
-lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options) {
+lir::Program lower_to_lir(const ir::Program& program, const LowerOptions& options) {
   SourceManager unused;
   PassRunner r(false);
   lir::Program l;
-  run_graph_passes(r, program, l, unused, pass_options(program, options));
+  run_graph_passes(r, mir::to_mir(program), l, unused, pass_options(program, options));
   return l;
 }
 
-std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sources,
+std::optional<std::string> lower_to_artifact(const ir::Program& p, SourceManager& sources,
                                              const LowerOptions& options, DiagnosticEngine& diags,
                                              lir::Program* lowered) {
   PassRunner r(print_requested(options.print_passes));
@@ -164,11 +174,9 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
   lowering::PassOptions o = pass_options(p, options);
   // The compiler's unrolling is decided before the kernels compile, by threads and shared
   // memory; registers can show a body's launch to run in several waves after all. Then the
-  // program is lowered once more from the checker's IR (kept here) without those loops.
-  std::optional<ir::Program> checked;
-  if (o.unroll == 0 && has_while(p)) checked = p;
-  for (bool again = checked.has_value();;) {
-    run_graph_passes(r, p, l, sources, o);
+  // program is lowered once more from the checker's IR without those loops.
+  for (bool again = o.unroll == 0 && has_while(p);;) {
+    run_graph_passes(r, mir::to_mir(p), l, sources, o);
     if (!r.run("verify_ordering", [&] { return lowering::verify_ordering(l, diags); })) return std::nullopt;
     if (!r.run("verify_memory_plan", [&] { return lowering::verify_memory_plan(l, diags); })) return std::nullopt;
     r.show(nullptr);  // CUBINs make the program unreadable; the timing is what matters
@@ -185,7 +193,6 @@ std::optional<std::string> lower_to_artifact(ir::Program& p, SourceManager& sour
         r.run("unrolled_past_wave_budget", [&] { return lowering::unrolled_past_wave_budget(l, o); });
     if (roll.empty()) break;
     o.keep_rolled = std::move(roll);
-    p = *checked;
     l = lir::Program{};
   }
   // Again with what the PTX showed: a kernel whose launches from the device only its PTX reveals

@@ -8,6 +8,7 @@
 #include "compiler/program.h"
 #include "lowering/kernel_compiler.h"
 #include "lowering/lir.h"
+#include "lowering/mir.h"
 #include "support/diagnostics.h"
 
 namespace orch {
@@ -44,22 +45,22 @@ struct LowerOptions {
   std::shared_ptr<const lowering::BoundProfile> profile;
 };
 
-// Runs every lowering pass on `program` (which it rewrites), builds the lowered program,
-// compiles its kernels and returns the artifact bytes; nullopt after errors, which are in
-// `diags`.
+// Runs every lowering pass on the checked program (to_mir's copy of it: `program` stays as the
+// checker made it), builds the lowered program, compiles its kernels and returns the artifact
+// bytes; nullopt after errors, which are in `diags`.
 // `lowered`, if given, receives the lowered program with its compiled code (for tests).
-std::optional<std::string> lower_to_artifact(ir::Program& program, SourceManager& sources,
+std::optional<std::string> lower_to_artifact(const ir::Program& program, SourceManager& sources,
                                              const LowerOptions& options, DiagnosticEngine& diags,
                                              lir::Program* lowered = nullptr);
 
 // The lowering passes without kernel compilation and serialization: the lowered program, for
-// `--emit=ir|cuda` and tests that need no NVRTC. `program` is rewritten on the way. (Only the
+// `--emit=ir|cuda` and tests that need no NVRTC. (Only the
 // pass options of `options` count: pdl, unroll, line_up_collectives, prioritize_collectives, patch_user_kernels,
 // compile.archs.)
-lir::Program lower_to_lir(ir::Program& program, const LowerOptions& options = {});
+lir::Program lower_to_lir(const ir::Program& program, const LowerOptions& options = {});
 
-// Only the passes on the IR (before build_lir), for tests that look at what they do to it.
-void lower_graphs(ir::Program& program, const LowerOptions& options = {});
+// Only the IR-to-IR passes (before build_lir), for tests that look at what they make.
+mir::Program lower_graphs(const ir::Program& program, const LowerOptions& options = {});
 
 // LowerOptions with every speed pass off (--no-pdl --unroll 1 --no-line-up
 // --no-collective-priority): the graph as the

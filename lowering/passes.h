@@ -1,5 +1,6 @@
 // The lowering passes, each in a file of its own. lower.cpp calls them in order: first passes
-// from IR to IR (ir::Program, the checker's output, rewritten in place), then build_lir makes
+// from IR to IR (mir::Program, lowering/mir.h: to_mir of the checker's output, rewritten in
+// place), then build_lir makes
 // the lowered program (lowering/lir.h) that the last passes and both back ends read.
 // ORCH_PRINT_PASSES=1 prints the program after each pass and how long each took.
 #pragma once
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/program.h"
+#include "lowering/mir.h"
 #include "lowering/cubin_resources.h"
 #include "lowering/kernel_compiler.h"
 #include "lowering/launch_shape.h"
@@ -61,30 +62,30 @@ struct PassOptions {
 
 // Calls `f` on every region of every graph, outer regions before the bodies they hold.
 // `graph` is the top-level graph the region belongs to.
-void for_each_region(ir::Program& program,
-                     const std::function<void(ir::Region& region, int graph)>& f);
+void for_each_region(mir::Program& program,
+                     const std::function<void(mir::Region& region, int graph)>& f);
 
 // drop_helper_graphs.cpp: a graph that is neither main nor `device` is only ever inlined by
 // `call` (the checker checked it where it is inlined); alone it is not a graph anything
 // launches, and its `self` means whoever calls it, so its own body is dropped.
-void drop_helper_graphs(ir::Program& program);
+void drop_helper_graphs(mir::Program& program);
 
 // split_segments.cpp: a host graph that holds conditional nodes and also device launches or
 // collectives becomes several graphs launched in order (program.segments), since one
 // executable graph cannot hold both (device launch + conditional hangs on driver 580;
 // NCCL in a graph with conditionals fails, NVIDIA/nccl#1986).
-void split_segments(ir::Program& program);
+void split_segments(mir::Program& program);
 
 // lower_conditions.cpp: a CUDA conditional handle for every If/While/Switch, a SetCondition
 // node that evaluates the condition before it (and at the end of a while body), `cond`
 // arguments bound to their loop's handle; sparse switch cases map onto dense bodies.
-void lower_conditions(ir::Program& program);
+void lower_conditions(mir::Program& program);
 
 // unroll_loops.cpp: a `while` body repeated options.unroll times per WHILE iteration; the nodes
 // of copies 2 and up get a guard (Node::guard) and read the condition's scalars and the loop's
 // guard slots, the condition kernels before the loop and at the end of the body reset the slots.
 // Returns one line per loop: how many copies, or why it is not unrolled (--print-passes).
-std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options);
+std::vector<std::string> unroll_loops(mir::Program& program, const PassOptions& options);
 // The compiler's choice of copies for a body of `nodes` nodes (PassOptions::unroll 0).
 uint32_t auto_unroll(size_t nodes);
 // After the kernels are compiled: the loops the compiler's choice unrolled (options.unroll 0)
@@ -96,13 +97,16 @@ std::vector<std::pair<SourceRange, std::string>> unrolled_past_wave_budget(const
 
 // fuse_generated_kernels.cpp: adjacent scalar updates, and a scalar update followed by a
 // condition evaluation, become one generated kernel (not across unrolled copies).
-void fuse_generated_kernels(ir::Program& program);
+void fuse_generated_kernels(mir::Program& program);
 
-// What the ir passes computed that the checker's IR does not hold, for build_lir, by kernel index:
-// the guard code of each generated kernel of an unrolled copy, per GuardRole
+// What the IR-to-IR passes computed that mir::Program does not hold, for build_lir: which kernels
+// orchc wrote (lir::Kernel::generated), and by kernel index the guard code of each generated kernel of an unrolled copy, per GuardRole
 // (lir::Kernel::guard_variants), and the generated kernels that wait at entry
 // (lir::Kernel::waits_at_entry).
 struct IrLowering {
+  // The checked program's kernels, all the user's: the passes append the kernels orchc writes
+  // after them (build_lir marks those lir::Kernel::generated).
+  size_t user_kernels = 0;
   std::map<int, std::vector<std::string>> guard_variants;
   std::set<int> waits_at_entry;
 };
@@ -110,7 +114,7 @@ struct IrLowering {
 // generate_kernels.cpp: scalar updates, condition evaluations, kernel fills and `launch`
 // statements become kernel nodes running kernels orchc writes; with options.pdl each one waits
 // at entry (griddepcontrol.wait, Kernel::waits_at_entry). The guard variants go to `out`.
-void generate_kernels(ir::Program& program, const PassOptions& options, IrLowering& out);
+void generate_kernels(mir::Program& program, const PassOptions& options, IrLowering& out);
 
 // assign_guards (unroll_loops.cpp), on the lowered program: each guarded node's role from the
 // edges within its copy; a generated kernel gets that role's guard code, a user kernel a variant
@@ -120,14 +124,14 @@ std::vector<std::string> assign_guards(lir::Program& program);
 // generate_nvshmem_kernels.cpp: put, get, signal, wait, quiet and barrier become kernel nodes
 // running one-block kernels orchc writes, which call NVSHMEM's device API (so they may stand in
 // conditional bodies and device graphs); guarded and waiting at entry like generate_kernels'.
-void generate_nvshmem_kernels(ir::Program& program, const PassOptions& options, IrLowering& out);
+void generate_nvshmem_kernels(mir::Program& program, const PassOptions& options, IrLowering& out);
 
 // rebuild_edges.cpp: dependency edges from the final nodes' accesses (transitively reduced).
-void rebuild_edges(ir::Program& program);
+void rebuild_edges(mir::Program& program);
 
 // build_lir.cpp: the lowered program, from the IR after the passes above: every node a
 // kernel, memcpy, memset, conditional or collective node, with its dependencies.
-lir::Program build_lir(const ir::Program& program, const IrLowering& lowering);
+lir::Program build_lir(const mir::Program& program, const IrLowering& lowering);
 
 // order_device_graphs.cpp: Program::device_order, every device graph after the graphs its
 // kernels take as `graph` arguments where no cycle prevents it, and KernelArg::late on each
@@ -218,7 +222,7 @@ class GeneratedKernel;
 // unroll_loops.cpp: the guard of an unrolled copy, for a kernel orchc writes: what it reads
 // registered with `k`, a placeholder (kGuardPlaceholder) as its first statement, and the code
 // that replaces it for each GuardRole in `variants` (assign_guards picks one).
-void add_guard(GeneratedKernel& k, const ir::Program& program, const ir::Guard& guard,
+void add_guard(GeneratedKernel& k, const mir::Program& program, const mir::Guard& guard,
                std::vector<std::string>* variants);
 extern const char* const kGuardPlaceholder;
 // One guard as C++: `truth` the condition as orch_v<orch_bool> (unused by Follow), `slots` the
@@ -226,7 +230,7 @@ extern const char* const kGuardPlaceholder;
 // errors; in a kernel (returns to skip it) or a device function (returns the decision: thread
 // 0's for the roles that decide, every thread's for Follow; the caller ORs it over the block).
 std::string guard_statement(const std::string& truth, const std::string& slots, const std::string& index,
-                            int site, ir::GuardRole role, bool function);
+                            int site, mir::GuardRole role, bool function);
 
 // unroll_loops.cpp: whether a kernel node runs exactly one block whatever the params (its grid
 // is constant 1, 1, 1): assign_guards' decide role and the verifier's check of it.
@@ -242,6 +246,6 @@ struct MemsetPattern {
   uint32_t value = 0;
   uint8_t element_size = 0;  // 1, 2 or 4
 };
-std::optional<MemsetPattern> memset_pattern(const ir::Program& program, const ir::Node& fill);
+std::optional<MemsetPattern> memset_pattern(const mir::Program& program, const mir::Node& fill);
 
 }  // namespace orch::lowering

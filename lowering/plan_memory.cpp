@@ -340,7 +340,7 @@ class Planner {
 
   // Bytes of buffer `b` with the params' defaults, or nullopt.
   std::optional<uint64_t> bytes_at_defaults(const lir::Buffer& b) const {
-    const uint64_t size = ir::size_of(b.elem);
+    const uint64_t size = mir::size_of(b.elem);
     if (!b.count) return size;
     expr::Evaluation v = expr::evaluate(b.count->code, [&](const expr::Instr& in) -> std::optional<expr::Value> {
       if (in.kind == expr::InstrKind::Param && in.ref >= 0 && static_cast<size_t>(in.ref) < p_.params.size())

@@ -357,10 +357,11 @@ Decided decide(Compile& c) {
     lowering::PassOptions o;
     o.residency = lowering::residency_of(r.program->profile);
     o.profile.profile = c.profile;
-    lowering::drop_helper_graphs(*r.program);
-    lowering::split_segments(*r.program);
-    lowering::lower_conditions(*r.program);
-    d.unroll_notes = lowering::unroll_loops(*r.program, o);
+    mir::Program p = mir::to_mir(*r.program);
+    lowering::drop_helper_graphs(p);
+    lowering::split_segments(p);
+    lowering::lower_conditions(p);
+    d.unroll_notes = lowering::unroll_loops(p, o);
   }
   LowerOptions options;
   options.profile = c.profile;

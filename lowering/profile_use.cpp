@@ -33,18 +33,18 @@ SourceRange range_of(const SourceManager& sources, uint32_t file, const JsonPath
   return range_at(file, text, json_offset(text, path));
 }
 
-// The key a statement of the checked program has in a profile.
-std::string kernel_key(const ir::Program& p, const ir::Node& n) {
-  const ir::KernelNode* launch = std::get_if<ir::KernelNode>(&n.op);
-  if (!launch || launch->kernel < 0 || static_cast<size_t>(launch->kernel) >= p.kernels.size()) return "";
-  const ir::Kernel& k = p.kernels[static_cast<size_t>(launch->kernel)];
-  return k.generated ? "" : k.name;
+// The key a statement of the checked program has in a profile: its kernel's name. Asked before
+// generate_kernels (the checked program, unroll_loops), where every kernel is the user's.
+std::string kernel_key(const mir::Declarations& p, int kernel) {
+  if (kernel < 0 || static_cast<size_t>(kernel) >= p.kernels.size()) return "";
+  return p.kernels[static_cast<size_t>(kernel)].name;
 }
 
 void statements(const ir::Program& p, const ir::Region& r,
                 std::set<std::tuple<uint32_t, uint32_t, uint32_t, std::string>>* out) {
   for (const ir::Node& n : r.nodes) {
-    if (n.loc.valid()) out->emplace(n.loc.file, n.loc.begin.line, n.loc.begin.col, kernel_key(p, n));
+    const int kernel = n.is<ir::KernelNode>() ? n.as<ir::KernelNode>().kernel : -1;
+    if (n.loc.valid()) out->emplace(n.loc.file, n.loc.begin.line, n.loc.begin.col, kernel_key(p, kernel));
     for (const ir::Region& b : ir::bodies(n)) statements(p, b, out);
   }
 }
@@ -214,10 +214,10 @@ Launch launch_of(const lir::Program& p, const lir::Node& n, const Residency& r, 
   return L;
 }
 
-Launch launch_of(const ir::Program& p, const ir::Node& n, const Residency& r, const ProfileUse& u) {
+Launch launch_of(const mir::Program& p, const mir::Node& n, const Residency& r, const ProfileUse& u) {
   Launch L;
   L.residency = r;
-  const std::string kernel = kernel_key(p, n);
+  const std::string kernel = kernel_key(p, n.is<mir::KernelNode>() ? n.as<mir::KernelNode>().kernel : -1);
   if (u.profile) L.measured = u.profile->find(n.loc, kernel);
   if (L.measured && L.measured->launch && !kernel.empty()) {
     L.measured_shape = true;
@@ -229,8 +229,8 @@ Launch launch_of(const ir::Program& p, const ir::Node& n, const Residency& r, co
   L.shape = launch_shape(p, n, r);
   // A fill or copy the profile saw as a copy or memset: its elements, from the bytes it moved,
   // size the kernel of 256-thread blocks a guarded copy of it runs (launch_shape's model).
-  const int dst = n.is<ir::FillNode>()   ? n.as<ir::FillNode>().dst
-                  : n.is<ir::CopyNode>() ? n.as<ir::CopyNode>().dst
+  const int dst = n.is<mir::FillNode>()   ? n.as<mir::FillNode>().dst
+                  : n.is<mir::CopyNode>() ? n.as<mir::CopyNode>().dst
                                          : -1;
   if (L.measured && L.measured->bytes && dst >= 0 && static_cast<size_t>(dst) < p.buffers.size()) {
     const uint64_t element = expr::size_of(p.buffers[static_cast<size_t>(dst)].elem);

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "compiler/program.h"
+#include "lowering/mir.h"
 #include "lowering/launch_shape.h"
 #include "lowering/lir.h"
 #include "lowering/profile.h"
@@ -70,7 +71,7 @@ struct Launch {
 // measured where the profile has the statement's launch (user kernels; fills and copies by their
 // measured bytes), else launch_shape() at the params' defaults.
 Launch launch_of(const lir::Program& p, const lir::Node& n, const Residency& r, const ProfileUse& u);
-Launch launch_of(const ir::Program& p, const ir::Node& n, const Residency& r, const ProfileUse& u);
+Launch launch_of(const mir::Program& p, const mir::Node& n, const Residency& r, const ProfileUse& u);
 
 // A measured launch as a LaunchShape on `r` (the target's per-SM limits with the profiled GPU's
 // SMs): its blocks and threads, and how many are resident at once with the registers and static

@@ -13,8 +13,8 @@ namespace orch::lowering {
 
 // What the checker proves and what the loader enforces must be the same numbers: a pipeline
 // that checks must load (compiler/rules_test.cpp and lowering/lowering_test.cpp walk both sides).
-static_assert(ir::kMaxConditionalNesting == artifact::kMaxGraphDepth);
-static_assert(ir::kMaxFamilySize == artifact::kMaxFamilySize);
+static_assert(mir::kMaxConditionalNesting == artifact::kMaxGraphDepth);
+static_assert(mir::kMaxFamilySize == artifact::kMaxFamilySize);
 static_assert(kCudaMaxFireAndForgetLaunches == artifact::kMaxFireAndForgetLaunches);
 static_assert(kCudaMaxTailLaunches == artifact::kMaxTailLaunches);
 

@@ -170,7 +170,7 @@ inline std::string copies(const lir::Program& p, const lir::Body& b) {
     std::string name = k ? p.kernels[k->kernel].name : lir::kind_name(n.op);
     if (name.rfind("orch_", 0) == 0) name = name.substr(5, name.find('_', 5) - 5);  // orch_update_3 -> update
     out += (out.empty() ? "" : " ") + name;
-    if (n.guard) out += "[" + std::to_string(n.guard->copy) + "/" + ir::to_string(n.guard->role) + "]";
+    if (n.guard) out += "[" + std::to_string(n.guard->copy) + "/" + mir::to_string(n.guard->role) + "]";
   }
   return out;
 }
@@ -184,10 +184,11 @@ inline std::vector<std::string> unroll_notes(const std::string& text, const Lowe
   o.unroll = options.unroll;
   o.patch_user_kernels = options.patch_user_kernels;
   o.residency = lowering::residency_of(r.program->profile);
-  lowering::drop_helper_graphs(*r.program);
-  lowering::split_segments(*r.program);
-  lowering::lower_conditions(*r.program);
-  return lowering::unroll_loops(*r.program, o);
+  mir::Program p = mir::to_mir(*r.program);
+  lowering::drop_helper_graphs(p);
+  lowering::split_segments(p);
+  lowering::lower_conditions(p);
+  return lowering::unroll_loops(p, o);
 }
 
 

@@ -6,28 +6,28 @@ namespace {
 
 enum class NodeClass { Plain, Conditional, LaunchOrCollective };
 
-NodeClass classify(const ir::Program& p, const ir::Node& n) {
+NodeClass classify(const mir::Program& p, const mir::Node& n) {
   switch (n.kind()) {
-    case ir::NodeKind::If:
-    case ir::NodeKind::While:
-    case ir::NodeKind::Switch:
+    case mir::NodeKind::If:
+    case mir::NodeKind::While:
+    case mir::NodeKind::Switch:
       return NodeClass::Conditional;
-    case ir::NodeKind::LaunchGraph:
-    case ir::NodeKind::Collective:
+    case mir::NodeKind::LaunchGraph:
+    case mir::NodeKind::Collective:
       return NodeClass::LaunchOrCollective;
-    case ir::NodeKind::Kernel: {
+    case mir::NodeKind::Kernel: {
       // A kernel that may launch kernels from the device is kept apart from conditional
       // nodes like one that launches graphs: a precaution, as both use the device runtime's
       // launch path and the pair is not measured (a needless split costs one more launch).
-      const ir::Kernel& k = p.kernels[n.as<ir::KernelNode>().kernel];
+      const mir::Kernel& k = p.kernels[n.as<mir::KernelNode>().kernel];
       return k.budgets.empty() && !k.may_launch_kernels ? NodeClass::Plain
                                                         : NodeClass::LaunchOrCollective;
     }
-    case ir::NodeKind::Copy:
-    case ir::NodeKind::Fill:
-    case ir::NodeKind::ScalarUpdate:
-    case ir::NodeKind::SetCondition:
-    case ir::NodeKind::Shmem:  // a kernel that calls NVSHMEM, later
+    case mir::NodeKind::Copy:
+    case mir::NodeKind::Fill:
+    case mir::NodeKind::ScalarUpdate:
+    case mir::NodeKind::SetCondition:
+    case mir::NodeKind::Shmem:  // a kernel that calls NVSHMEM, later
       break;
   }
   return NodeClass::Plain;
@@ -35,11 +35,11 @@ NodeClass classify(const ir::Program& p, const ir::Node& n) {
 
 }  // namespace
 
-void split_segments(ir::Program& p) {
+void split_segments(mir::Program& p) {
   p.segments = {p.main_graph};
   if (p.main_graph < 0) return;
   bool has_conditional = false, has_other = false;
-  for (const ir::Node& n : p.graphs[p.main_graph].body.nodes) {
+  for (const mir::Node& n : p.graphs[p.main_graph].body.nodes) {
     NodeClass c = classify(p, n);
     has_conditional |= c == NodeClass::Conditional;
     has_other |= c == NodeClass::LaunchOrCollective;
@@ -48,13 +48,13 @@ void split_segments(ir::Program& p) {
 
   // Cut main in program order wherever the class flips; plain nodes stay with the segment
   // they are in. Segments run one after another, which keeps every ordering.
-  ir::Graph original = std::move(p.graphs[p.main_graph]);
-  std::vector<ir::Graph> parts;
+  mir::Graph original = std::move(p.graphs[p.main_graph]);
+  std::vector<mir::Graph> parts;
   NodeClass current = NodeClass::Plain;
-  for (ir::Node& n : original.body.nodes) {
+  for (mir::Node& n : original.body.nodes) {
     NodeClass c = classify(p, n);
     if (parts.empty() || (c != NodeClass::Plain && current != NodeClass::Plain && c != current)) {
-      ir::Graph g;
+      mir::Graph g;
       g.name = original.name + "." + std::to_string(parts.size());
       g.loc = original.loc;
       parts.push_back(std::move(g));
@@ -72,7 +72,7 @@ void split_segments(ir::Program& p) {
   }
   // Launch counts per execution now belong to whichever segment launches.
   for (int s : p.segments) {
-    ir::Graph& g = p.graphs[s];
+    mir::Graph& g = p.graphs[s];
     g.fire_and_forget_launches = original.fire_and_forget_launches;
     g.tail_launches = original.tail_launches;
     g.self_tail_launches = original.self_tail_launches;

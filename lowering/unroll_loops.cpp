@@ -68,7 +68,7 @@ namespace orch::lowering {
 const char* const kGuardPlaceholder = "/* orch: the guard of an unrolled copy goes here */";
 
 std::string guard_statement(const std::string& truth, const std::string& slots, const std::string& index,
-                            int site, ir::GuardRole role, bool function) {
+                            int site, mir::GuardRole role, bool function) {
   const std::string skip = function ? "return 0u;" : "return;";
   const std::string slot = "(" + slots + " + " + index + ")";
   const std::string thread0 = "threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u";
@@ -89,14 +89,14 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
       "__syncwarp(orch_n >= 32u ? 0xffffffffu : (1u << orch_n) - 1u); } "
       "if (!__syncthreads_or(orch_go)) " + skip + " }";
   switch (role) {
-    case ir::GuardRole::Follow:
+    case mir::GuardRole::Follow:
       // A plain load: the decision was written before this node started (see Follow above) and
       // nothing writes the slot while it runs, so every warp after an SM's first hits in L1. A
       // volatile load sent every warp to the one L2 line: a guarded copy of a 65,536-block kernel
       // ran 3.05x the kernel (174 against 57 us, H200, 2026-11-29).
       if (function) return "return *(const unsigned*)" + slot + " == 2u ? 1u : 0u;";
       return "if (*(const unsigned*)" + slot + " != 2u) " + skip;
-    case ir::GuardRole::Each: {
+    case mir::GuardRole::Each: {
       // Every thread evaluates the condition (a warp loads each scalar once, later warps hit L1)
       // and leaves on its own: nothing the kernel runs beside writes the condition, so all decide
       // the same, and no barrier makes every warp wait for thread 0's load (a guarded copy of a
@@ -110,15 +110,15 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
       return "{ " + report + "const unsigned orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; " + store +
              (function ? std::string("return orch_go; }") : "if (!orch_go) " + skip + " }");
     }
-    case ir::GuardRole::Alone:
-    case ir::GuardRole::Decide:
+    case mir::GuardRole::Alone:
+    case mir::GuardRole::Decide:
       // A one-block source that writes the condition: thread 0 decides before any thread of the
       // block can write, and the block learns it at the barrier.
       return "{ unsigned orch_go = 0u; if (" + thread0 + ") { " + eval +
              "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; " +
-             (role == ir::GuardRole::Decide ? "*(volatile unsigned*)" + slot + " = orch_go ? 2u : 3u; " : "") +
+             (role == mir::GuardRole::Decide ? "*(volatile unsigned*)" + slot + " = orch_go ? 2u : 3u; " : "") +
              "} " + (function ? std::string("return orch_go; }") : any);
-    case ir::GuardRole::Race:
+    case mir::GuardRole::Race:
       // A plain read first: once the first block has decided, every later block takes the
       // decision without an atomic. (Thousands of blocks each doing atomicCAS on the one slot
       // serialized: a guarded copy of a 4096-block kernel ran 9.2 us where the kernel ran 3.5.)
@@ -134,8 +134,8 @@ std::string guard_statement(const std::string& truth, const std::string& slots, 
 
 namespace {
 
-constexpr ir::GuardRole kRoles[] = {ir::GuardRole::Alone, ir::GuardRole::Decide, ir::GuardRole::Race,
-                                    ir::GuardRole::Follow, ir::GuardRole::Each};
+constexpr mir::GuardRole kRoles[] = {mir::GuardRole::Alone, mir::GuardRole::Decide, mir::GuardRole::Race,
+                                    mir::GuardRole::Follow, mir::GuardRole::Each};
 
 // The most nodes an unrolled body holds (all copies): more copies of a long body gain little
 // and cost instantiation time and code.
@@ -151,21 +151,21 @@ constexpr size_t kMaxUnrolledNodes = 256;
 // no faster, the 4096^2 one (126) 1.12x slower. So: at most 3, where every measured body gained.
 constexpr uint64_t kMaxExtraWaves = 3;
 
-void collect_reads(const ir::Expr& e, std::vector<ir::BufferAccess>& out) {
-  if (e.kind == ir::ExprKind::DeviceScalar) {
+void collect_reads(const mir::Expr& e, std::vector<mir::BufferAccess>& out) {
+  if (e.kind == mir::ExprKind::DeviceScalar) {
     bool seen = false;
-    for (ir::BufferAccess& a : out)
+    for (mir::BufferAccess& a : out)
       if (a.buffer == e.ref) {
         a.read = true;
         seen = true;
       }
     if (!seen) out.push_back({e.ref, true, false});
   }
-  for (const ir::Expr& o : e.operands) collect_reads(o, out);
+  for (const mir::Expr& o : e.operands) collect_reads(o, out);
 }
 
-void add_access(std::vector<ir::BufferAccess>& out, int buffer, bool read, bool write) {
-  for (ir::BufferAccess& a : out)
+void add_access(std::vector<mir::BufferAccess>& out, int buffer, bool read, bool write) {
+  for (mir::BufferAccess& a : out)
     if (a.buffer == buffer) {
       a.read |= read;
       a.write |= write;
@@ -176,63 +176,63 @@ void add_access(std::vector<ir::BufferAccess>& out, int buffer, bool read, bool 
 
 class Unroller {
  public:
-  Unroller(ir::Program& p, const PassOptions& o) : p_(p), o_(o) {}
+  Unroller(mir::Program& p, const PassOptions& o) : p_(p), o_(o) {}
 
   std::vector<std::string> run() {
     if (o_.unroll == 1) {
       notes_.push_back("unrolling off (--unroll 1)");
       return notes_;
     }
-    for (ir::Graph& g : p_.graphs) region(g.body);
+    for (mir::Graph& g : p_.graphs) region(g.body);
     if (notes_.empty()) notes_.push_back("no `while` loops");
     return notes_;
   }
 
  private:
-  std::string where(const ir::Node& n) const {
-    return "`while " + ir::to_string(*n.as<ir::WhileNode>().cond, p_) + "` at line " + std::to_string(n.loc.begin.line) + ":" +
+  std::string where(const mir::Node& n) const {
+    return "`while " + mir::to_string(*n.as<mir::WhileNode>().cond, p_) + "` at line " + std::to_string(n.loc.begin.line) + ":" +
            std::to_string(n.loc.begin.col);
   }
 
-  void region(ir::Region& r) {
+  void region(mir::Region& r) {
     for (size_t i = 0; i < r.nodes.size(); ++i) {
-      for (ir::Region& b : ir::bodies(r.nodes[i])) region(b);
-      if (r.nodes[i].is<ir::WhileNode>()) loop(r, i);
+      for (mir::Region& b : mir::bodies(r.nodes[i])) region(b);
+      if (r.nodes[i].is<mir::WhileNode>()) loop(r, i);
     }
   }
 
   // Why `n`, a node of a loop body, keeps the loop from being unrolled; "" if it does not.
-  std::string blocker(const ir::Node& n) const {
+  std::string blocker(const mir::Node& n) const {
     switch (n.kind()) {
-      case ir::NodeKind::If:
-      case ir::NodeKind::While:
-      case ir::NodeKind::Switch:
-      case ir::NodeKind::SetCondition:  // a nested conditional's
+      case mir::NodeKind::If:
+      case mir::NodeKind::While:
+      case mir::NodeKind::Switch:
+      case mir::NodeKind::SetCondition:  // a nested conditional's
         return "its body holds a conditional (each copy would need a conditional node and handle of its own)";
-      case ir::NodeKind::LaunchGraph:
+      case mir::NodeKind::LaunchGraph:
         return "its body launches a graph from the device";
-      case ir::NodeKind::Collective:
+      case mir::NodeKind::Collective:
         return "its body holds a collective";
-      case ir::NodeKind::Copy:
-        if (p_.buffers[n.as<ir::CopyNode>().src].host || p_.buffers[n.as<ir::CopyNode>().dst].host)
+      case mir::NodeKind::Copy:
+        if (p_.buffers[n.as<mir::CopyNode>().src].host || p_.buffers[n.as<mir::CopyNode>().dst].host)
           return "its body copies host memory (a guarded copy would be a kernel touching mapped host memory)";
         return "";
-      case ir::NodeKind::Fill:
-        if (p_.buffers[n.as<ir::FillNode>().dst].host)
+      case mir::NodeKind::Fill:
+        if (p_.buffers[n.as<mir::FillNode>().dst].host)
           return "its body fills host memory (a guarded fill would be a kernel touching mapped host memory)";
         return "";
-      case ir::NodeKind::ScalarUpdate:
-      case ir::NodeKind::Shmem:  // a generated kernel, guarded like the others
+      case mir::NodeKind::ScalarUpdate:
+      case mir::NodeKind::Shmem:  // a generated kernel, guarded like the others
         return "";
-      case ir::NodeKind::Kernel: {
-        const ir::KernelNode& launch = n.as<ir::KernelNode>();
-        const ir::Kernel& k = p_.kernels[launch.kernel];
+      case mir::NodeKind::Kernel: {
+        const mir::KernelNode& launch = n.as<mir::KernelNode>();
+        const mir::Kernel& k = p_.kernels[launch.kernel];
         if (!k.budgets.empty() || k.may_launch_kernels)
           return "kernel `" + k.name + "` in its body launches work from the device";
-        for (const ir::KernelArg& a : launch.args)
-          if (a.kind == ir::ArgKind::Cond || a.kind == ir::ArgKind::CondHandle)
+        for (const mir::KernelArg& a : launch.args)
+          if (a.kind == mir::ArgKind::Cond || a.kind == mir::ArgKind::CondHandle)
             return "kernel `" + k.name + "` in its body sets a conditional handle";
-        if (!o_.patch_user_kernels && !k.generated)
+        if (!o_.patch_user_kernels)  // every kernel is the user's here: orchc's come later
           return "user kernel `" + k.name + "` cannot be guarded here (--emit=cuda: nvcc compiles it from its source)";
         return "";
       }
@@ -240,9 +240,9 @@ class Unroller {
     return "";
   }
 
-  void loop(ir::Region& r, size_t at) {
-    ir::Node& w = r.nodes[at];
-    ir::WhileNode& loop_node = w.as<ir::WhileNode>();
+  void loop(mir::Region& r, size_t at) {
+    mir::Node& w = r.nodes[at];
+    mir::WhileNode& loop_node = w.as<mir::WhileNode>();
     if (!loop_node.cond) {
       notes_.push_back("`while kernel` at line " + std::to_string(w.loc.begin.line) + ":" +
                        std::to_string(w.loc.begin.col) +
@@ -250,11 +250,11 @@ class Unroller {
                        "value no other kernel can read");
       return;
     }
-    ir::Region& body = loop_node.bodies[0];
+    mir::Region& body = loop_node.bodies[0];
     // lower_conditions: the body ends with the kernel that evaluates the condition again, and the
     // node before the loop evaluates it the first time.
-    auto sets_handle = [&](const ir::Node& n) {
-      const auto* s = std::get_if<ir::SetConditionNode>(&n.op);
+    auto sets_handle = [&](const mir::Node& n) {
+      const auto* s = std::get_if<mir::SetConditionNode>(&n.op);
       return s && s->handle == loop_node.handle;
     };
     const bool shaped = !body.nodes.empty() && sets_handle(body.nodes.back());
@@ -333,45 +333,45 @@ class Unroller {
     }
 
     const int index = static_cast<int>(p_.unrolled_loops.size());
-    ir::UnrolledLoop L;
+    mir::UnrolledLoop L;
     L.cond = *loop_node.cond;
     L.handle = loop_node.handle;
     L.copies = copies;
     L.loc = w.loc;
     // The slots: one u32 per copy from 2 on, owned by the executable like any buffer. The name is
     // no identifier a pipeline can declare.
-    ir::Buffer slots;
+    mir::Buffer slots;
     slots.name = "orch.guard." + std::to_string(index);
-    slots.elem = ir::ScalarType::U32;
-    slots.count = int_constant(copies - 1, ir::ScalarType::U64);
+    slots.elem = mir::ScalarType::U32;
+    slots.count = int_constant(copies - 1, mir::ScalarType::U64);
     slots.loc = w.loc;
     L.slots = static_cast<int>(p_.buffers.size());
     p_.buffers.push_back(slots);
     L.status_site = static_cast<int>(p_.status_sites.size());
-    p_.status_sites.push_back({w.loc, w.call_stack, "the condition of `while " + ir::to_string(*loop_node.cond, p_) +
+    p_.status_sites.push_back({w.loc, w.call_stack, "the condition of `while " + mir::to_string(*loop_node.cond, p_) +
                                                         "`, evaluated by an unrolled copy's guard"});
-    for (ir::GuardRole role : kRoles) L.functions.push_back(guard_function(L, role));
+    for (mir::GuardRole role : kRoles) L.functions.push_back(guard_function(L, role));
     p_.unrolled_loops.push_back(std::move(L));
-    const ir::UnrolledLoop& loop = p_.unrolled_loops.back();
+    const mir::UnrolledLoop& loop = p_.unrolled_loops.back();
 
-    std::vector<ir::BufferAccess> guard_reads;
+    std::vector<mir::BufferAccess> guard_reads;
     collect_reads(loop.cond, guard_reads);
     add_access(guard_reads, loop.slots, true, false);
 
-    ir::Node end = std::move(body.nodes.back());
+    mir::Node end = std::move(body.nodes.back());
     body.nodes.pop_back();
-    const std::vector<ir::Node> original = body.nodes;
+    const std::vector<mir::Node> original = body.nodes;
     const std::vector<size_t> order = deciders_first(original, guard_reads);
     for (uint32_t k = 2; k <= copies; ++k) {
       for (size_t j : order) {
-        ir::Node c = original[j];
-        c.guard = ir::Guard{index, k, ir::GuardRole::Race};
-        for (const ir::BufferAccess& a : guard_reads) add_access(c.accesses, a.buffer, a.read, a.write);
+        mir::Node c = original[j];
+        c.guard = mir::Guard{index, k, mir::GuardRole::Race};
+        for (const mir::BufferAccess& a : guard_reads) add_access(c.accesses, a.buffer, a.read, a.write);
         body.nodes.push_back(std::move(c));
       }
     }
-    for (ir::Node* reset : {&end, &r.nodes[before]}) {
-      reset->as<ir::SetConditionNode>().reset_guards.push_back(index);
+    for (mir::Node* reset : {&end, &r.nodes[before]}) {
+      reset->as<mir::SetConditionNode>().reset_guards.push_back(index);
       add_access(reset->accesses, loop.slots, false, true);
     }
     body.nodes.push_back(std::move(end));
@@ -392,26 +392,26 @@ class Unroller {
   // Reordering nodes that touch nothing in common changes no result: their edges come from
   // what they touch. User kernels stay where they are (they may share `__device__` state that
   // no access shows), and so does everything after an NVSHMEM statement.
-  std::vector<size_t> deciders_first(const std::vector<ir::Node>& nodes,
-                                     const std::vector<ir::BufferAccess>& cond) const {
-    auto writes_cond = [&](const ir::Node& n) {
-      for (const ir::BufferAccess& a : n.accesses)
-        for (const ir::BufferAccess& c : cond)
+  std::vector<size_t> deciders_first(const std::vector<mir::Node>& nodes,
+                                     const std::vector<mir::BufferAccess>& cond) const {
+    auto writes_cond = [&](const mir::Node& n) {
+      for (const mir::BufferAccess& a : n.accesses)
+        for (const mir::BufferAccess& c : cond)
           if (a.write && a.buffer == c.buffer) return true;
       return false;
     };
-    auto conflict = [](const ir::Node& a, const ir::Node& b) {
-      for (const ir::BufferAccess& x : a.accesses)
-        for (const ir::BufferAccess& y : b.accesses)
+    auto conflict = [](const mir::Node& a, const mir::Node& b) {
+      for (const mir::BufferAccess& x : a.accesses)
+        for (const mir::BufferAccess& y : b.accesses)
           if (x.buffer == y.buffer && (x.write || y.write)) return true;
       return false;
     };
     std::vector<size_t> first, rest;
     bool shmem_seen = false;
     for (size_t j = 0; j < nodes.size(); ++j) {
-      const ir::Node& n = nodes[j];
-      shmem_seen |= n.is<ir::ShmemNode>();
-      bool hoist = !shmem_seen && (n.is<ir::ScalarUpdateNode>() || n.is<ir::FillNode>()) && writes_cond(n) &&
+      const mir::Node& n = nodes[j];
+      shmem_seen |= n.is<mir::ShmemNode>();
+      bool hoist = !shmem_seen && (n.is<mir::ScalarUpdateNode>() || n.is<mir::FillNode>()) && writes_cond(n) &&
                    launch_shape(p_, n, o_.residency).blocks == std::optional<uint64_t>(1);
       for (size_t r : rest) hoist = hoist && !conflict(n, nodes[r]);
       (hoist ? first : rest).push_back(j);
@@ -422,24 +422,24 @@ class Unroller {
 
   // The device function a user kernel of a copy calls at entry for `role`; its first parameter is
   // the copy's slot index (each copy passes its own).
-  ir::UnrolledLoop::Function guard_function(const ir::UnrolledLoop& L, ir::GuardRole role) {
+  mir::UnrolledLoop::Function guard_function(const mir::UnrolledLoop& L, mir::GuardRole role) {
     GeneratedKernel f(p_, "orch_guard");
-    const std::string index = f.value(int_constant(0), ir::ScalarType::U32);
-    const std::string slots = role == ir::GuardRole::Alone ? "" : f.guard_slots(L.slots, false);
+    const std::string index = f.value(int_constant(0), mir::ScalarType::U32);
+    const std::string slots = role == mir::GuardRole::Alone ? "" : f.guard_slots(L.slots, false);
     std::string truth;
-    if (role != ir::GuardRole::Follow) {
+    if (role != mir::GuardRole::Follow) {
       truth = "orch_truth<" + std::string(expr::type_code(L.cond.type)) + ">(" + f.expr(L.cond) + ")";
       f.status_param();
     }
     f.add_statement(guard_statement(truth, slots, index, L.status_site, role, true));
-    ir::UnrolledLoop::Function fn;
+    mir::UnrolledLoop::Function fn;
     fn.code = f.finish_function("orch_guard");
     fn.params = f.params();
     fn.args = f.args();
     return fn;
   }
 
-  ir::Program& p_;
+  mir::Program& p_;
   const PassOptions& o_;
   std::vector<std::string> notes_;
 };
@@ -462,7 +462,7 @@ uint32_t auto_unroll(size_t nodes) {
       std::clamp((kNodesPerIteration + nodes - 1) / std::max<size_t>(nodes, 1), kAtLeast, kAtMost));
 }
 
-std::vector<std::string> unroll_loops(ir::Program& program, const PassOptions& options) {
+std::vector<std::string> unroll_loops(mir::Program& program, const PassOptions& options) {
   return Unroller(program, options).run();
 }
 
@@ -573,17 +573,17 @@ class GuardAssigner {
         const bool source = std::find(sources.begin(), sources.end(), i) != sources.end();
         const bool writes = writes_condition(b.nodes[i], p_.unrolled_loops[key.first]);
         const bool decides = single || !writes;
-        ir::GuardRole role = !source   ? ir::GuardRole::Follow
-                             : !decides ? ir::GuardRole::Race
-                             : !writes ? ir::GuardRole::Each
-                             : members.size() == 1 ? ir::GuardRole::Alone
-                                                   : ir::GuardRole::Decide;
+        mir::GuardRole role = !source   ? mir::GuardRole::Follow
+                             : !decides ? mir::GuardRole::Race
+                             : !writes ? mir::GuardRole::Each
+                             : members.size() == 1 ? mir::GuardRole::Alone
+                                                   : mir::GuardRole::Decide;
         apply(b.nodes[i], role);
       }
     }
   }
 
-  void apply(lir::Node& n, ir::GuardRole role) {
+  void apply(lir::Node& n, mir::GuardRole role) {
     n.guard->role = role;
     ++counts_[n.guard->loop].roles[static_cast<int>(role)];
     auto& kn = std::get<lir::KernelNode>(n.op);  // unroll_loops made every guarded node a kernel
@@ -613,13 +613,13 @@ class GuardAssigner {
 
   // The guarded variant of user kernel `kernel` for `g`: one per kernel, loop and role (each copy
   // passes its slot index as an argument).
-  int variant(int kernel, const ir::Guard& g) {
+  int variant(int kernel, const mir::Guard& g) {
     auto key = std::make_tuple(kernel, g.loop, static_cast<int>(g.role));
     auto it = variants_.find(key);
     if (it != variants_.end()) return it->second;
     const lir::UnrolledLoop::Function& f = p_.unrolled_loops[g.loop].functions[static_cast<int>(g.role)];
     lir::Kernel v = p_.kernels[kernel];
-    v.guard = ir::Guard{g.loop, 0, g.role};
+    v.guard = mir::Guard{g.loop, 0, g.role};
     v.guard_of = kernel;
     v.guard_code = f.code;
     for (lir::KernelParam q : f.params) {
@@ -644,14 +644,14 @@ class GuardAssigner {
 
 std::vector<std::string> assign_guards(lir::Program& program) { return GuardAssigner(program).run(); }
 
-void add_guard(GeneratedKernel& k, const ir::Program& p, const ir::Guard& g, std::vector<std::string>* variants) {
-  const ir::UnrolledLoop& L = p.unrolled_loops[g.loop];
+void add_guard(GeneratedKernel& k, const mir::Program& p, const mir::Guard& g, std::vector<std::string>* variants) {
+  const mir::UnrolledLoop& L = p.unrolled_loops[g.loop];
   const std::string slots = k.guard_slots(L.slots, false);
   const std::string index = std::to_string(g.copy - 2) + "u";
   const std::string truth = "orch_truth<" + std::string(expr::type_code(L.cond.type)) + ">(" + k.expr(L.cond) + ")";
   k.status_param();
   variants->clear();
-  for (ir::GuardRole role : kRoles) variants->push_back(guard_statement(truth, slots, index, L.status_site, role, false));
+  for (mir::GuardRole role : kRoles) variants->push_back(guard_statement(truth, slots, index, L.status_site, role, false));
   k.add_statement(kGuardPlaceholder);
 }
 

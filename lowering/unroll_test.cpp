@@ -201,7 +201,7 @@ graph main {
   for (const lir::Kernel& k : p.kernels) {
     if (!k.generated || !k.guard) continue;
     CHECK(k.source.find(lowering::kGuardPlaceholder) == std::string::npos);
-    const bool race = k.guard->role == ir::GuardRole::Race;
+    const bool race = k.guard->role == mir::GuardRole::Race;
     CHECK((k.source.find("atomicCAS(orch_slot, 0u, 1u)") != std::string::npos) == race);
   }
 
@@ -256,22 +256,22 @@ TEST_CASE("unroll: the guard code of each role") {
       "orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); const unsigned orch_go = (!orch_c.e && orch_c.v) ? "
       "1u : 0u; if (blockIdx.x == 0u && blockIdx.y == 0u && blockIdx.z == 0u && threadIdx.x == 0u && threadIdx.y == 0u "
       "&& threadIdx.z == 0u) *(volatile unsigned*)(S + 2u) = orch_go ? 2u : 3u; ";
-  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Each, false) == each + "if (!orch_go) return; }");
-  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Each, true) == each + "return orch_go; }");
-  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Follow, false) ==
+  CHECK(guard_statement(t, s, i, 4, mir::GuardRole::Each, false) == each + "if (!orch_go) return; }");
+  CHECK(guard_statement(t, s, i, 4, mir::GuardRole::Each, true) == each + "return orch_go; }");
+  CHECK(guard_statement(t, s, i, 4, mir::GuardRole::Follow, false) ==
         "if (*(const unsigned*)(S + 2u) != 2u) return;");
-  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Alone, true) ==
+  CHECK(guard_statement(t, s, i, 4, mir::GuardRole::Alone, true) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
         "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; } return orch_go; }");
-  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Follow, true) ==
+  CHECK(guard_statement(t, s, i, 4, mir::GuardRole::Follow, true) ==
         "return *(const unsigned*)(S + 2u) == 2u ? 1u : 0u;");
-  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Decide, false) ==
+  CHECK(guard_statement(t, s, i, 4, mir::GuardRole::Decide, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "orch_v<orch_bool> orch_c = T; if (orch_c.e) orch_report_error(orch_status, 3u, 4u, (unsigned)orch_c.e); "
         "orch_go = (!orch_c.e && orch_c.v) ? 1u : 0u; *(volatile unsigned*)(S + 2u) = orch_go ? 2u : 3u; } "
         "{ const unsigned orch_t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); const unsigned orch_n = blockDim.x * blockDim.y * blockDim.z - (orch_t & ~31u); __syncwarp(orch_n >= 32u ? 0xffffffffu : (1u << orch_n) - 1u); } if (!__syncthreads_or(orch_go)) return; }");
-  CHECK(guard_statement(t, s, i, 4, ir::GuardRole::Race, false) ==
+  CHECK(guard_statement(t, s, i, 4, mir::GuardRole::Race, false) ==
         "{ unsigned orch_go = 0u; if (threadIdx.x == 0u && threadIdx.y == 0u && threadIdx.z == 0u) { "
         "unsigned* const orch_slot = (S + 2u); unsigned orch_s = *(volatile unsigned*)orch_slot; "
         "if (orch_s == 0u) orch_s = atomicCAS(orch_slot, 0u, 1u); if (orch_s == 0u) { "
@@ -349,8 +349,8 @@ graph main {
   {
     lir::Program p = l->program;  // every thread deciding in a node that writes the condition
     lir::Node& n = body(p).nodes[2];
-    n.guard->role = ir::GuardRole::Each;
-    p.kernels[std::get<lir::KernelNode>(n.op).kernel].guard->role = ir::GuardRole::Each;
+    n.guard->role = mir::GuardRole::Each;
+    p.kernels[std::get<lir::KernelNode>(n.op).kernel].guard->role = mir::GuardRole::Each;
     CHECK(verify(p).find("lets every thread decide for its copy, but writes what the condition reads") !=
           std::string::npos);
   }

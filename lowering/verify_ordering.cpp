@@ -93,7 +93,7 @@ std::string guard_problem(const lir::Program& p, const lir::Body& r) {
   for (size_t i = 0; i < r.nodes.size(); ++i) {
     const lir::Node& n = r.nodes[i];
     if (!n.guard) continue;
-    const ir::Guard& g = *n.guard;
+    const mir::Guard& g = *n.guard;
     const std::string at = "node " + std::to_string(i) + " (" + n.what + ")";
     if (g.loop < 0 || static_cast<size_t>(g.loop) >= p.unrolled_loops.size() || g.copy < 2 ||
         g.copy > p.unrolled_loops[g.loop].copies)
@@ -137,13 +137,13 @@ std::string guard_problem(const lir::Program& p, const lir::Body& r) {
       bool preceded = false;
       for (const lir::Dep& d : n.deps) preceded |= in.count(d.from) > 0;
       const std::string at = "node " + std::to_string(i) + " (" + n.what + ")";
-      const ir::GuardRole role = n.guard->role;
-      if (role == ir::GuardRole::Follow) {
+      const mir::GuardRole role = n.guard->role;
+      if (role == mir::GuardRole::Follow) {
         if (!preceded) return at + " follows its copy's decision, but no node of its copy comes before it";
         continue;
       }
       if (preceded) return at + " decides for its copy, but another node of its copy comes before it";
-      if (role == ir::GuardRole::Race) continue;
+      if (role == mir::GuardRole::Race) continue;
       ++deciders;
       // Each block decides for itself: they agree only if none can see another's writes.
       const bool writes = writes_condition(n, p.unrolled_loops[static_cast<size_t>(key.first)]);
@@ -152,15 +152,15 @@ std::string guard_problem(const lir::Program& p, const lir::Body& r) {
                     "the condition reads";
       // Every thread decides for itself: they agree only if nothing in the kernel changes the
       // condition while its threads read it.
-      if (role == ir::GuardRole::Each && writes)
+      if (role == mir::GuardRole::Each && writes)
         return at + " lets every thread decide for its copy, but writes what the condition reads";
-      if (role == ir::GuardRole::Alone && members.size() != 1)
+      if (role == mir::GuardRole::Alone && members.size() != 1)
         return at + " keeps its copy's decision to itself, but its copy has other nodes";
       writing_deciders += writes;
     }
     if (deciders > 0 && members.size() - deciders > 0 &&
         std::any_of(members.begin(), members.end(),
-                    [&](size_t i) { return r.nodes[i].guard->role == ir::GuardRole::Race; }))
+                    [&](size_t i) { return r.nodes[i].guard->role == mir::GuardRole::Race; }))
       return "a copy of loop " + std::to_string(key.first) + " mixes deciders with racing ones";
     if (deciders > 1 && writing_deciders > 0)
       return "a copy of loop " + std::to_string(key.first) +
