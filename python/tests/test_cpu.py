@@ -235,16 +235,16 @@ def _countdown_profile(tmp_path, name, blocks, pipeline="countdown"):
 
 
 def test_compile_option_profile(tmp_path, cache_dir):
-    # As orchc --profile: a loop body whose launch ran in several waves (264 blocks of 1024
-    # threads: 2 fit an SM, 264 the H200's 132) is not unrolled, one that ran in one wave is;
-    # another pipeline's profile is ignored with W0006.
+    # As orchc --profile: a loop body whose launch ran in more than 4 waves (blocks of 1024
+    # threads: 2 fit an SM, 264 the H200's 132 at once; 4 x 264 + 1 is a fifth wave) is not
+    # unrolled, one that ran in 4 is; another pipeline's profile is ignored with W0006.
     def compiled(profile):
         return orch.load(orch.compile(COUNTDOWN_TEXT, path="countdown.orch", cache_dir=cache_dir, profile=profile))
 
-    assert "orch.guard.0" not in compiled(_countdown_profile(tmp_path, "waves.json", 265)).buffers
-    assert "orch.guard.0" in compiled(_countdown_profile(tmp_path, "wave.json", 264)).buffers
+    assert "orch.guard.0" not in compiled(_countdown_profile(tmp_path, "waves.json", 4 * 264 + 1)).buffers
+    assert "orch.guard.0" in compiled(_countdown_profile(tmp_path, "wave.json", 4 * 264)).buffers
     with pytest.warns(orch.CompileWarning, match="W0006"):
-        other = compiled(_countdown_profile(tmp_path, "other.json", 265, pipeline="other"))
+        other = compiled(_countdown_profile(tmp_path, "other.json", 4 * 264 + 1, pipeline="other"))
     assert "orch.guard.0" in other.buffers
     with pytest.raises(orch.CompileError) as missing:
         compiled(tmp_path / "missing.json")
