@@ -185,7 +185,8 @@ int run(int argc, char** argv) {
                "finished");
   app.add_option("--unroll", f.unroll,
                  "copies of a `while` body per WHILE iteration, each doing nothing once the condition is "
-                 "false (default: the compiler's choice, copies for 32 nodes per iteration, 8 to 16; 1: no unrolling)")
+                 "false (default: the compiler's choice, copies for 32 nodes per iteration, 8 to 16, and none where the "
+                 "body's launches run more than 3 waves past their first; 1: no unrolling)")
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--no-line-up", f.no_line_up,
                "leave every kernel free to run beside the collective before it (default: kernels that fit "
